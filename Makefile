@@ -1,0 +1,96 @@
+# ddtk - dedispersion toolkit. GNU Make.
+#
+#   make            libddtk.a and every tool into bin/
+#   make test       C unit tests and the bats suites
+#   make demo       the built-in demo observation
+#   make bench      CPU benchmarks (bench/)
+#   make install PREFIX=/usr/local
+#   make CUDA=0     CPU-only build even where nvcc exists
+
+PREFIX ?= /usr/local
+CC ?= gcc
+MARCH ?= -march=native
+CFLAGS ?= -O3 $(MARCH) -g
+CFLAGS += -std=gnu11 -Wall -Wextra -fopenmp -Isrc
+LDLIBS = -lfftw3f -lfftw3f_omp -lm
+
+CUDA_HOME ?= /usr/local/cuda
+NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; })
+CUDA ?= $(if $(NVCC),1,0)
+# Volta (sm_70) is gone from CUDA 13; Turing onwards, plus PTX for newer chips.
+CUDA_ARCHS ?= 75 80 86 89 90
+NVCCFLAGS ?= -O3 -std=c++17 $(foreach a,$(CUDA_ARCHS),-gencode=arch=compute_$(a),code=sm_$(a)) \
+	-gencode=arch=compute_90,code=compute_90
+NVCCFLAGS += -Isrc -Xcompiler -Wall,-Wextra
+
+LIB_C := $(filter-out src/gpu_none.c,$(wildcard src/*.c)) $(wildcard cpu/*.c)
+ifeq ($(CUDA),1)
+LIB_CU := $(wildcard cuda/*.cu)
+LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudart -lstdc++
+CFLAGS += -DDDTK_HAVE_CUDA
+else
+LIB_C += src/gpu_none.c
+endif
+
+LIB_OBJ := $(LIB_C:%.c=build/%.o) $(LIB_CU:%.cu=build/%.o)
+TOOLS := $(patsubst tools/%.c,bin/%,$(wildcard tools/*.c))
+UNIT_TESTS := $(patsubst test/unit/%.c,build/test/%,$(wildcard test/unit/*.c))
+TEST_HELPERS := $(patsubst test/helpers/%.c,build/test/%,$(wildcard test/helpers/*.c))
+HEADERS := $(wildcard src/*.h)
+
+.PHONY: all test unit bats demo bench install clean deps vecreport
+all: libddtk.a $(TOOLS)
+
+build/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+build/%.o: %.cu $(HEADERS) $(wildcard cuda/*.cuh)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+libddtk.a: $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+bin/%: tools/%.c libddtk.a $(HEADERS)
+	@mkdir -p bin
+	$(CC) $(CFLAGS) $< -o $@ libddtk.a $(LDLIBS)
+
+build/test/%: test/unit/%.c libddtk.a $(HEADERS)
+	@mkdir -p build/test
+	$(CC) $(CFLAGS) $< -o $@ libddtk.a $(LDLIBS)
+
+build/test/%: test/helpers/%.c libddtk.a $(HEADERS)
+	@mkdir -p build/test
+	$(CC) $(CFLAGS) $< -o $@ libddtk.a $(LDLIBS)
+
+deps:
+	@scripts/ensure-deps
+
+test: deps
+	@$(MAKE) --no-print-directory all $(UNIT_TESTS) $(TEST_HELPERS)
+	@scripts/run-tests $(UNIT_TESTS)
+
+demo: deps
+	@$(MAKE) --no-print-directory all $(TEST_HELPERS)
+	@scripts/demo
+
+bench: deps
+	@$(MAKE) --no-print-directory all $(TEST_HELPERS)
+	@bench/run
+
+# Show which loops of the CPU kernels the compiler vectorised.
+vecreport:
+	$(CC) $(CFLAGS) -fopt-info-vec-optimized -c cpu/direct.c -o /dev/null
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/ddtk \
+		$(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin
+	install -m 644 libddtk.a $(DESTDIR)$(PREFIX)/lib
+	install -m 644 src/ddtk.h $(DESTDIR)$(PREFIX)/include/ddtk
+	install -m 644 man/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1
+
+clean:
+	rm -rf build bin libddtk.a test/tmp

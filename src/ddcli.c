@@ -1,0 +1,299 @@
+/*
+ * ddcli.c - the command line shared by the dedispersion tools (dd_direct,
+ * dd_subband, dd_tree): one option table, one help text, one DM-list
+ * resolution, so the three tools cannot drift apart.
+ */
+#include "ddcli.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    OPT_PREFIX = 1000, OPT_FORMAT, OPT_DM, OPT_DM_MIN, OPT_DM_MAX, OPT_DM_STEP, OPT_DM_LIST,
+    OPT_TOL, OPT_PULSE_WIDTH, OPT_KILLFILE, OPT_ZERODM, OPT_REF_FREQ, OPT_KDM, OPT_ROUNDING,
+    OPT_GULP, OPT_MAX_MEM, OPT_THREADS, OPT_BACKEND, OPT_GPU, OPT_LIST_GPUS, OPT_FORCE,
+    OPT_POL, OPT_PAD, OPT_EVEN, OPT_VERSION
+};
+
+static const struct option common_options[] = {
+    { "output", required_argument, 0, 'o' },
+    { "prefix", required_argument, 0, OPT_PREFIX },
+    { "format", required_argument, 0, OPT_FORMAT },
+    { "dm", required_argument, 0, OPT_DM },
+    { "dm-min", required_argument, 0, OPT_DM_MIN },
+    { "dm-max", required_argument, 0, OPT_DM_MAX },
+    { "dm-step", required_argument, 0, OPT_DM_STEP },
+    { "dm-list", required_argument, 0, OPT_DM_LIST },
+    { "tol", required_argument, 0, OPT_TOL },
+    { "pulse-width", required_argument, 0, OPT_PULSE_WIDTH },
+    { "killfile", required_argument, 0, OPT_KILLFILE },
+    { "zerodm", no_argument, 0, OPT_ZERODM },
+    { "ref-freq", required_argument, 0, OPT_REF_FREQ },
+    { "kdm", required_argument, 0, OPT_KDM },
+    { "rounding", required_argument, 0, OPT_ROUNDING },
+    { "gulp", required_argument, 0, OPT_GULP },
+    { "max-mem", required_argument, 0, OPT_MAX_MEM },
+    { "threads", required_argument, 0, OPT_THREADS },
+    { "backend", required_argument, 0, OPT_BACKEND },
+    { "gpu", required_argument, 0, OPT_GPU },
+    { "list-gpus", no_argument, 0, OPT_LIST_GPUS },
+    { "force", no_argument, 0, OPT_FORCE },
+    { "pol", required_argument, 0, OPT_POL },
+    { "pad", no_argument, 0, OPT_PAD },
+    { "even", no_argument, 0, OPT_EVEN },
+    { "quiet", no_argument, 0, 'q' },
+    { "verbose", no_argument, 0, 'v' },
+    { "help", no_argument, 0, 'h' },
+    { "version", no_argument, 0, OPT_VERSION },
+};
+#define NCOMMON ((int)(sizeof common_options / sizeof common_options[0]))
+
+const char ddtk_ddcli_help[] =
+    "Input: a SIGPROC filterbank FILE, or '-' (or nothing) for stdin.\n"
+    "\n"
+    "DM trials (one of):\n"
+    "  --dm DM[,DM...]          explicit DMs (pc cm^-3)\n"
+    "  --dm-min A --dm-max B --dm-step S   linear range, A and B included\n"
+    "  --dm-min A --dm-max B [--tol T] [--pulse-width W]\n"
+    "                           tolerance-spaced list (dedisperse_all/dedisp recurrence;\n"
+    "                           defaults T=1.25, W=40 us)\n"
+    "  --dm-list FILE           one DM per line\n"
+    "\n"
+    "Output:\n"
+    "  -o, --output FILE        output of a single-DM run (default: .tim to stdout)\n"
+    "  --prefix P               several DMs: P_DM%.2f.tim or .dat/.inf\n"
+    "                           (default: the input's name without its suffix)\n"
+    "  --format tim|dat         SIGPROC .tim or PRESTO .dat + .inf (default tim)\n"
+    "  --pad                    pad each series to the input length with its mean\n"
+    "  --even                   trim each series to an even length (PRESTO)\n"
+    "  --force                  overwrite existing outputs\n"
+    "\n"
+    "Dedispersion:\n"
+    "  --kdm K                  dispersion constant (default 4148.741601 s MHz^2 pc^-1 cm^3)\n"
+    "  --ref-freq MHz           reference frequency (default: highest channel centre)\n"
+    "  --rounding nearest|floor delay rounding (default nearest; floor = SIGPROC dedisperse)\n"
+    "  --killfile FILE          channels to kill: 0/1 mask per line (0 kills) or\n"
+    "                           a list of indices and ranges, e.g. 0:10,40,100:120\n"
+    "  --zerodm                 subtract each spectrum's mean before dedispersing\n"
+    "  --pol sum|N              IFs: sum of IFs 0 and 1, or IF N (default sum if nifs is 2 or 4)\n"
+    "\n"
+    "Resources:\n"
+    "  --gulp N                 spectra per gulp (default: automatic, >= 16384 and the max delay)\n"
+    "  --max-mem SIZE           memory bound for the gulp buffers (default 2G)\n"
+    "  --threads N              CPU threads (default: OpenMP's, all cores)\n"
+    "  --backend cpu|gpu|auto   (default auto: the GPU when usable, else the CPU)\n"
+    "  --gpu N                  GPU index (default 0; respects CUDA_VISIBLE_DEVICES)\n"
+    "  --list-gpus              list usable GPUs and exit\n"
+    "\n"
+    "  -q, --quiet              no progress or summary    -v, --verbose  more detail\n"
+    "  -h, --help               this help                 --version      print the version\n";
+
+void ddtk_ddargs_init(ddtk_ddargs *a)
+{
+    memset(a, 0, sizeof *a);
+    ddtk_options_init(&a->opt);
+    a->tol = 1.25;
+    a->pulse_width = 40.0;
+    a->dm_min = a->dm_max = a->dm_step = NAN;
+    a->out.format = DDTK_FMT_TIM;
+}
+
+void ddtk_ddargs_free(ddtk_ddargs *a)
+{
+    ddtk_dmlist_free(&a->dms);
+    free(a->default_prefix);
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, fmt, arg);
+    return ddtk_fail(DDTK_EUSAGE, "%s (see --help)", msg);
+}
+
+static int number(const char *arg, const char *opt, double *v)
+{
+    if (ddtk_parse_double(arg, v))
+        return usage_error(opt, arg);
+    return DDTK_OK;
+}
+
+static int int_option(const char *arg, const char *what, int64_t lo, int64_t *v)
+{
+    if (ddtk_parse_int64(arg, v) || *v < lo)
+        return usage_error(what, arg);
+    return DDTK_OK;
+}
+
+static int choose(const char *arg, const char *a0, const char *a1, const char *a2, int *v)
+{
+    const char *names[] = { a0, a1, a2 };
+    for (int i = 0; i < 3; i++)
+        if (names[i] && strcmp(arg, names[i]) == 0) {
+            *v = i;
+            return DDTK_OK;
+        }
+    return DDTK_EUSAGE;
+}
+
+static int common_option(ddtk_ddargs *a, int code, const char *arg)
+{
+    int64_t n;
+    int rc = DDTK_OK;
+    switch (code) {
+    case 'o': a->out.output = arg; break;
+    case OPT_PREFIX: a->out.prefix = arg; break;
+    case OPT_FORMAT:
+        if (choose(arg, "tim", "dat", NULL, &a->out.format))
+            return usage_error("--format '%s': expected tim or dat", arg);
+        break;
+    case OPT_DM: a->dm_given = 1; return ddtk_dmlist_parse(&a->dms, arg);
+    case OPT_DM_MIN: return number(arg, "--dm-min '%s': not a number", &a->dm_min);
+    case OPT_DM_MAX: return number(arg, "--dm-max '%s': not a number", &a->dm_max);
+    case OPT_DM_STEP: return number(arg, "--dm-step '%s': not a number", &a->dm_step);
+    case OPT_DM_LIST: a->dm_list_file = arg; break;
+    case OPT_TOL: a->tol_given = 1; return number(arg, "--tol '%s': not a number", &a->tol);
+    case OPT_PULSE_WIDTH:
+        a->tol_given = 1;
+        return number(arg, "--pulse-width '%s': not a number", &a->pulse_width);
+    case OPT_KILLFILE: a->opt.killfile = arg; break;
+    case OPT_ZERODM: a->opt.zerodm = 1; break;
+    case OPT_REF_FREQ:
+        if ((rc = number(arg, "--ref-freq '%s': not a number", &a->opt.fref)))
+            return rc;
+        if (!(a->opt.fref > 0))
+            return usage_error("--ref-freq '%s': must be > 0 MHz", arg);
+        break;
+    case OPT_KDM:
+        if ((rc = number(arg, "--kdm '%s': not a number", &a->opt.kdm)))
+            return rc;
+        if (!(a->opt.kdm > 0))
+            return usage_error("--kdm '%s': must be > 0", arg);
+        break;
+    case OPT_ROUNDING:
+        if (choose(arg, "nearest", "floor", NULL, &a->opt.rounding))
+            return usage_error("--rounding '%s': expected nearest or floor", arg);
+        break;
+    case OPT_GULP:
+        rc = int_option(arg, "--gulp '%s': expected a number of spectra >= 1", 1, &a->opt.gulp);
+        break;
+    case OPT_MAX_MEM:
+        if (ddtk_parse_size(arg, &a->opt.max_mem))
+            return usage_error("--max-mem '%s': expected a size such as 512M or 4G", arg);
+        break;
+    case OPT_THREADS:
+        rc = int_option(arg, "--threads '%s': expected a number >= 1", 1, &n);
+        a->opt.threads = (int)n;
+        break;
+    case OPT_BACKEND:
+        if (choose(arg, "auto", "cpu", "gpu", &a->opt.backend))
+            return usage_error("--backend '%s': expected cpu, gpu or auto", arg);
+        break;
+    case OPT_GPU:
+        rc = int_option(arg, "--gpu '%s': expected a GPU index >= 0", 0, &n);
+        a->opt.gpu = (int)n;
+        break;
+    case OPT_LIST_GPUS: a->list_gpus = 1; break;
+    case OPT_FORCE: a->out.force = 1; break;
+    case OPT_POL:
+        if (strcmp(arg, "sum") == 0)
+            a->opt.pol = DDTK_POL_SUM;
+        else {
+            rc = int_option(arg, "--pol '%s': expected sum or an IF index", 0, &n);
+            a->opt.pol = (int)n;
+        }
+        break;
+    case OPT_PAD: a->opt.pad = 1; break;
+    case OPT_EVEN: a->out.even = 1; break;
+    case 'q': a->opt.quiet = 1; break;
+    case 'v': a->opt.verbose = 1; break;
+    default: return -1;
+    }
+    return rc;
+}
+
+int ddtk_ddargs_parse(ddtk_ddargs *a, int argc, char **argv,
+                      const struct option *extra, int nextra,
+                      ddtk_extra_handler handler, void *ctx, void (*help)(void))
+{
+    struct option *opts = calloc((size_t)(NCOMMON + nextra + 1), sizeof *opts);
+    if (!opts)
+        return ddtk_fail(DDTK_ESYS, "out of memory");
+    memcpy(opts, common_options, sizeof common_options);
+    if (nextra)
+        memcpy(opts + NCOMMON, extra, (size_t)nextra * sizeof *opts);
+    int code, rc = DDTK_OK;
+    opterr = 0;
+    while (!rc && (code = getopt_long(argc, argv, ":o:qvh", opts, NULL)) != -1) {
+        if (code == 'h') {
+            help();
+            rc = DDTK_DONE;
+        } else if (code == OPT_VERSION) {
+            printf("%s (ddtk) %s\n", ddtk_progname, DDTK_VERSION);
+            rc = DDTK_DONE;
+        } else if (code == '?')
+            rc = usage_error("unknown option '%s'", argv[optind - 1]);
+        else if (code == ':')
+            rc = usage_error("option '%s' needs a value", argv[optind - 1]);
+        else if ((rc = common_option(a, code, optarg)) == -1)
+            rc = handler ? handler(code, optarg, ctx) : usage_error("unknown option '%s'",
+                                                                   argv[optind - 1]);
+    }
+    free(opts);
+    if (rc)
+        return rc;
+    if (optind < argc)
+        a->input = argv[optind++];
+    if (optind < argc)
+        return usage_error("one input file only ('%s' is extra)", argv[optind]);
+    return DDTK_OK;
+}
+
+/* The input's name without directory or suffix, as the default output prefix. */
+static char *prefix_from(const char *input)
+{
+    if (!input || strcmp(input, "-") == 0)
+        return strdup("stdin");
+    const char *slash = strrchr(input, '/');
+    char *p = strdup(slash ? slash + 1 : input);
+    char *dot = p ? strrchr(p, '.') : NULL;
+    if (dot && dot != p)
+        *dot = '\0';
+    return p;
+}
+
+int ddtk_ddargs_resolve(ddtk_ddargs *a, const ddtk_header *h)
+{
+    int have_range = !isnan(a->dm_min) || !isnan(a->dm_max);
+    int sources = a->dm_given + (a->dm_list_file != NULL) + have_range;
+    int rc;
+    if (sources != 1)
+        return ddtk_fail(DDTK_EUSAGE, "give exactly one of --dm, --dm-min/--dm-max or "
+                         "--dm-list (see --help)");
+    if (a->dm_list_file && (rc = ddtk_dmlist_file(&a->dms, a->dm_list_file)))
+        return rc;
+    if (have_range) {
+        if (isnan(a->dm_min) || isnan(a->dm_max))
+            return ddtk_fail(DDTK_EUSAGE, "--dm-min and --dm-max go together");
+        if (!isnan(a->dm_step) && a->tol_given)
+            return ddtk_fail(DDTK_EUSAGE, "--dm-step and --tol/--pulse-width exclude each other");
+        if (!isnan(a->dm_step))
+            rc = ddtk_dmlist_range(&a->dms, a->dm_min, a->dm_max, a->dm_step);
+        else {
+            ddtk_channels ch;
+            if ((rc = ddtk_channels_init(&ch, h, NULL, 0)))
+                return rc;
+            rc = ddtk_dmlist_tol(&a->dms, a->dm_min, a->dm_max, h->tsamp, a->pulse_width,
+                                 a->tol, 0.5 * (ch.fmin + ch.fmax), ch.chan_bw, h->nchans);
+            ddtk_channels_free(&ch);
+        }
+        if (rc)
+            return rc;
+    } else if (!isnan(a->dm_step))
+        return ddtk_fail(DDTK_EUSAGE, "--dm-step needs --dm-min and --dm-max");
+    if (!a->default_prefix && !(a->default_prefix = prefix_from(a->input)))
+        return ddtk_fail(DDTK_ESYS, "out of memory");
+    a->out.default_prefix = a->default_prefix;
+    return DDTK_OK;
+}

@@ -1,0 +1,351 @@
+/*
+ * ddtk.h - public API of libddtk, the dedispersion toolkit library.
+ *
+ * The library owns everything the tools share: SIGPROC headers and data
+ * (sigproc.c, input.c, unpack.c), channel and delay tables and DM lists
+ * (delays.c, dmlist.c, killfile.c), output series (output.c), the streaming
+ * dedispersion driver (dedisperse.c) and its CPU/GPU kernels (cpu/, cuda/),
+ * and the command-line plumbing every tool uses (cli.c, progress.c).
+ *
+ * Style of use, as in FFTW and dedisp: create a plan, execute, destroy.
+ * Functions that can fail return a DDTK_E* code (0 on success) and leave a
+ * one-line message in ddtk_errmsg().
+ */
+#ifndef DDTK_H
+#define DDTK_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stddef.h>
+
+#define DDTK_VERSION "0.1.0"
+
+/* Exit codes shared by every tool (SPEC section 4). */
+enum {
+    DDTK_OK = 0,
+    DDTK_EDATA = 1,   /* bad input data or file format */
+    DDTK_EUSAGE = 2,  /* bad command line */
+    DDTK_ESYS = 3     /* I/O, memory or GPU failure */
+};
+
+/* Dispersion constant in s MHz^2 pc^-1 cm^3 (SIGPROC, dedisp, AstroAccelerate). */
+#define DDTK_KDM_DEFAULT 4148.741601
+
+/* ---- errors (error.c) ---------------------------------------------------- */
+
+/* Record a message (printf-style) and return code, for `return ddtk_fail(...)`. */
+int ddtk_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *ddtk_errmsg(void);
+/* Allocation that records a DDTK_ESYS message on failure. */
+void *ddtk_malloc(size_t bytes, const char *what);
+void *ddtk_calloc(size_t n, size_t size, const char *what);
+
+/* ---- SIGPROC headers (sigproc.c) ----------------------------------------- */
+
+#define DDTK_MAX_STRING 4096
+#define DDTK_MAX_KEYS 48
+
+typedef struct ddtk_header {
+    int32_t telescope_id, machine_id, data_type, barycentric, pulsarcentric;
+    int32_t nchans, nbits, nifs, nbeams, ibeam, nbins, nsamples;
+    double az_start, za_start, src_raj, src_dej, tstart, tsamp, period;
+    double fch1, foff, refdm;
+    char source_name[DDTK_MAX_STRING + 1];
+    char rawdatafile[DDTK_MAX_STRING + 1];
+    int8_t signed_data;           /* keyword "signed" */
+    int64_t npuls;
+    double *freqs;                /* frequency table (fchannel), NULL if none */
+    int32_t nfreqs;
+    /* Keywords present, in the order they were read or set, so that a header
+     * written back is byte-identical to the one read. */
+    uint8_t order[DDTK_MAX_KEYS];
+    int norder;
+    int64_t header_bytes;         /* length of the header as read */
+} ddtk_header;
+
+void ddtk_header_init(ddtk_header *h);
+void ddtk_header_free(ddtk_header *h);
+int ddtk_header_copy(ddtk_header *dst, const ddtk_header *src);
+/* Mark a keyword present (appending it to the order) after setting its field. */
+int ddtk_header_mark(ddtk_header *h, const char *keyword);
+void ddtk_header_unmark(ddtk_header *h, const char *keyword);
+int ddtk_header_has(const ddtk_header *h, const char *keyword);
+int ddtk_header_set_freqs(ddtk_header *h, const double *freqs, int n);
+/* Read a header from a stream (no seeking); name is used in messages. */
+int ddtk_header_read(FILE *fp, const char *name, ddtk_header *h);
+/* Check the values a filterbank or time series needs (SPEC section 2). */
+int ddtk_header_validate(const ddtk_header *h, const char *name);
+int ddtk_header_write(FILE *fp, const ddtk_header *h);
+/* Print every keyword present, SIGPROC `header` style, or one value. */
+void ddtk_header_print(FILE *fp, const ddtk_header *h, const char *name, int64_t nsamples);
+int ddtk_header_print_key(FILE *fp, const ddtk_header *h, const char *key, int64_t nsamples);
+/* Frequency of channel c (file order): the table if present, else fch1 + c*foff. */
+double ddtk_chan_freq(const ddtk_header *h, int c);
+/* Packed SIGPROC hhmmss.s / ddmmss.s to "hh:mm:ss.ssss". */
+void ddtk_format_sexagesimal(double packed, char *out, size_t n);
+const char *ddtk_telescope_name(int id);
+const char *ddtk_machine_name(int id);
+
+/* ---- input streams (input.c, unpack.c) ----------------------------------- */
+
+typedef struct ddtk_input {
+    FILE *fp;
+    char *name;                   /* path, or "stdin" */
+    ddtk_header hdr;
+    int is_stdin;
+    int64_t nsamples;             /* from the file size; -1 when streaming */
+    int64_t bits_per_spectrum;    /* nchans * nifs * nbits */
+    int64_t samples_read;
+    int eof;
+} ddtk_input;
+
+/* Open a filterbank or time series ("-" or NULL: stdin) and read its header. */
+int ddtk_input_open(ddtk_input *in, const char *path);
+/* Read up to n spectra (n*bits_per_spectrum must be a multiple of 8 unless it
+ * is the last read) into raw; *got is the number of whole spectra read. */
+int ddtk_input_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got);
+void ddtk_input_close(ddtk_input *in);
+/* Bytes holding n spectra, rounded up. */
+int64_t ddtk_input_bytes(const ddtk_input *in, int64_t n);
+
+/* Polarisation / IF selection (SPEC section 2). */
+enum { DDTK_POL_DEFAULT = -1, DDTK_POL_SUM = -2 };
+
+/*
+ * Unpack n spectra of raw data into channel rows of floats:
+ * out[row[c] * stride + t] for file channel c, skipping channels with
+ * row[c] < 0. pol selects the IF (>= 0) or DDTK_POL_SUM the sum of IFs 0 and 1.
+ */
+void ddtk_unpack(const ddtk_header *h, const uint8_t *raw, int64_t n,
+                 const int *row, int pol, float *out, size_t stride);
+/* Resolve --pol for this header; returns the pol to pass to ddtk_unpack. */
+int ddtk_resolve_pol(const ddtk_header *h, int requested, const char *name, int *pol);
+
+/* ---- channels, delays and DM lists (delays.c, dmlist.c, killfile.c) ------ */
+
+enum { DDTK_ROUND_NEAREST = 0, DDTK_ROUND_FLOOR = 1 };
+
+typedef struct ddtk_channels {
+    int nchans;                   /* channels in the file */
+    int nlive;                    /* channels not killed */
+    int *row;                     /* file channel -> live row, -1 if killed */
+    double *freq;                 /* live row -> frequency (MHz), descending */
+    double fref;                  /* reference frequency (MHz) */
+    double fmin, fmax;            /* centres of the lowest and highest channels */
+    double chan_bw;               /* |channel width| (MHz) */
+} ddtk_channels;
+
+/* Live channels ordered by descending frequency, so both band orders sum
+ * identically. kill may be NULL; fref <= 0 selects the highest channel. */
+int ddtk_channels_init(ddtk_channels *ch, const ddtk_header *h,
+                       const uint8_t *kill, double fref);
+void ddtk_channels_free(ddtk_channels *ch);
+
+typedef struct ddtk_delays {
+    int ndm, nchan;
+    double tsamp, kdm;
+    int rounding;
+    double *dm;                   /* DM list */
+    double *per_dm;               /* per live row: delay in samples per unit DM */
+    int32_t *delay;               /* [dm * nchan + row] in samples */
+    int32_t maxdelay;             /* largest delay of the run */
+} ddtk_delays;
+
+int ddtk_delays_init(ddtk_delays *d, const ddtk_channels *ch, double tsamp,
+                     const double *dms, int ndm, double kdm, int rounding);
+void ddtk_delays_free(ddtk_delays *d);
+/* Delay in seconds of frequency f relative to fref. */
+double ddtk_delay_seconds(double dm, double f, double fref, double kdm);
+/* Round a delay in samples per the rounding mode (half away from zero / floor). */
+int32_t ddtk_round_delay(double samples, int rounding);
+
+typedef struct ddtk_dmlist {
+    double *dm;
+    int n, cap;
+} ddtk_dmlist;
+
+void ddtk_dmlist_free(ddtk_dmlist *l);
+int ddtk_dmlist_push(ddtk_dmlist *l, double dm);
+/* "56.7" or "10,20,30.5". */
+int ddtk_dmlist_parse(ddtk_dmlist *l, const char *text);
+int ddtk_dmlist_range(ddtk_dmlist *l, double lo, double hi, double step);
+int ddtk_dmlist_file(ddtk_dmlist *l, const char *path);
+/*
+ * Tolerance-spaced list (the recurrence of SIGPROC dedisperse_all and dedisp):
+ * each DM is the largest for which the smearing from the DM step, combined in
+ * quadrature with sampling, intrinsic width and channel smearing, stays within
+ * tol times the smearing at the previous DM. pulse_width in microseconds.
+ */
+int ddtk_dmlist_tol(ddtk_dmlist *l, double lo, double hi, double tsamp,
+                    double pulse_width_us, double tol, double fcentre_mhz,
+                    double chan_bw_mhz, int nchans);
+
+/* Killfile: "0/1 per line" or "ranges 0:10,40,100:120"; kill[c] = 1 if killed. */
+int ddtk_killfile_read(const char *path, int nchans, uint8_t **kill, int *nkilled);
+
+/* ---- output series (output.c) -------------------------------------------- */
+
+enum { DDTK_FMT_TIM = 0, DDTK_FMT_DAT = 1 };
+
+typedef struct ddtk_series_meta {
+    const ddtk_header *in;        /* input header (source, position, tstart ...) */
+    double tsamp;                 /* output sample time */
+    double fref;                  /* reference frequency */
+    double flow;                  /* centre of the lowest-frequency channel */
+    double bandwidth;             /* total bandwidth (MHz) */
+    double chan_bw;
+    int nchans;
+    const char *notes;            /* .inf notes, newline separated */
+} ddtk_series_meta;
+
+typedef struct ddtk_series_file {
+    char *path;                   /* final name; NULL for stdout */
+    char *tmp;                    /* temporary name while writing */
+    FILE *fp;
+    double dm;
+    int64_t nwritten;
+} ddtk_series_file;
+
+typedef struct ddtk_outspec {
+    int format;                   /* DDTK_FMT_TIM or DDTK_FMT_DAT */
+    const char *output;           /* -o: the one output of a single-DM run */
+    const char *prefix;           /* --prefix, NULL if not given */
+    const char *default_prefix;   /* used for several DMs when prefix is NULL */
+    int force, even;
+} ddtk_outspec;
+
+typedef struct ddtk_outset {
+    int n, to_stdout;
+    ddtk_outspec spec;
+    ddtk_series_file *f;
+    ddtk_series_meta meta;
+} ddtk_outset;
+
+/*
+ * Plan the outputs of a run: one DM with neither -o nor --prefix and format
+ * tim goes to stdout; one DM with -o goes there; otherwise one file per DM,
+ * <prefix>_DM%.2f.<ext>. Fails (no file created) if a name exists without force.
+ */
+int ddtk_outset_open(ddtk_outset *o, const double *dms, int ndm,
+                     const ddtk_outspec *spec, const ddtk_series_meta *meta);
+int ddtk_outset_write(ddtk_outset *o, int i, const float *x, int64_t n);
+/* Finish every file (header fix-ups, .inf, rename). */
+int ddtk_outset_close(ddtk_outset *o);
+/* Remove temporaries after a failure. */
+void ddtk_outset_abort(ddtk_outset *o);
+/* Write a time series .tim header for the given meta and DM. */
+int ddtk_tim_header_write(FILE *fp, const ddtk_series_meta *m, double dm);
+int ddtk_inf_write(const char *path, const char *basename, const ddtk_series_meta *m,
+                   double dm, int64_t nsamples);
+
+/* Create a hidden temporary file beside path (*tmp gets its name), and
+ * rename it to path once complete (closing it); remove it on failure. */
+FILE *ddtk_temp_create(const char *path, char **tmp);
+int ddtk_temp_commit(FILE *fp, const char *tmp, const char *path);
+
+/* ---- synthetic observations (sim.c) --------------------------------------- */
+
+typedef struct ddtk_sim_pulse {
+    double t;                     /* arrival time at the reference frequency (s) */
+    double dm, width;             /* width: Gaussian FWHM (s) */
+    double amp;                   /* peak S/N of the ideally dedispersed pulse */
+} ddtk_sim_pulse;
+
+typedef struct ddtk_sim_pulsar {
+    double period, dm, duty;      /* duty: FWHM as a fraction of the period */
+    double amp;                   /* peak S/N of one dedispersed pulse */
+    double accel;                 /* line-of-sight acceleration (m/s^2) */
+} ddtk_sim_pulsar;
+
+typedef struct ddtk_sim {
+    ddtk_header hdr;              /* nchans, nbits, nifs, tsamp, fch1, foff, ... */
+    int64_t nsamples;
+    double mean, sigma;           /* noise level in output units; NAN: default per nbits */
+    unsigned long seed;
+    double kdm;
+    ddtk_sim_pulse *pulses;
+    int npulses;
+    ddtk_sim_pulsar *pulsars;
+    int npulsars;
+} ddtk_sim;
+
+/* Write header and data of a synthetic observation (Gaussian noise plus signals). */
+int ddtk_sim_write(const ddtk_sim *s, FILE *fp, const char *name);
+/* Default noise mean and sigma for an nbits format. */
+void ddtk_sim_levels(int nbits, int sgn, double *mean, double *sigma);
+
+/* ---- dedispersion driver (dedisperse.c) ---------------------------------- */
+
+enum { DDTK_BACKEND_AUTO = 0, DDTK_BACKEND_CPU = 1, DDTK_BACKEND_GPU = 2 };
+
+typedef struct ddtk_options {
+    double kdm, fref;
+    int rounding;
+    int64_t gulp;                 /* spectra per gulp, 0 = automatic */
+    int64_t max_mem;              /* bytes, 0 = default */
+    int threads;
+    int backend, gpu;
+    int pol;
+    int zerodm;
+    int pad;                      /* --pad: pad to the input length with the mean */
+    int quiet, verbose;
+    const char *killfile;
+} ddtk_options;
+
+void ddtk_options_init(ddtk_options *o);
+
+typedef struct ddtk_run_stats {
+    int64_t nin, nout;            /* input spectra, output samples per DM */
+    int ndm, nlive, nkilled;
+    double wall, kernel, tobs;
+    const char *backend;
+} ddtk_run_stats;
+
+/* Direct dedispersion of one input into an output set. */
+typedef struct ddtk_direct_plan ddtk_direct_plan;
+
+int ddtk_direct_plan_create(ddtk_direct_plan **plan, ddtk_input *in,
+                            const double *dms, int ndm, const ddtk_options *opt);
+const ddtk_delays *ddtk_direct_plan_delays(const ddtk_direct_plan *plan);
+const ddtk_channels *ddtk_direct_plan_channels(const ddtk_direct_plan *plan);
+/* Stream the whole input through the plan into the outputs. */
+int ddtk_direct_plan_execute(ddtk_direct_plan *plan, ddtk_outset *out,
+                             ddtk_run_stats *stats);
+void ddtk_direct_plan_destroy(ddtk_direct_plan *plan);
+
+/* CPU kernel: out[d*ostride + t] = sum over rows c of in[c*istride + t + delay[d*nchan + c]]
+ * for t in [0, nout); in must hold nout + max delay samples per row. */
+void ddtk_direct_cpu(const float *in, size_t istride, int nchan, int64_t nout,
+                     const int32_t *delay, int ndm, float *out, size_t ostride);
+
+/* GPU availability (cuda/device.cu when built with CUDA, else none). */
+int ddtk_gpu_count(void);
+int ddtk_gpu_list(FILE *fp);
+int ddtk_have_cuda(void);
+
+/* ---- command-line plumbing (cli.c, progress.c) --------------------------- */
+
+extern const char *ddtk_progname;
+void ddtk_set_progname(const char *argv0);
+/* Print "prog: message" to stderr. */
+void ddtk_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int ddtk_parse_double(const char *s, double *v);
+int ddtk_parse_int64(const char *s, int64_t *v);
+/* "512M", "2G", "1048576" */
+int ddtk_parse_size(const char *s, int64_t *v);
+double ddtk_now(void);
+
+typedef struct ddtk_progress {
+    double start, last;
+    int64_t total, done;
+    int tty, quiet, verbose;
+    const char *what;
+} ddtk_progress;
+
+void ddtk_progress_start(ddtk_progress *p, const char *what, int64_t total,
+                         int quiet, int verbose);
+void ddtk_progress_update(ddtk_progress *p, int64_t done);
+void ddtk_progress_end(ddtk_progress *p);
+void ddtk_print_summary(const ddtk_run_stats *s, const char *algorithm);
+
+#endif

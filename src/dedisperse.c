@@ -1,0 +1,301 @@
+/*
+ * dedisperse.c - the streaming direct-dedispersion driver (plan, execute, destroy).
+ *
+ * The input is read in gulps of `step` new spectra. Each gulp is unpacked
+ * behind the last `keep` spectra of the previous one (keep >= the largest
+ * delay, rounded up to 8 spectra so every read starts on a byte boundary for
+ * 1/2/4-bit data), so every output sample is computed exactly once from
+ * fully covered input. Memory is bounded by the gulp, not the file length.
+ * The final partial gulp is always processed.
+ */
+#include "ddtk.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define DEFAULT_STEP 16384
+#define DEFAULT_MAX_MEM ((int64_t)2 << 30)
+#define ROW_ALIGN 16            /* floats: rows start on 64-byte boundaries */
+
+struct ddtk_direct_plan {
+    ddtk_input *in;
+    ddtk_options opt;
+    ddtk_channels ch;
+    ddtk_delays dl;
+    int pol, nkilled;
+    int64_t step, keep, stride;
+    uint8_t *raw;
+    float *buf, *out;
+    double *sums;               /* per DM, for --pad */
+};
+
+static int64_t round_up(int64_t x, int64_t m)
+{
+    return (x + m - 1) / m * m;
+}
+
+static int64_t plan_bytes(const ddtk_direct_plan *p, int64_t step)
+{
+    int64_t stride = round_up(p->keep + step, ROW_ALIGN);
+    return (int64_t)p->ch.nlive * stride * 4 + (int64_t)p->dl.ndm * step * 4
+         + ddtk_input_bytes(p->in, p->keep + step);
+}
+
+static int choose_step(ddtk_direct_plan *p)
+{
+    int64_t max_mem = p->opt.max_mem > 0 ? p->opt.max_mem : DEFAULT_MAX_MEM;
+    int64_t step = p->opt.gulp > 0 ? round_up(p->opt.gulp, 8)
+                                   : round_up(DEFAULT_STEP > p->keep ? DEFAULT_STEP : p->keep, 8);
+    if (p->in->nsamples >= 0 && step > round_up(p->in->nsamples, 8))
+        step = round_up(p->in->nsamples > 8 ? p->in->nsamples : 8, 8);
+    while (p->opt.gulp <= 0 && step > 8 && plan_bytes(p, step) > max_mem)
+        step = round_up(step / 2, 8);
+    if (plan_bytes(p, step) > max_mem)
+        return ddtk_fail(DDTK_EUSAGE, "%s: a gulp of %lld spectra plus the maximum delay of %d "
+                         "needs %.0f MiB, over --max-mem %.0f MiB", p->in->name,
+                         (long long)step, p->dl.maxdelay, plan_bytes(p, step) / 1048576.0,
+                         max_mem / 1048576.0);
+    p->step = step;
+    p->stride = round_up(p->keep + step, ROW_ALIGN);
+    return DDTK_OK;
+}
+
+static int allocate(ddtk_direct_plan *p)
+{
+    size_t rows = (size_t)p->ch.nlive * (size_t)p->stride;
+    p->raw = ddtk_malloc((size_t)ddtk_input_bytes(p->in, p->keep + p->step), "raw input");
+    p->buf = aligned_alloc(64, rows * sizeof(float));
+    p->out = ddtk_malloc((size_t)p->dl.ndm * (size_t)p->step * sizeof(float), "output gulp");
+    p->sums = ddtk_calloc((size_t)p->dl.ndm, sizeof(double), "output sums");
+    if (!p->buf)
+        return ddtk_fail(DDTK_ESYS, "out of memory allocating %zu bytes for the input gulp",
+                         rows * sizeof(float));
+    return p->raw && p->out && p->sums ? DDTK_OK : DDTK_ESYS;
+}
+
+static int check_backend(const ddtk_options *opt)
+{
+    if (opt->backend == DDTK_BACKEND_GPU)
+        return ddtk_fail(DDTK_ESYS, "--backend gpu: the GPU direct kernel is not available "
+                         "in this build; use --backend cpu");
+    if (opt->backend == DDTK_BACKEND_AUTO && opt->verbose)
+        ddtk_msg("note: --backend auto uses the CPU (%d thread%s)",
+#ifdef _OPENMP
+                 omp_get_max_threads(), omp_get_max_threads() == 1 ? "" : "s"
+#else
+                 1, ""
+#endif
+        );
+    return DDTK_OK;
+}
+
+static int load_killfile(ddtk_direct_plan *p, uint8_t **kill)
+{
+    *kill = NULL;
+    if (!p->opt.killfile)
+        return DDTK_OK;
+    int rc = ddtk_killfile_read(p->opt.killfile, p->in->hdr.nchans, kill, &p->nkilled);
+    if (!rc && p->opt.verbose)
+        ddtk_msg("%s: %d of %d channels killed", p->opt.killfile, p->nkilled, p->in->hdr.nchans);
+    return rc;
+}
+
+int ddtk_direct_plan_create(ddtk_direct_plan **plan, ddtk_input *in,
+                            const double *dms, int ndm, const ddtk_options *opt)
+{
+    ddtk_direct_plan *p = ddtk_calloc(1, sizeof *p, "plan");
+    uint8_t *kill = NULL;
+    int rc;
+    *plan = NULL;
+    if (!p)
+        return DDTK_ESYS;
+    p->in = in;
+    p->opt = *opt;
+    if (ndm < 1)
+        rc = ddtk_fail(DDTK_EUSAGE, "no DMs to dedisperse");
+    else if (!(rc = check_backend(opt)) && !(rc = ddtk_resolve_pol(&in->hdr, opt->pol, in->name, &p->pol))
+             && !(rc = load_killfile(p, &kill))
+             && !(rc = ddtk_channels_init(&p->ch, &in->hdr, kill, opt->fref))
+             && !(rc = ddtk_delays_init(&p->dl, &p->ch, in->hdr.tsamp, dms, ndm, opt->kdm,
+                                        opt->rounding))) {
+        p->keep = round_up(p->dl.maxdelay, 8);
+        if (in->nsamples == 0)
+            rc = ddtk_fail(DDTK_EDATA, "%s: no data after the header (shorter than one sample)",
+                           in->name);
+        else if (in->nsamples >= 0 && in->nsamples <= p->dl.maxdelay)
+            rc = ddtk_fail(DDTK_EDATA, "%s: %lld samples is not longer than the maximum delay "
+                           "(%d samples at DM %g)", in->name, (long long)in->nsamples,
+                           p->dl.maxdelay, dms[ndm - 1]);
+        else if (!(rc = choose_step(p)))
+            rc = allocate(p);
+    }
+    free(kill);
+    if (rc) {
+        ddtk_direct_plan_destroy(p);
+        return rc;
+    }
+    if (opt->threads > 0) {
+#ifdef _OPENMP
+        omp_set_num_threads(opt->threads);
+#endif
+    }
+    *plan = p;
+    return DDTK_OK;
+}
+
+const ddtk_delays *ddtk_direct_plan_delays(const ddtk_direct_plan *plan)
+{
+    return &plan->dl;
+}
+
+const ddtk_channels *ddtk_direct_plan_channels(const ddtk_direct_plan *plan)
+{
+    return &plan->ch;
+}
+
+/* --zerodm: subtract each spectrum's mean over the live channels. */
+static void zero_dm(ddtk_direct_plan *p, int64_t col, int64_t n)
+{
+    double *mean = calloc((size_t)n, sizeof *mean);
+    if (!mean)
+        return;
+    for (int r = 0; r < p->ch.nlive; r++) {
+        const float *row = p->buf + (size_t)r * p->stride + col;
+        for (int64_t t = 0; t < n; t++)
+            mean[t] += row[t];
+    }
+    for (int64_t t = 0; t < n; t++)
+        mean[t] /= p->ch.nlive;
+    for (int r = 0; r < p->ch.nlive; r++) {
+        float *row = p->buf + (size_t)r * p->stride + col;
+        for (int64_t t = 0; t < n; t++)
+            row[t] -= (float)mean[t];
+    }
+    free(mean);
+}
+
+/* Read and unpack up to n spectra at column `fill` of the rows. */
+static int read_gulp(ddtk_direct_plan *p, int64_t fill, int64_t n, int64_t *got)
+{
+    int rc = ddtk_input_read(p->in, p->raw, n, got);
+    if (rc || *got == 0)
+        return rc;
+    ddtk_unpack(&p->in->hdr, p->raw, *got, p->ch.row, p->pol, p->buf + fill, (size_t)p->stride);
+    if (p->opt.zerodm)
+        zero_dm(p, fill, *got);
+    return DDTK_OK;
+}
+
+static int write_gulp(ddtk_direct_plan *p, ddtk_outset *out, int64_t nout)
+{
+    for (int d = 0; d < p->dl.ndm; d++) {
+        const float *series = p->out + (size_t)d * (size_t)p->step;
+        if (p->opt.pad) {
+            double s = 0;
+            for (int64_t t = 0; t < nout; t++)
+                s += series[t];
+            p->sums[d] += s;
+        }
+        int rc = ddtk_outset_write(out, d, series, nout);
+        if (rc)
+            return rc;
+    }
+    return DDTK_OK;
+}
+
+/* --pad: extend every series to the input length with its mean. */
+static int write_padding(ddtk_direct_plan *p, ddtk_outset *out, int64_t nout)
+{
+    int64_t n = p->dl.maxdelay;
+    for (int d = 0; d < p->dl.ndm; d++) {
+        float mean = nout > 0 ? (float)(p->sums[d] / (double)nout) : 0.0f;
+        for (int64_t t = 0; t < n; t++)
+            p->out[t] = mean;
+        for (int64_t done = 0; done < n; done += p->step) {
+            int64_t chunk = n - done < p->step ? n - done : p->step;
+            int rc = ddtk_outset_write(out, d, p->out, chunk);
+            if (rc)
+                return rc;
+        }
+    }
+    return DDTK_OK;
+}
+
+/* Move the last `keep` spectra of every row to its front. */
+static void shift_rows(ddtk_direct_plan *p, int64_t fill)
+{
+    for (int r = 0; r < p->ch.nlive; r++) {
+        float *row = p->buf + (size_t)r * p->stride;
+        memmove(row, row + p->step, (size_t)(fill - p->step) * sizeof *row);
+    }
+}
+
+int ddtk_direct_plan_execute(ddtk_direct_plan *p, ddtk_outset *out, ddtk_run_stats *stats)
+{
+    const int64_t cap = p->keep + p->step;
+    int64_t fill = 0, total_out = 0;
+    double t_start = ddtk_now(), kernel = 0;
+    ddtk_progress prog;
+    int rc = DDTK_OK;
+
+    ddtk_progress_start(&prog, "samples", p->in->nsamples, p->opt.quiet, p->opt.verbose);
+    for (;;) {
+        int64_t got;
+        if ((rc = read_gulp(p, fill, cap - fill, &got)))
+            break;
+        fill += got;
+        int last = p->in->eof;
+        int64_t nout = last ? fill - p->dl.maxdelay : p->step;
+        if (nout > 0) {
+            double k0 = ddtk_now();
+            ddtk_direct_cpu(p->buf, (size_t)p->stride, p->ch.nlive, nout, p->dl.delay,
+                            p->dl.ndm, p->out, (size_t)p->step);
+            kernel += ddtk_now() - k0;
+            if ((rc = write_gulp(p, out, nout)))
+                break;
+            total_out += nout;
+        }
+        ddtk_progress_update(&prog, p->in->samples_read);
+        if (last)
+            break;
+        shift_rows(p, fill);
+        fill -= p->step;
+    }
+    ddtk_progress_end(&prog);
+    if (!rc && p->in->samples_read == 0)
+        rc = ddtk_fail(DDTK_EDATA, "%s: no data after the header (shorter than one sample)",
+                       p->in->name);
+    else if (!rc && total_out == 0)
+        rc = ddtk_fail(DDTK_EDATA, "%s: %lld samples is not longer than the maximum delay "
+                       "(%d samples)", p->in->name, (long long)p->in->samples_read,
+                       p->dl.maxdelay);
+    if (!rc && p->opt.pad)
+        rc = write_padding(p, out, total_out);
+    stats->nin = p->in->samples_read;
+    stats->nout = total_out;
+    stats->ndm = p->dl.ndm;
+    stats->nlive = p->ch.nlive;
+    stats->nkilled = p->nkilled;
+    stats->kernel = kernel;
+    stats->wall = ddtk_now() - t_start;
+    stats->tobs = (double)p->in->samples_read * p->in->hdr.tsamp;
+    stats->backend = "cpu";
+    return rc;
+}
+
+void ddtk_direct_plan_destroy(ddtk_direct_plan *p)
+{
+    if (!p)
+        return;
+    ddtk_channels_free(&p->ch);
+    ddtk_delays_free(&p->dl);
+    free(p->raw);
+    free(p->buf);
+    free(p->out);
+    free(p->sums);
+    free(p);
+}

@@ -1,0 +1,132 @@
+/*
+ * dmlist.c - DM trial lists: explicit, linear ranges, files, tolerance-spaced.
+ */
+#include "ddtk.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ddtk_dmlist_free(ddtk_dmlist *l)
+{
+    free(l->dm);
+    memset(l, 0, sizeof *l);
+}
+
+int ddtk_dmlist_push(ddtk_dmlist *l, double dm)
+{
+    if (!isfinite(dm) || dm < 0)
+        return ddtk_fail(DDTK_EUSAGE, "DM %g is not a finite number >= 0", dm);
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 64;
+        double *p = realloc(l->dm, (size_t)cap * sizeof *p);
+        if (!p)
+            return ddtk_fail(DDTK_ESYS, "out of memory for the DM list");
+        l->dm = p;
+        l->cap = cap;
+    }
+    l->dm[l->n++] = dm;
+    return DDTK_OK;
+}
+
+int ddtk_dmlist_parse(ddtk_dmlist *l, const char *text)
+{
+    const char *p = text;
+    for (;;) {
+        char *end;
+        errno = 0;
+        double v = strtod(p, &end);
+        if (end == p || errno || (*end && *end != ','))
+            return ddtk_fail(DDTK_EUSAGE, "--dm '%s': not a DM or comma-separated DM list", text);
+        int rc = ddtk_dmlist_push(l, v);
+        if (rc)
+            return ddtk_fail(rc, "--dm '%s': DM %g is not a finite number >= 0", text, v);
+        if (!*end)
+            return DDTK_OK;
+        p = end + 1;
+    }
+}
+
+int ddtk_dmlist_range(ddtk_dmlist *l, double lo, double hi, double step)
+{
+    if (!isfinite(lo) || !isfinite(hi) || lo < 0 || hi < lo)
+        return ddtk_fail(DDTK_EUSAGE, "DM range %g..%g: need 0 <= dm-min <= dm-max", lo, hi);
+    if (!(step > 0) || !isfinite(step))
+        return ddtk_fail(DDTK_EUSAGE, "--dm-step %g: need a step > 0", step);
+    double n = floor((hi - lo) / step * (1 + 1e-12)) + 1;
+    if (n > 1e7)
+        return ddtk_fail(DDTK_EUSAGE, "DM range %g..%g in steps of %g gives %.0f DMs (over 10^7)",
+                         lo, hi, step, n);
+    for (int i = 0; i < (int)n; i++) {
+        int rc = ddtk_dmlist_push(l, lo + i * step);
+        if (rc)
+            return rc;
+    }
+    return DDTK_OK;
+}
+
+int ddtk_dmlist_file(ddtk_dmlist *l, const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", path, strerror(errno));
+    char line[256];
+    int lineno = 0, rc = DDTK_OK;
+    while (!rc && fgets(line, sizeof line, fp)) {
+        lineno++;
+        char *p = line + strspn(line, " \t");
+        if (*p == '#' || *p == '\n' || *p == '\0')
+            continue;
+        char *end;
+        errno = 0;
+        double v = strtod(p, &end);
+        end += strspn(end, " \t\r\n");
+        if (end == p || errno || *end || ddtk_dmlist_push(l, v))
+            rc = ddtk_fail(DDTK_EDATA, "%s: line %d: not a DM (a finite number >= 0)", path, lineno);
+    }
+    if (!rc && ferror(fp))
+        rc = ddtk_fail(DDTK_ESYS, "%s: read error", path);
+    if (!rc && l->n == 0)
+        rc = ddtk_fail(DDTK_EDATA, "%s: no DMs in the file", path);
+    fclose(fp);
+    return rc;
+}
+
+/*
+ * The effective width at the previous DM p is W(p)^2 = s^2 + a^2 p^2, with s^2
+ * the sampling time and intrinsic width in quadrature and a p the smearing
+ * within one channel (8.3 us * chan_bw[MHz] * DM / f[GHz]^3). Trying DM x
+ * after p adds the smearing of the DM error across the band, b (x - p), with
+ * b = a * nchans / 4. The next DM solves
+ *     s^2 + a^2 x^2 + b^2 (x - p)^2 = tol^2 W(p)^2,
+ * a quadratic in x whose larger root we take.
+ */
+int ddtk_dmlist_tol(ddtk_dmlist *l, double lo, double hi, double tsamp,
+                    double pulse_width_us, double tol, double fcentre_mhz,
+                    double chan_bw_mhz, int nchans)
+{
+    if (!isfinite(lo) || !isfinite(hi) || lo < 0 || hi < lo)
+        return ddtk_fail(DDTK_EUSAGE, "DM range %g..%g: need 0 <= dm-min <= dm-max", lo, hi);
+    if (!(tol > 1) || !isfinite(tol))
+        return ddtk_fail(DDTK_EUSAGE, "--tol %g: the tolerance must be > 1", tol);
+    if (!(pulse_width_us >= 0) || !isfinite(pulse_width_us))
+        return ddtk_fail(DDTK_EUSAGE, "--pulse-width %g: need a width >= 0 (microseconds)",
+                         pulse_width_us);
+    double ts = tsamp * 1e6, f = fcentre_mhz * 1e-3;
+    double a = 8.3 * fabs(chan_bw_mhz) / (f * f * f);
+    double a2 = a * a, b2 = a2 * (double)nchans * nchans / 16.0, tol2 = tol * tol;
+    double s2 = ts * ts + pulse_width_us * pulse_width_us;
+    int rc = ddtk_dmlist_push(l, lo);
+    while (!rc && l->dm[l->n - 1] < hi) {
+        double p = l->dm[l->n - 1];
+        double k = s2 * (tol2 - 1.0) + tol2 * a2 * p * p;
+        double x = (b2 * p + sqrt(-a2 * b2 * p * p + (a2 + b2) * k)) / (a2 + b2);
+        if (!(x > p))
+            return ddtk_fail(DDTK_EUSAGE, "tolerance DM list does not advance at DM %g", p);
+        if (x > hi)
+            break;
+        rc = ddtk_dmlist_push(l, x);
+    }
+    return rc;
+}

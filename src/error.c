@@ -1,0 +1,42 @@
+/*
+ * error.c - the library's error message slot and checked allocation.
+ *
+ * Library calls return a DDTK_E* code and leave one line here; the tools print
+ * it with their name and exit with the code (SPEC section 4).
+ */
+#include "ddtk.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+
+static __thread char errbuf[1024];
+
+int ddtk_fail(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+const char *ddtk_errmsg(void)
+{
+    return errbuf[0] ? errbuf : "unknown error";
+}
+
+void *ddtk_malloc(size_t bytes, const char *what)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p)
+        ddtk_fail(DDTK_ESYS, "out of memory allocating %zu bytes for %s", bytes, what);
+    return p;
+}
+
+void *ddtk_calloc(size_t n, size_t size, const char *what)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        ddtk_fail(DDTK_ESYS, "out of memory allocating %zu x %zu bytes for %s", n, size, what);
+    return p;
+}

@@ -1,0 +1,99 @@
+/*
+ * input.c - opening SIGPROC inputs (files or stdin) and reading raw spectra.
+ *
+ * A file's sample count comes from its size; stdin is read to EOF without
+ * seeking. Everything is counted in 64 bits.
+ */
+#include "ddtk.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define INPUT_BUFFER (4 << 20)
+
+static int open_stream(ddtk_input *in, const char *path)
+{
+    in->is_stdin = !path || strcmp(path, "-") == 0;
+    in->name = strdup(in->is_stdin ? "stdin" : path);
+    if (!in->name)
+        return ddtk_fail(DDTK_ESYS, "out of memory");
+    in->fp = in->is_stdin ? stdin : fopen(path, "rb");
+    if (!in->fp)
+        return ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", path, strerror(errno));
+    setvbuf(in->fp, NULL, _IOFBF, INPUT_BUFFER);
+    return DDTK_OK;
+}
+
+/* Samples from the file size, with warnings for leftovers and a header that disagrees. */
+static void count_samples(ddtk_input *in)
+{
+    struct stat st;
+    in->nsamples = -1;
+    if (in->is_stdin || fstat(fileno(in->fp), &st) != 0 || !S_ISREG(st.st_mode))
+        return;
+    int64_t bytes = (int64_t)st.st_size - in->hdr.header_bytes;
+    if (bytes < 0)
+        bytes = 0;
+    in->nsamples = bytes * 8 / in->bits_per_spectrum;
+    int64_t used = ddtk_input_bytes(in, in->nsamples);
+    if (bytes > used)
+        ddtk_msg("warning: %s: %lld trailing bytes after the last whole spectrum are ignored",
+                 in->name, (long long)(bytes - used));
+    if (ddtk_header_has(&in->hdr, "nsamples") && in->hdr.nsamples != in->nsamples)
+        ddtk_msg("warning: %s: header nsamples %d disagrees with the file size (%lld samples); "
+                 "using the file size", in->name, in->hdr.nsamples, (long long)in->nsamples);
+}
+
+int ddtk_input_open(ddtk_input *in, const char *path)
+{
+    int rc;
+    memset(in, 0, sizeof *in);
+    if ((rc = open_stream(in, path)))
+        return rc;
+    if ((rc = ddtk_header_read(in->fp, in->name, &in->hdr)))
+        return rc;
+    if (!ddtk_header_has(&in->hdr, "nchans") && in->hdr.data_type == 2)
+        in->hdr.nchans = 1;
+    if ((rc = ddtk_header_validate(&in->hdr, in->name)))
+        return rc;
+    in->bits_per_spectrum = (int64_t)in->hdr.nchans * in->hdr.nifs * in->hdr.nbits;
+    count_samples(in);
+    return DDTK_OK;
+}
+
+int64_t ddtk_input_bytes(const ddtk_input *in, int64_t n)
+{
+    return (n * in->bits_per_spectrum + 7) / 8;
+}
+
+int ddtk_input_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)
+{
+    *got = 0;
+    if (in->eof || n <= 0)
+        return DDTK_OK;
+    size_t want = (size_t)ddtk_input_bytes(in, n);
+    size_t have = fread(raw, 1, want, in->fp);
+    if (have < want) {
+        if (ferror(in->fp))
+            return ddtk_fail(DDTK_ESYS, "%s: read error: %s", in->name, strerror(errno));
+        in->eof = 1;
+    }
+    *got = (int64_t)(have * 8 / (size_t)in->bits_per_spectrum);
+    if (in->eof && (int64_t)have > ddtk_input_bytes(in, *got))
+        ddtk_msg("warning: %s: %lld trailing bytes after the last whole spectrum are ignored",
+                 in->name, (long long)((int64_t)have - ddtk_input_bytes(in, *got)));
+    in->samples_read += *got;
+    return DDTK_OK;
+}
+
+void ddtk_input_close(ddtk_input *in)
+{
+    if (in->fp && !in->is_stdin)
+        fclose(in->fp);
+    in->fp = NULL;
+    free(in->name);
+    in->name = NULL;
+    ddtk_header_free(&in->hdr);
+}

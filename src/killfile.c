@@ -1,0 +1,143 @@
+/*
+ * killfile.c - channel kill lists.
+ *
+ * Two forms (channel indices in file order):
+ *  - a mask, one 0 or 1 per line for every channel, SIGPROC style: 0 kills the
+ *    channel, 1 keeps it;
+ *  - a list of channels to kill: indices and ranges lo:hi (inclusive),
+ *    separated by commas, spaces or newlines, e.g. "0:10,40,100:120".
+ * '#' starts a comment.
+ */
+#include "ddtk.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *slurp(const char *path, int *rc)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        *rc = ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0, got;
+    char *text = malloc(cap);
+    while (text && (got = fread(text + n, 1, cap - n - 1, fp)) > 0) {
+        n += got;
+        if (n + 1 == cap) {
+            char *bigger = realloc(text, cap *= 2);
+            if (!bigger)
+                free(text);
+            text = bigger;
+        }
+    }
+    if (!text)
+        *rc = ddtk_fail(DDTK_ESYS, "%s: out of memory", path);
+    else if (ferror(fp)) {
+        *rc = ddtk_fail(DDTK_ESYS, "%s: read error", path);
+        free(text);
+        text = NULL;
+    } else
+        text[n] = '\0';
+    fclose(fp);
+    return text;
+}
+
+static void strip_comments(char *text)
+{
+    for (char *p = text; (p = strchr(p, '#')); )
+        while (*p && *p != '\n')
+            *p++ = ' ';
+}
+
+/* A mask has only 0/1 tokens, one per line, and no ranges or commas. */
+static int looks_like_mask(const char *text, int *ntokens)
+{
+    int n = 0;
+    for (const char *p = text; *p; ) {
+        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+            p++;
+        if (!*p)
+            break;
+        if ((*p != '0' && *p != '1') || (p[1] && !isspace((unsigned char)p[1])))
+            return 0;
+        n++;
+        p++;
+        while (*p == ' ' || *p == '\t' || *p == '\r')
+            p++;
+        if (*p && *p != '\n')
+            return 0;
+    }
+    *ntokens = n;
+    return n > 0;
+}
+
+static int parse_mask(const char *text, const char *path, int nchans, int ntokens, uint8_t *kill)
+{
+    if (ntokens != nchans)
+        return ddtk_fail(DDTK_EDATA, "%s: killfile mask has %d entries for %d channels "
+                         "(to list channels to kill, separate them with commas)",
+                         path, ntokens, nchans);
+    int c = 0;
+    for (const char *p = text; *p; p++)
+        if (*p == '0' || *p == '1')
+            kill[c++] = *p == '0';
+    return DDTK_OK;
+}
+
+static int parse_ranges(char *text, const char *path, int nchans, uint8_t *kill)
+{
+    for (char *tok = strtok(text, ", \t\r\n"); tok; tok = strtok(NULL, ", \t\r\n")) {
+        char *end;
+        errno = 0;
+        long lo = strtol(tok, &end, 10), hi = lo;
+        if (end != tok && *end == ':') {
+            char *second = end + 1;
+            hi = strtol(second, &end, 10);
+            if (end == second)
+                end = tok;
+        }
+        if (end == tok || *end || errno)
+            return ddtk_fail(DDTK_EDATA, "%s: killfile entry '%s' is not a channel or lo:hi range",
+                             path, tok);
+        if (lo < 0 || hi >= nchans || lo > hi)
+            return ddtk_fail(DDTK_EDATA, "%s: killfile entry '%s' is outside channels 0..%d",
+                             path, tok, nchans - 1);
+        for (long c = lo; c <= hi; c++)
+            kill[c] = 1;
+    }
+    return DDTK_OK;
+}
+
+int ddtk_killfile_read(const char *path, int nchans, uint8_t **kill, int *nkilled)
+{
+    int rc = DDTK_OK, ntokens = 0;
+    char *text = slurp(path, &rc);
+    if (!text)
+        return rc;
+    strip_comments(text);
+    *kill = ddtk_calloc((size_t)nchans, 1, "kill mask");
+    if (!*kill)
+        rc = DDTK_ESYS;
+    else if (looks_like_mask(text, &ntokens))
+        rc = parse_mask(text, path, nchans, ntokens, *kill);
+    else
+        rc = parse_ranges(text, path, nchans, *kill);
+    free(text);
+    if (rc) {
+        free(*kill);
+        *kill = NULL;
+        return rc;
+    }
+    *nkilled = 0;
+    for (int c = 0; c < nchans; c++)
+        *nkilled += (*kill)[c];
+    if (*nkilled == nchans) {
+        free(*kill);
+        *kill = NULL;
+        return ddtk_fail(DDTK_EDATA, "%s: killfile kills all %d channels", path, nchans);
+    }
+    return DDTK_OK;
+}

@@ -1,0 +1,82 @@
+/*
+ * progress.c - progress on stderr and the end-of-run summary line.
+ *
+ * A bar when stderr is a terminal; otherwise, with -v, a plain line every few
+ * seconds; nothing with -q.
+ */
+#include "ddtk.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#define PLAIN_INTERVAL 5.0
+#define BAR_INTERVAL 0.2
+#define BAR_WIDTH 40
+
+double ddtk_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void ddtk_progress_start(ddtk_progress *p, const char *what, int64_t total,
+                         int quiet, int verbose)
+{
+    p->start = p->last = ddtk_now();
+    p->total = total;
+    p->done = 0;
+    p->tty = isatty(STDERR_FILENO);
+    p->quiet = quiet;
+    p->verbose = verbose;
+    p->what = what;
+}
+
+static void draw_bar(const ddtk_progress *p, double elapsed)
+{
+    if (p->total > 0) {
+        double frac = (double)p->done / (double)p->total;
+        int fill = (int)(frac * BAR_WIDTH + 0.5);
+        fprintf(stderr, "\r%s: [%.*s%*s] %5.1f%% %6.1f s", ddtk_progname, fill,
+                "########################################", BAR_WIDTH - fill, "",
+                100.0 * frac, elapsed);
+    } else
+        fprintf(stderr, "\r%s: %lld %s %6.1f s", ddtk_progname, (long long)p->done,
+                p->what, elapsed);
+}
+
+void ddtk_progress_update(ddtk_progress *p, int64_t done)
+{
+    p->done = done;
+    if (p->quiet || (!p->tty && !p->verbose))
+        return;
+    double now = ddtk_now();
+    if (now - p->last < (p->tty ? BAR_INTERVAL : PLAIN_INTERVAL))
+        return;
+    p->last = now;
+    if (p->tty)
+        draw_bar(p, now - p->start);
+    else if (p->total > 0)
+        ddtk_msg("%lld of %lld %s (%.0f%%), %.1f s", (long long)done, (long long)p->total,
+                 p->what, 100.0 * (double)done / (double)p->total, now - p->start);
+    else
+        ddtk_msg("%lld %s, %.1f s", (long long)done, p->what, now - p->start);
+}
+
+void ddtk_progress_end(ddtk_progress *p)
+{
+    if (!p->quiet && p->tty && p->last > p->start) {
+        draw_bar(p, ddtk_now() - p->start);
+        fputc('\n', stderr);
+    }
+}
+
+void ddtk_print_summary(const ddtk_run_stats *s, const char *algorithm)
+{
+    double adds = (double)s->ndm * (double)s->nout * (double)s->nlive;
+    ddtk_msg("%lld samples in, %lld out per DM, %d DMs, %d channels (%d killed), %s, %s; "
+             "%.3f s wall, %.3f s kernel, %.3g sample-adds/s, real-time factor %.3g",
+             (long long)s->nin, (long long)s->nout, s->ndm, s->nlive + s->nkilled, s->nkilled,
+             algorithm, s->backend, s->wall, s->kernel,
+             s->kernel > 0 ? adds / s->kernel : 0.0, s->wall > 0 ? s->tobs / s->wall : 0.0);
+}

@@ -1,0 +1,81 @@
+/*
+ * unpack.c - SIGPROC sample formats to float channel rows.
+ *
+ * 1/2/4-bit values are packed low bits first and read as a bit stream (a byte
+ * may straddle two spectra); 8/16-bit are unsigned unless the header says
+ * signed=1; 32-bit is IEEE float. Output is transposed to one row per channel
+ * so that the kernels read time-contiguous data.
+ */
+#include "ddtk.h"
+
+#include <string.h>
+
+/* Spectra transposed together: their raw bytes stay in L1 while the rows are written. */
+#define UNPACK_BLOCK 32
+
+static inline float element(const uint8_t *raw, int64_t e, int nbits, int sgn)
+{
+    switch (nbits) {
+    case 1: case 2: case 4: {
+        int64_t bit = e * nbits;
+        return (float)((raw[bit >> 3] >> (bit & 7)) & ((1u << nbits) - 1u));
+    }
+    case 8:
+        return sgn ? (float)(int8_t)raw[e] : (float)raw[e];
+    case 16: {
+        uint16_t v;
+        memcpy(&v, raw + 2 * e, 2);
+        return sgn ? (float)(int16_t)v : (float)v;
+    }
+    default: {
+        float v;
+        memcpy(&v, raw + 4 * e, 4);
+        return v;
+    }
+    }
+}
+
+void ddtk_unpack(const ddtk_header *h, const uint8_t *raw, int64_t n,
+                 const int *row, int pol, float *out, size_t stride)
+{
+    const int64_t nchans = h->nchans, per_spectrum = nchans * h->nifs;
+    const int nbits = h->nbits, sgn = h->signed_data == 1;
+    for (int64_t s0 = 0; s0 < n; s0 += UNPACK_BLOCK) {
+        int64_t s1 = s0 + UNPACK_BLOCK < n ? s0 + UNPACK_BLOCK : n;
+        for (int64_t c = 0; c < nchans; c++) {
+            if (row[c] < 0)
+                continue;
+            float *dst = out + (size_t)row[c] * stride;
+            for (int64_t s = s0; s < s1; s++) {
+                int64_t e = s * per_spectrum + c;
+                if (pol == DDTK_POL_SUM)
+                    dst[s] = element(raw, e, nbits, sgn) + element(raw, e + nchans, nbits, sgn);
+                else
+                    dst[s] = element(raw, e + pol * nchans, nbits, sgn);
+            }
+        }
+    }
+}
+
+int ddtk_resolve_pol(const ddtk_header *h, int requested, const char *name, int *pol)
+{
+    if (requested == DDTK_POL_DEFAULT) {
+        if (h->nifs == 1)
+            *pol = 0;
+        else if (h->nifs == 2 || h->nifs == 4)
+            *pol = DDTK_POL_SUM;
+        else
+            return ddtk_fail(DDTK_EUSAGE, "%s: nifs is %d; choose an IF with --pol N",
+                             name, h->nifs);
+        return DDTK_OK;
+    }
+    if (requested == DDTK_POL_SUM) {
+        *pol = h->nifs >= 2 ? DDTK_POL_SUM : 0;
+        return DDTK_OK;
+    }
+    if (requested < 0 || requested >= h->nifs)
+        return ddtk_fail(DDTK_EUSAGE, "%s: --pol %d but the file has %d IFs",
+                         name, requested, h->nifs);
+    *pol = requested;
+    return DDTK_OK;
+}

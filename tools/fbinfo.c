@@ -1,0 +1,75 @@
+/*
+ * fbinfo - print SIGPROC headers, like SIGPROC's `header`, or one value with -k.
+ */
+#include "ddtk.h"
+
+#include <getopt.h>
+#include <string.h>
+
+enum { OPT_VERSION = 1000 };
+
+static void help(void)
+{
+    printf("Usage: fbinfo [-k KEY] [FILE|-]...\n"
+           "Print the SIGPROC header of each filterbank or time series (stdin when no\n"
+           "file or '-'), or with -k the value of one keyword.\n\n"
+           "  -k, --key KEY   print only KEY's value: any header keyword (tsamp, fch1,\n"
+           "                  nchans, source_name, fchannel, ...) or nsamples (from the\n"
+           "                  file size), tobs (seconds) or header_size (bytes)\n"
+           "  -h, --help      this help\n"
+           "  --version       print the version\n");
+}
+
+static int show(const char *path, const char *key, int several)
+{
+    ddtk_input in;
+    int rc = ddtk_input_open(&in, path);
+    if (!rc) {
+        if (key) {
+            if ((rc = ddtk_header_print_key(stdout, &in.hdr, key, in.nsamples)))
+                rc = ddtk_fail(rc, "%s: %s", in.name, ddtk_errmsg());
+        } else {
+            if (several)
+                printf("\n");
+            ddtk_header_print(stdout, &in.hdr, in.name, in.nsamples);
+        }
+    }
+    ddtk_input_close(&in);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option options[] = {
+        { "key", required_argument, 0, 'k' },
+        { "help", no_argument, 0, 'h' },
+        { "version", no_argument, 0, OPT_VERSION },
+        { 0, 0, 0, 0 },
+    };
+    const char *key = NULL;
+    int code, rc = DDTK_OK;
+    ddtk_set_progname(argv[0]);
+    opterr = 0;
+    while ((code = getopt_long(argc, argv, ":k:h", options, NULL)) != -1) {
+        if (code == 'k')
+            key = optarg;
+        else if (code == 'h') {
+            help();
+            return 0;
+        } else if (code == OPT_VERSION) {
+            printf("fbinfo (ddtk) %s\n", DDTK_VERSION);
+            return 0;
+        } else {
+            ddtk_msg("%s option '%s' (see --help)", code == ':' ? "missing value for" : "unknown",
+                     argv[optind - 1]);
+            return DDTK_EUSAGE;
+        }
+    }
+    if (optind == argc)
+        rc = show("-", key, 0);
+    for (int i = optind; i < argc && !rc; i++)
+        rc = show(argv[i], key, i > optind && !key);
+    if (rc)
+        ddtk_msg("%s", ddtk_errmsg());
+    return rc;
+}

@@ -1,0 +1,332 @@
+/*
+ * fbsim - synthetic SIGPROC filterbanks and time series for tests, demos and benchmarks.
+ */
+#include "ddtk.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum {
+    OPT_NCHANS = 1000, OPT_NBITS, OPT_TSAMP, OPT_TOBS, OPT_NSAMPLES, OPT_FCH1, OPT_FOFF,
+    OPT_NIFS, OPT_SIGNED, OPT_SEED, OPT_PULSE, OPT_PULSAR, OPT_TIM, OPT_FREQ_TABLE,
+    OPT_SOURCE, OPT_TSTART, OPT_TELESCOPE, OPT_MACHINE, OPT_RAJ, OPT_DEJ, OPT_MEAN,
+    OPT_SIGMA, OPT_KDM, OPT_FORCE, OPT_VERSION
+};
+
+static const struct option options[] = {
+    { "output", required_argument, 0, 'o' },
+    { "nchans", required_argument, 0, OPT_NCHANS },
+    { "nbits", required_argument, 0, OPT_NBITS },
+    { "tsamp", required_argument, 0, OPT_TSAMP },
+    { "tobs", required_argument, 0, OPT_TOBS },
+    { "nsamples", required_argument, 0, OPT_NSAMPLES },
+    { "fch1", required_argument, 0, OPT_FCH1 },
+    { "foff", required_argument, 0, OPT_FOFF },
+    { "nifs", required_argument, 0, OPT_NIFS },
+    { "signed", no_argument, 0, OPT_SIGNED },
+    { "seed", required_argument, 0, OPT_SEED },
+    { "pulse", required_argument, 0, OPT_PULSE },
+    { "pulsar", required_argument, 0, OPT_PULSAR },
+    { "tim", no_argument, 0, OPT_TIM },
+    { "freq-table", no_argument, 0, OPT_FREQ_TABLE },
+    { "source", required_argument, 0, OPT_SOURCE },
+    { "tstart", required_argument, 0, OPT_TSTART },
+    { "telescope-id", required_argument, 0, OPT_TELESCOPE },
+    { "machine-id", required_argument, 0, OPT_MACHINE },
+    { "src-raj", required_argument, 0, OPT_RAJ },
+    { "src-dej", required_argument, 0, OPT_DEJ },
+    { "mean", required_argument, 0, OPT_MEAN },
+    { "sigma", required_argument, 0, OPT_SIGMA },
+    { "kdm", required_argument, 0, OPT_KDM },
+    { "force", no_argument, 0, OPT_FORCE },
+    { "quiet", no_argument, 0, 'q' },
+    { "verbose", no_argument, 0, 'v' },
+    { "help", no_argument, 0, 'h' },
+    { "version", no_argument, 0, OPT_VERSION },
+    { 0, 0, 0, 0 },
+};
+
+static void help(void)
+{
+    printf(
+"Usage: fbsim [-o FILE] --nchans N --nbits B --tsamp S (--tobs T | --nsamples N)\n"
+"             --fch1 F --foff DF [--seed N] [--pulse t,dm,width,amp ...]\n"
+"             [--pulsar period,dm,duty,amp[,accel] ...] [options]\n"
+"Write a synthetic SIGPROC filterbank (or, with --tim, a time series): Gaussian\n"
+"noise plus dispersed single pulses and periodic pulsars. Output goes to stdout\n"
+"unless -o is given.\n\n"
+"  -o, --output FILE       output file (default stdout)\n"
+"  --nchans N              channels (default 256; 1 with --tim)\n"
+"  --nbits B               1, 2, 4, 8, 16 or 32 (float) (default 8; 32 with --tim)\n"
+"  --tsamp S               sample time in seconds (default 6.4e-05)\n"
+"  --tobs T | --nsamples N length in seconds or samples (default 1 s)\n"
+"  --fch1 F --foff DF      centre of channel 0 and channel step, MHz (default 1500, -1)\n"
+"  --freq-table            describe channels with a frequency table, not fch1/foff\n"
+"  --nifs N                IFs (polarisations), each with its own noise (default 1)\n"
+"  --signed                signed 8/16-bit samples\n"
+"  --mean M --sigma S      noise mean and sigma in sample units\n"
+"                          (default per nbits: 8-bit 127.5 and 16, 2-bit 1.5 and 1, ...)\n"
+"  --seed N                random seed; a seed always gives the same bytes (default 1)\n"
+"  --pulse t,dm,width,amp  single pulse arriving at the top of the band at t seconds,\n"
+"                          Gaussian FWHM width in seconds, amp = peak S/N once dedispersed\n"
+"  --pulsar P,dm,duty,amp[,accel]\n"
+"                          pulsar of period P seconds, FWHM duty cycle (fraction),\n"
+"                          single-pulse peak S/N amp, acceleration accel m/s^2 (default 0)\n"
+"  --tim                   write a time series (nchans 1, float, data_type 2)\n"
+"  --source NAME --tstart MJD --telescope-id N --machine-id N --src-raj hhmmss.s\n"
+"  --src-dej ddmmss.s      header values (defaults: fbsim, 60000, 0, 0, 0, 0)\n"
+"  --kdm K                 dispersion constant (default 4148.741601)\n"
+"  --force                 overwrite an existing output\n"
+"  -q, --quiet  -v, --verbose  -h, --help  --version\n");
+}
+
+typedef struct args {
+    ddtk_sim sim;
+    const char *output;
+    double tobs;
+    int nsamples_given, tim, freq_table, force, verbose, nchans_given, nbits_given;
+} args;
+
+static int bad(const char *opt, const char *arg, const char *why)
+{
+    return ddtk_fail(DDTK_EUSAGE, "%s '%s': %s (see --help)", opt, arg, why);
+}
+
+/* Parse "a,b,c[,d...]" into exactly min..max doubles. */
+static int parse_tuple(const char *opt, const char *arg, double *v, int min, int max, int *n)
+{
+    char *copy = strdup(arg), *save = NULL;
+    *n = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (*n == max || ddtk_parse_double(tok, &v[*n])) {
+            free(copy);
+            return bad(opt, arg, "expected comma-separated numbers");
+        }
+        (*n)++;
+    }
+    free(copy);
+    return *n < min ? bad(opt, arg, "too few values") : DDTK_OK;
+}
+
+static int add_pulse(args *a, const char *arg)
+{
+    double v[4];
+    int n, rc = parse_tuple("--pulse", arg, v, 4, 4, &n);
+    if (rc)
+        return rc;
+    if (v[1] < 0 || v[2] <= 0)
+        return bad("--pulse", arg, "need dm >= 0 and width > 0");
+    ddtk_sim_pulse *p = realloc(a->sim.pulses, (size_t)(a->sim.npulses + 1) * sizeof *p);
+    if (!p)
+        return ddtk_fail(DDTK_ESYS, "out of memory");
+    p[a->sim.npulses++] = (ddtk_sim_pulse){ v[0], v[1], v[2], v[3] };
+    a->sim.pulses = p;
+    return DDTK_OK;
+}
+
+static int add_pulsar(args *a, const char *arg)
+{
+    double v[5] = { 0 };
+    int n, rc = parse_tuple("--pulsar", arg, v, 4, 5, &n);
+    if (rc)
+        return rc;
+    if (v[0] <= 0 || v[1] < 0 || v[2] <= 0 || v[2] >= 1)
+        return bad("--pulsar", arg, "need period > 0, dm >= 0 and 0 < duty < 1");
+    ddtk_sim_pulsar *p = realloc(a->sim.pulsars, (size_t)(a->sim.npulsars + 1) * sizeof *p);
+    if (!p)
+        return ddtk_fail(DDTK_ESYS, "out of memory");
+    p[a->sim.npulsars++] = (ddtk_sim_pulsar){ v[0], v[1], v[2], v[3], v[4] };
+    a->sim.pulsars = p;
+    return DDTK_OK;
+}
+
+static int int_arg(const char *opt, const char *arg, int64_t lo, int64_t hi, int64_t *v)
+{
+    if (ddtk_parse_int64(arg, v) || *v < lo || *v > hi)
+        return bad(opt, arg, "out of range");
+    return DDTK_OK;
+}
+
+static int dbl_arg(const char *opt, const char *arg, double *v)
+{
+    return ddtk_parse_double(arg, v) ? bad(opt, arg, "not a number") : DDTK_OK;
+}
+
+static int option(args *a, int code, const char *arg)
+{
+    ddtk_header *h = &a->sim.hdr;
+    int64_t n = 0;
+    int rc = DDTK_OK;
+    switch (code) {
+    case 'o': a->output = arg; break;
+    case OPT_NCHANS: rc = int_arg("--nchans", arg, 1, 1 << 20, &n); h->nchans = (int)n;
+        a->nchans_given = 1; break;
+    case OPT_NBITS: rc = int_arg("--nbits", arg, 1, 32, &n); h->nbits = (int)n;
+        a->nbits_given = 1; break;
+    case OPT_TSAMP: rc = dbl_arg("--tsamp", arg, &h->tsamp); break;
+    case OPT_TOBS: rc = dbl_arg("--tobs", arg, &a->tobs); break;
+    case OPT_NSAMPLES: rc = int_arg("--nsamples", arg, 1, INT64_MAX, &a->sim.nsamples);
+        a->nsamples_given = 1; break;
+    case OPT_FCH1: rc = dbl_arg("--fch1", arg, &h->fch1); break;
+    case OPT_FOFF: rc = dbl_arg("--foff", arg, &h->foff); break;
+    case OPT_NIFS: rc = int_arg("--nifs", arg, 1, 16, &n); h->nifs = (int)n; break;
+    case OPT_SIGNED: h->signed_data = 1; break;
+    case OPT_SEED: rc = int_arg("--seed", arg, 0, INT64_MAX, &n); a->sim.seed = (unsigned long)n;
+        break;
+    case OPT_PULSE: rc = add_pulse(a, arg); break;
+    case OPT_PULSAR: rc = add_pulsar(a, arg); break;
+    case OPT_TIM: a->tim = 1; break;
+    case OPT_FREQ_TABLE: a->freq_table = 1; break;
+    case OPT_SOURCE:
+        if (strlen(arg) < 1 || strlen(arg) > 79)
+            return bad("--source", arg, "must be 1 to 79 characters");
+        strcpy(h->source_name, arg);
+        break;
+    case OPT_TSTART: rc = dbl_arg("--tstart", arg, &h->tstart); break;
+    case OPT_TELESCOPE: rc = int_arg("--telescope-id", arg, 0, 1000, &n); h->telescope_id = (int)n;
+        break;
+    case OPT_MACHINE: rc = int_arg("--machine-id", arg, 0, 1000, &n); h->machine_id = (int)n; break;
+    case OPT_RAJ: rc = dbl_arg("--src-raj", arg, &h->src_raj); break;
+    case OPT_DEJ: rc = dbl_arg("--src-dej", arg, &h->src_dej); break;
+    case OPT_MEAN: rc = dbl_arg("--mean", arg, &a->sim.mean); break;
+    case OPT_SIGMA: rc = dbl_arg("--sigma", arg, &a->sim.sigma); break;
+    case OPT_KDM: rc = dbl_arg("--kdm", arg, &a->sim.kdm); break;
+    case OPT_FORCE: a->force = 1; break;
+    case 'q': break;
+    case 'v': a->verbose = 1; break;
+    default: return bad("option", arg ? arg : "?", "unknown");
+    }
+    return rc;
+}
+
+static void defaults(args *a)
+{
+    ddtk_header *h = &a->sim.hdr;
+    memset(a, 0, sizeof *a);
+    ddtk_header_init(h);
+    h->nchans = 256;
+    h->nbits = 8;
+    h->tsamp = 64e-6;
+    h->fch1 = 1500.0;
+    h->foff = -1.0;
+    h->tstart = 60000.0;
+    strcpy(h->source_name, "fbsim");
+    a->tobs = 1.0;
+    a->sim.seed = 1;
+    a->sim.kdm = DDTK_KDM_DEFAULT;
+    a->sim.mean = a->sim.sigma = NAN;
+}
+
+/* Fill in the header keywords in SIGPROC's usual order. */
+static int finish_header(args *a)
+{
+    ddtk_header *h = &a->sim.hdr;
+    static const char *filterbank_keys[] = {
+        "source_name", "telescope_id", "machine_id", "src_raj", "src_dej", "data_type",
+        "fch1", "foff", "nchans", "nbeams", "ibeam", "nbits", "tstart", "tsamp", "nifs"
+    };
+    if (a->tim) {
+        h->data_type = 2;
+        h->nchans = a->nchans_given ? h->nchans : 1;
+        h->nbits = a->nbits_given ? h->nbits : 32;
+        if (h->nchans != 1)
+            return ddtk_fail(DDTK_EUSAGE, "--tim writes one channel (drop --nchans)");
+    } else
+        h->data_type = 1;
+    if (h->nbits != 1 && h->nbits != 2 && h->nbits != 4 && h->nbits != 8 && h->nbits != 16 &&
+        h->nbits != 32)
+        return ddtk_fail(DDTK_EUSAGE, "--nbits %d: expected 1, 2, 4, 8, 16 or 32", h->nbits);
+    if (!(h->tsamp > 0))
+        return ddtk_fail(DDTK_EUSAGE, "--tsamp %g: must be > 0", h->tsamp);
+    if (!a->nsamples_given) {
+        if (!(a->tobs > 0))
+            return ddtk_fail(DDTK_EUSAGE, "--tobs %g: must be > 0", a->tobs);
+        a->sim.nsamples = (int64_t)llround(a->tobs / h->tsamp);
+    }
+    for (size_t i = 0; i < sizeof filterbank_keys / sizeof filterbank_keys[0]; i++)
+        ddtk_header_mark(h, filterbank_keys[i]);
+    if (h->signed_data)
+        ddtk_header_mark(h, "signed");
+    if (a->tim)
+        ddtk_header_mark(h, "refdm");
+    if (a->freq_table) {
+        double *f = ddtk_malloc((size_t)h->nchans * sizeof *f, "frequency table");
+        if (!f)
+            return DDTK_ESYS;
+        for (int c = 0; c < h->nchans; c++)
+            f[c] = h->fch1 + c * h->foff;
+        int rc = ddtk_header_set_freqs(h, f, h->nchans);
+        free(f);
+        ddtk_header_unmark(h, "fch1");
+        ddtk_header_unmark(h, "foff");
+        return rc;
+    }
+    return DDTK_OK;
+}
+
+static int write_output(args *a)
+{
+    char *tmp = NULL;
+    FILE *fp = stdout;
+    if (a->output) {
+        if (!a->force && access(a->output, F_OK) == 0)
+            return ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", a->output);
+        if (!(fp = ddtk_temp_create(a->output, &tmp)))
+            return DDTK_ESYS;
+    }
+    int rc = ddtk_sim_write(&a->sim, fp, a->output ? a->output : "stdout");
+    if (a->output) {
+        if (!rc)
+            rc = ddtk_temp_commit(fp, tmp, a->output);
+        else
+            fclose(fp);
+        if (rc)
+            unlink(tmp);
+        free(tmp);
+    } else if (!rc && fflush(stdout) != 0)
+        rc = ddtk_fail(DDTK_ESYS, "stdout: write error");
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    args a;
+    int code, rc = DDTK_OK;
+    ddtk_set_progname(argv[0]);
+    defaults(&a);
+    opterr = 0;
+    while (!rc && (code = getopt_long(argc, argv, ":o:qvh", options, NULL)) != -1) {
+        if (code == 'h') {
+            help();
+            return 0;
+        }
+        if (code == OPT_VERSION) {
+            printf("fbsim (ddtk) %s\n", DDTK_VERSION);
+            return 0;
+        }
+        if (code == '?' || code == ':')
+            rc = ddtk_fail(DDTK_EUSAGE, "%s option '%s' (see --help)",
+                           code == '?' ? "unknown" : "missing value for", argv[optind - 1]);
+        else
+            rc = option(&a, code, optarg);
+    }
+    if (!rc && optind < argc)
+        rc = ddtk_fail(DDTK_EUSAGE, "unexpected argument '%s' (see --help)", argv[optind]);
+    if (!rc && !(rc = finish_header(&a)) && !a.output && isatty(STDOUT_FILENO))
+        rc = ddtk_fail(DDTK_EUSAGE, "refusing to write binary data to a terminal; use -o FILE");
+    if (!rc)
+        rc = write_output(&a);
+    if (!rc && a.verbose)
+        ddtk_msg("%lld samples, %d channels, %d bits, %d pulses, %d pulsars",
+                 (long long)a.sim.nsamples, a.sim.hdr.nchans, a.sim.hdr.nbits,
+                 a.sim.npulses, a.sim.npulsars);
+    if (rc)
+        ddtk_msg("%s", ddtk_errmsg());
+    free(a.sim.pulses);
+    free(a.sim.pulsars);
+    ddtk_header_free(&a.sim.hdr);
+    return rc;
+}
