@@ -28,6 +28,7 @@ struct ddtk_direct_plan {
     ddtk_delays dl;
     int pol, nkilled;
     int64_t step, keep, stride;
+    int64_t ostride;            /* output row: the last gulp may hold step + 7 samples */
     uint8_t *raw;
     float *buf, *out;
     double *sums;               /* per DM, for --pad */
@@ -41,7 +42,7 @@ static int64_t round_up(int64_t x, int64_t m)
 static int64_t plan_bytes(const ddtk_direct_plan *p, int64_t step)
 {
     int64_t stride = round_up(p->keep + step, ROW_ALIGN);
-    return (int64_t)p->ch.nlive * stride * 4 + (int64_t)p->dl.ndm * step * 4
+    return (int64_t)p->ch.nlive * stride * 4 + (int64_t)p->dl.ndm * (step + 8) * 4
          + ddtk_input_bytes(p->in, p->keep + step);
 }
 
@@ -61,6 +62,7 @@ static int choose_step(ddtk_direct_plan *p)
                          max_mem / 1048576.0);
     p->step = step;
     p->stride = round_up(p->keep + step, ROW_ALIGN);
+    p->ostride = step + 8;
     return DDTK_OK;
 }
 
@@ -69,7 +71,7 @@ static int allocate(ddtk_direct_plan *p)
     size_t rows = (size_t)p->ch.nlive * (size_t)p->stride;
     p->raw = ddtk_malloc((size_t)ddtk_input_bytes(p->in, p->keep + p->step), "raw input");
     p->buf = aligned_alloc(64, rows * sizeof(float));
-    p->out = ddtk_malloc((size_t)p->dl.ndm * (size_t)p->step * sizeof(float), "output gulp");
+    p->out = ddtk_malloc((size_t)p->dl.ndm * (size_t)p->ostride * sizeof(float), "output gulp");
     p->sums = ddtk_calloc((size_t)p->dl.ndm, sizeof(double), "output sums");
     if (!p->buf)
         return ddtk_fail(DDTK_ESYS, "out of memory allocating %zu bytes for the input gulp",
@@ -193,7 +195,7 @@ static int read_gulp(ddtk_direct_plan *p, int64_t fill, int64_t n, int64_t *got)
 static int write_gulp(ddtk_direct_plan *p, ddtk_outset *out, int64_t nout)
 {
     for (int d = 0; d < p->dl.ndm; d++) {
-        const float *series = p->out + (size_t)d * (size_t)p->step;
+        const float *series = p->out + (size_t)d * (size_t)p->ostride;
         if (p->opt.pad) {
             double s = 0;
             for (int64_t t = 0; t < nout; t++)
@@ -253,7 +255,7 @@ int ddtk_direct_plan_execute(ddtk_direct_plan *p, ddtk_outset *out, ddtk_run_sta
         if (nout > 0) {
             double k0 = ddtk_now();
             ddtk_direct_cpu(p->buf, (size_t)p->stride, p->ch.nlive, nout, p->dl.delay,
-                            p->dl.ndm, p->out, (size_t)p->step);
+                            p->dl.ndm, p->out, (size_t)p->ostride);
             kernel += ddtk_now() - k0;
             if ((rc = write_gulp(p, out, nout)))
                 break;

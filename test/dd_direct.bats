@@ -1,0 +1,171 @@
+#!/usr/bin/env bats
+# dd_direct on the CPU: recovered DM and S/N, bit-exactness across band order,
+# stdin, gulp sizes and killfiles, and a brute-force reference.
+
+load common
+
+# A 256-channel 8-bit observation with one bright burst at DM 60, t = 1.2 s.
+make_burst() {
+    fbsim -o burst.fil --nchans 256 --nbits 8 --tsamp 0.000256 --tobs 3 \
+        --fch1 1500 --foff -1 --seed 7 --pulse 1.2,60,0.002,50 "$@"
+}
+
+data_of() {   # the samples of a .tim, without its header
+    tail -c +$(( $(fbinfo -k header_size "$1") + 1 )) "$1"
+}
+
+@test "peak S/N at the injected DM is within 10% of the injected S/N" {
+    make_burst
+    dd_direct burst.fil --dm 60 -o at60.tim -q
+    read -r dm sample t snr < <(timpeak at60.tim)
+    approx "$snr" 50 5
+    approx "$t" 1.2 0.002
+}
+
+@test "the best DM of a sweep is the injected one within one trial" {
+    make_burst
+    dd_direct burst.fil --dm-min 0 --dm-max 120 --dm-step 2 --prefix sweep -q
+    [ "$(ls sweep_DM*.tim | wc -l)" -eq 61 ]
+    best=$(timpeak sweep_DM*.tim | sort -t$'\t' -k4,4g | tail -1 | cut -f1)
+    approx "$best" 60 2
+}
+
+@test "a band-flipped copy gives bit-identical output" {
+    make_burst
+    fbflip burst.fil flipped.fil
+    [ "$(fbinfo -k foff flipped.fil)" = 1 ]
+    dd_direct burst.fil --dm 0,33.3,60 --prefix a -q
+    dd_direct flipped.fil --dm 0,33.3,60 --prefix b -q
+    for dm in 0.00 33.30 60.00; do
+        cmp a_DM$dm.tim b_DM$dm.tim
+    done
+}
+
+@test "band flip is bit-identical for float32 data with a frequency table" {
+    fbsim -o f.fil --nchans 64 --nbits 32 --tsamp 0.000256 --tobs 1 --fch1 1400 \
+        --foff -2 --freq-table --pulse 0.5,40,0.002,30
+    fbflip f.fil g.fil
+    dd_direct f.fil --dm 40 -o f.tim -q
+    dd_direct g.fil --dm 40 -o g.tim -q
+    cmp <(data_of f.tim) <(data_of g.tim)
+}
+
+@test "stdin gives the same bytes as the file" {
+    make_burst
+    dd_direct burst.fil --dm 60 -q > file.tim
+    cat burst.fil | dd_direct --dm 60 -q > pipe.tim
+    dd_direct - --dm 60 -q < burst.fil > dash.tim
+    cmp file.tim pipe.tim
+    cmp file.tim dash.tim
+}
+
+@test "gulp size does not change a single output byte" {
+    make_burst
+    dd_direct burst.fil --dm 0,25,60,90 --prefix g0 -q
+    for g in 8 100 1000 4096; do
+        dd_direct burst.fil --dm 0,25,60,90 --prefix g$g --gulp $g -q
+        for dm in 0.00 25.00 60.00 90.00; do
+            cmp g0_DM$dm.tim g${g}_DM$dm.tim
+        done
+    done
+}
+
+@test "--rounding floor equals the brute-force reference" {
+    make_burst
+    for dm in 0 17.5 60 123.4; do
+        dd_direct burst.fil --dm $dm --rounding floor -o floor.tim -q --force
+        ddref burst.fil $dm floor > ref.f32
+        [ -s ref.f32 ]
+        cmp <(data_of floor.tim) ref.f32
+    done
+}
+
+@test "--rounding nearest (default) equals the brute-force reference" {
+    make_burst --nifs 1
+    dd_direct burst.fil --dm 77.7 -o near.tim -q
+    ddref burst.fil 77.7 nearest > ref.f32
+    cmp <(data_of near.tim) ref.f32
+}
+
+@test "killfile zeroes exactly the listed channels (ranges and mask forms)" {
+    make_burst
+    echo "0:9,40,100:127" > kill.txt
+    dd_direct burst.fil --dm 60 --killfile kill.txt -o k.tim -q
+    ddref burst.fil 60 nearest "$(seq -s, 0 9),40,$(seq -s, 100 127)" > ref.f32
+    cmp <(data_of k.tim) ref.f32
+    # the same channels as a 0/1 mask (0 kills)
+    for c in $(seq 0 255); do
+        if [ "$c" -le 9 ] || [ "$c" -eq 40 ] || { [ "$c" -ge 100 ] && [ "$c" -le 127 ]; }; then
+            echo 0; else echo 1; fi
+    done > mask.txt
+    dd_direct burst.fil --dm 60 --killfile mask.txt -o m.tim -q
+    cmp k.tim m.tim
+    run dd_direct burst.fil --dm 60 --killfile kill.txt -o v.tim -v
+    [[ "$output" == *"39 of 256 channels killed"* ]]
+}
+
+@test "output length is N_in - maxdelay for every DM; --pad restores N_in" {
+    make_burst
+    n=$(fbinfo -k nsamples burst.fil)
+    dd_direct burst.fil --dm 10,100 --prefix len -q
+    # maxdelay at DM 100 across 1500..1245 MHz at 256 us
+    md=$(awk 'BEGIN { printf "%d", 4148.741601*100*(1/1245^2-1/1500^2)/0.000256 + 0.5 }')
+    hdr=$(fbinfo -k header_size len_DM10.00.tim)
+    for f in len_DM10.00.tim len_DM100.00.tim; do
+        [ $(( ($(stat -c %s $f) - hdr) / 4 )) -eq $((n - md)) ]
+    done
+    dd_direct burst.fil --dm 10,100 --prefix pad --pad -q
+    [ $(( ($(stat -c %s pad_DM100.00.tim) - hdr) / 4 )) -eq "$n" ]
+}
+
+@test "PRESTO .dat + .inf output" {
+    make_burst --source B1234+56 --src-raj 123456.7 --src-dej -561234.5 --telescope-id 4
+    dd_direct burst.fil --dm 60 --format dat --prefix p --even -q
+    [ -f p_DM60.00.dat ] && [ -f p_DM60.00.inf ]
+    n=$(( $(stat -c %s p_DM60.00.dat) / 4 ))
+    [ $((n % 2)) -eq 0 ]
+    grep -q "^ Data file name without suffix          =  p_DM60.00$" p_DM60.00.inf
+    grep -q "^ Telescope used                         =  Parkes$" p_DM60.00.inf
+    grep -q "^ Object being observed                  =  B1234+56$" p_DM60.00.inf
+    grep -q "^ J2000 Right Ascension (hh:mm:ss.ssss)  =  12:34:56.7000$" p_DM60.00.inf
+    grep -q "^ J2000 Declination     (dd:mm:ss.ssss)  =  -56:12:34.5000$" p_DM60.00.inf
+    grep -q "^ Epoch of observation (MJD)             =  60000.000000000000000$" p_DM60.00.inf
+    grep -q "^ Number of bins in the time series      =  $n *$" p_DM60.00.inf
+    grep -q "^ Width of each time series bin (sec)    =  0.000256$" p_DM60.00.inf
+    grep -q "^ Dispersion measure (cm-3 pc)           =  60$" p_DM60.00.inf
+    grep -q "^ Central freq of low channel (MHz)      =  1245$" p_DM60.00.inf
+    grep -q "^ Total bandwidth (MHz)                  =  256$" p_DM60.00.inf
+    grep -q "^ Number of channels                     =  256$" p_DM60.00.inf
+    grep -q "^ Any additional notes:$" p_DM60.00.inf
+    # every label line has '=' at column 40 (0-based)
+    awk 'NR <= 20 && index($0, "=") != 41 { exit 1 }' p_DM60.00.inf
+}
+
+@test ".tim header carries refdm, the reference frequency and the source" {
+    make_burst --source FRB_TEST --nifs 2
+    dd_direct burst.fil --dm 60 -o t.tim -q
+    [ "$(fbinfo -k refdm t.tim)" = 60 ]
+    [ "$(fbinfo -k fch1 t.tim)" = 1500 ]
+    [ "$(fbinfo -k nbits t.tim)" = 32 ]
+    [ "$(fbinfo -k data_type t.tim)" = 2 ]
+    [ "$(fbinfo -k source_name t.tim)" = FRB_TEST ]
+    [ "$(fbinfo -k tstart t.tim)" = "$(fbinfo -k tstart burst.fil)" ]
+    # two IFs are summed by default: the burst is still found at full S/N
+    read -r dm sample t snr < <(timpeak t.tim)
+    approx "$snr" 50 5
+}
+
+@test "sub-byte data: a 2-bit burst is found and matches the 8-bit delays" {
+    fbsim -o two.fil --nchans 512 --nbits 2 --tsamp 0.000128 --tobs 2 --fch1 1581.8 \
+        --foff -0.390625 --pulse 1.0,250,0.003,40
+    dd_direct two.fil --dm-min 200 --dm-max 300 --dm-step 5 --prefix two -q
+    best=$(timpeak two_DM*.tim | sort -t$'\t' -k4,4g | tail -1 | cut -f1)
+    approx "$best" 250 5
+}
+
+@test "the tolerance list follows the recurrence and spacing grows with DM" {
+    make_burst
+    dd_direct burst.fil --dm-min 0 --dm-max 100 --tol 1.25 --pulse-width 40 --prefix tol -q
+    n=$(ls tol_DM*.tim | wc -l)
+    [ "$n" -gt 10 ] && [ "$n" -lt 200 ]
+}
