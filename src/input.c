@@ -38,7 +38,7 @@ static void count_samples(ddtk_input *in)
         bytes = 0;
     in->nsamples = bytes * 8 / in->bits_per_spectrum;
     int64_t used = ddtk_input_bytes(in, in->nsamples);
-    if (bytes > used)
+    if (bytes > used && in->nsamples > 0)
         ddtk_msg("warning: %s: %lld trailing bytes after the last whole spectrum are ignored",
                  in->name, (long long)(bytes - used));
     if (ddtk_header_has(&in->hdr, "nsamples") && in->hdr.nsamples != in->nsamples)
@@ -81,7 +81,7 @@ int ddtk_input_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)
         in->eof = 1;
     }
     *got = (int64_t)(have * 8 / (size_t)in->bits_per_spectrum);
-    if (in->eof && (int64_t)have > ddtk_input_bytes(in, *got))
+    if (in->eof && (int64_t)have > ddtk_input_bytes(in, *got) && in->samples_read + *got > 0)
         ddtk_msg("warning: %s: %lld trailing bytes after the last whole spectrum are ignored",
                  in->name, (long long)((int64_t)have - ddtk_input_bytes(in, *got)));
     in->samples_read += *got;

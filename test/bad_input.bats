@@ -1,0 +1,212 @@
+#!/usr/bin/env bats
+# Bad input: each case exits 1 (data), 2 (usage) or 3 (system) as SPEC section 4
+# says, prints one line naming the file or option, and leaves no output behind.
+
+load common
+
+setup() {
+    cd "$BATS_TEST_TMPDIR" || return 1
+    fbsim -o good.fil --nchans 64 --nbits 8 --tsamp 0.000256 --tobs 1 --fch1 1400 --foff -1
+    mkdir out
+}
+
+no_output_left() {
+    [ -z "$(ls -A out)" ] || { ls -la out; return 1; }
+}
+
+# Header bytes: a length-prefixed string, an int32, a double.
+str() { printf "$(printf '\\%03o' $(( ${#1} & 255 )) $(( ${#1} >> 8 )) 0 0)%s" "$1"; }
+i32() { printf "$(printf '\\%03o' $(( $1 & 255 )) $(( ($1 >> 8) & 255 )) 0 0)"; }
+f64() { python3 -c "import struct,sys; sys.stdout.buffer.write(struct.pack('<d', $1))"; }
+
+header_with() {   # header_with KEY VALUE-WRITER... : a valid header with one change
+    { str HEADER_START; str nchans; i32 4; str nbits; i32 8; str tsamp; f64 0.001
+      str fch1; f64 1400; str foff; f64 -1; "$@"; str HEADER_END; head -c 4000 /dev/zero; }
+}
+
+@test "truncated header" {
+    head -c 30 good.fil > trunc.fil
+    run_err trunc.fil dd_direct trunc.fil --dm 10 --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"truncated header"* ]]
+    no_output_left
+}
+
+@test "missing HEADER_END" {
+    { str HEADER_START; str nchans; i32 4; str nbits; i32 8; } > noend.fil
+    run_err noend.fil dd_direct noend.fil --dm 10 --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"HEADER_END"* ]]
+    no_output_left
+}
+
+@test "unknown keyword names the keyword and its byte offset" {
+    header_with str bogus_key > unk.fil
+    run_err unk.fil dd_direct unk.fil --dm 10 --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"'bogus_key' at byte offset 92"* ]]
+    no_output_left
+}
+
+@test "absurd nbits" {
+    { str HEADER_START; str nchans; i32 4; str nbits; i32 7; str tsamp; f64 0.001
+      str fch1; f64 1400; str foff; f64 -1; str HEADER_END; head -c 400 /dev/zero; } > nb.fil
+    run_err nb.fil dd_direct nb.fil --dm 10 --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"nbits 7"* ]]
+    no_output_left
+}
+
+@test "nchans 0" {
+    { str HEADER_START; str nchans; i32 0; str nbits; i32 8; str tsamp; f64 0.001
+      str fch1; f64 1400; str foff; f64 -1; str HEADER_END; } > nc.fil
+    run_err nc.fil dd_direct nc.fil --dm 10 --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"nchans 0"* ]]
+    no_output_left
+}
+
+@test "negative tsamp" {
+    { str HEADER_START; str nchans; i32 4; str nbits; i32 8; str tsamp; f64 -0.001
+      str fch1; f64 1400; str foff; f64 -1; str HEADER_END; head -c 400 /dev/zero; } > ts.fil
+    run_err ts.fil dd_direct ts.fil --dm 10 --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"tsamp"* ]]
+    no_output_left
+}
+
+@test "string length out of range" {
+    { str HEADER_START; i32 5000; } > len.fil
+    run_err len.fil fbinfo len.fil
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"length 5000"* ]]
+}
+
+@test "not a SIGPROC file" {
+    echo "hello world, not a filterbank" > text.fil
+    run_err text.fil dd_direct text.fil --dm 10 --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"HEADER_START"* ]]
+    no_output_left
+}
+
+@test "data shorter than one sample" {
+    fbsim -o tiny.fil --nchans 64 --nbits 8 --nsamples 1 --fch1 1400 --foff -1
+    head -c -10 tiny.fil > short.fil
+    run_err short.fil dd_direct short.fil --dm 10 --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"shorter than one sample"* ]]
+    no_output_left
+}
+
+@test "data shorter than the maximum delay, from a file and from stdin" {
+    run_err good.fil dd_direct good.fil --dm 5000 --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"maximum delay"* ]]
+    no_output_left
+    run_err stdin bash -c 'cat good.fil | dd_direct --dm 5000 --prefix out/x'
+    [ "$status" -eq 1 ]
+    no_output_left
+}
+
+@test "empty stdin" {
+    run_err stdin bash -c 'dd_direct --dm 10 --prefix out/x < /dev/null'
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"empty input"* ]]
+    no_output_left
+}
+
+@test "killfile of the wrong length" {
+    printf '1\n0\n1\n' > kill.txt
+    run_err kill.txt dd_direct good.fil --dm 10 --killfile kill.txt --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"3 entries for 64 channels"* ]]
+    no_output_left
+}
+
+@test "killfile channel out of range" {
+    echo "0:10,70" > kill.txt
+    run_err kill.txt dd_direct good.fil --dm 10 --killfile kill.txt --prefix out/x
+    [ "$status" -eq 1 ]
+    no_output_left
+}
+
+@test "DM list with NaN, in a file and on the command line" {
+    printf '10\nnan\n30\n' > dms.txt
+    run_err dms.txt dd_direct good.fil --dm-list dms.txt --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"line 2"* ]]
+    run_err nan dd_direct good.fil --dm 10,nan --prefix out/x
+    [ "$status" -eq 2 ]
+    no_output_left
+}
+
+@test "unwritable output" {
+    chmod 555 out
+    if touch out/probe 2>/dev/null; then skip "running with permissions that ignore chmod"; fi
+    run_err out/x dd_direct good.fil --dm 10,20 --prefix out/x
+    [ "$status" -eq 3 ]
+    chmod 755 out
+    no_output_left
+}
+
+@test "missing output directory" {
+    run_err nodir/x dd_direct good.fil --dm 10,20 --prefix nodir/x
+    [ "$status" -eq 3 ]
+}
+
+@test "existing output without --force is kept; --force replaces it" {
+    echo precious > out/x_DM20.00.tim
+    run_err x_DM20.00.tim dd_direct good.fil --dm 10,20 --prefix out/x
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"--force"* ]]
+    [ "$(cat out/x_DM20.00.tim)" = precious ]
+    [ ! -e out/x_DM10.00.tim ]
+    dd_direct good.fil --dm 10,20 --prefix out/x --force -q
+    [ "$(fbinfo -k refdm out/x_DM20.00.tim)" = 20 ]
+}
+
+@test "missing input file" {
+    run_err nosuch.fil dd_direct nosuch.fil --dm 10
+    [ "$status" -eq 3 ]
+}
+
+@test "usage errors exit 2 with one line" {
+    run_err "--bogus" dd_direct good.fil --dm 10 --bogus
+    [ "$status" -eq 2 ]
+    run_err "--dm" dd_direct good.fil
+    [ "$status" -eq 2 ]
+    run_err "dm-step" dd_direct good.fil --dm-min 0 --dm-max 10 --dm-step 0
+    [ "$status" -eq 2 ]
+    run_err "rounding" dd_direct good.fil --dm 10 --rounding up
+    [ "$status" -eq 2 ]
+    run_err "-o" dd_direct good.fil --dm 10,20 -o one.tim
+    [ "$status" -eq 2 ]
+    run_err "tol" dd_direct good.fil --dm-min 0 --dm-max 10 --tol 1
+    [ "$status" -eq 2 ]
+    run_err "nifs" bash -c 'fbsim --nchans 8 --nifs 3 --tobs 0.1 | dd_direct --dm 1'
+    [ "$status" -eq 2 ]
+}
+
+@test "--backend gpu without a usable GPU fails with exit 3; auto falls back to the CPU" {
+    if dd_direct --list-gpus | grep -q '^[0-9]'; then skip "a GPU is present"; fi
+    run_err "GPU" dd_direct good.fil --dm 10 --backend gpu --prefix out/x
+    [ "$status" -eq 3 ]
+    no_output_left
+    run dd_direct good.fil --dm 10 --backend auto -v -o out/a.tim
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"CPU"* ]]
+}
+
+@test "fbsim refuses nonsense" {
+    run_err nbits fbsim --nbits 3 -o out/x.fil
+    [ "$status" -eq 2 ]
+    run_err pulse fbsim --pulse 1,2 -o out/x.fil
+    [ "$status" -eq 2 ]
+    no_output_left
+}
+
+@test "fbinfo -k of an unknown key" {
+    run_err nonsense fbinfo -k nonsense good.fil
+    [ "$status" -eq 2 ]
+}
