@@ -129,9 +129,24 @@ static void write_inf(FILE *fp, const char *basename, const ddtk_series_meta *m,
 
 /* ---- temporary files ------------------------------------------------------ */
 
-/* Create a hidden temporary beside path; *tmp receives its name. */
+/* Devices and pipes (-o /dev/null, a FIFO) are written in place, never replaced. */
+static int is_special(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+/* Create a hidden temporary beside path; *tmp receives its name (NULL when
+ * path is a device or pipe, which is opened directly). */
 FILE *ddtk_temp_create(const char *path, char **tmp)
 {
+    if (is_special(path)) {
+        *tmp = NULL;
+        FILE *fp = fopen(path, "wb");
+        if (!fp)
+            ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", path, strerror(errno));
+        return fp;
+    }
     char *copy1 = strdup(path), *copy2 = strdup(path);
     size_t n = strlen(path) + 16;
     *tmp = malloc(n);
@@ -167,7 +182,7 @@ int ddtk_temp_commit(FILE *fp, const char *tmp, const char *path)
     bad |= fclose(fp) != 0;
     if (bad)
         return ddtk_fail(DDTK_ESYS, "%s: write error: %s", path, strerror(errno));
-    if (rename(tmp, path) != 0)
+    if (tmp && rename(tmp, path) != 0)
         return ddtk_fail(DDTK_ESYS, "%s: cannot rename from %s: %s", path, tmp, strerror(errno));
     return DDTK_OK;
 }
@@ -207,7 +222,7 @@ static int check_names(ddtk_outset *o)
             return ddtk_fail(DDTK_EUSAGE, "DMs %.6g and %.6g both give the name %s: PRESTO "
                              "names carry two decimals; use a coarser DM step",
                              o->f[i - 1].dm, o->f[i].dm, path);
-        if (!o->spec.force && stat(path, &st) == 0)
+        if (!o->spec.force && stat(path, &st) == 0 && !is_special(path))
             return ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", path);
         if (o->spec.format == DDTK_FMT_DAT) {
             char *inf = inf_path(path);
@@ -297,7 +312,7 @@ int ddtk_inf_write(const char *path, const char *basename_noext, const ddtk_seri
         return DDTK_ESYS;
     write_inf(fp, basename_noext, m, dm, nsamples);
     int rc = ddtk_temp_commit(fp, tmp, path);
-    if (rc)
+    if (rc && tmp)
         unlink(tmp);
     free(tmp);
     return rc;

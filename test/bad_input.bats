@@ -150,6 +150,17 @@ header_with() {   # header_with KEY VALUE-WRITER... : a valid header with one ch
     no_output_left
 }
 
+@test "write error on the output device, and devices are written in place" {
+    run_err /dev/full dd_direct good.fil --dm 10 -o /dev/full
+    [ "$status" -eq 3 ]
+    [[ "$output" == *"write error"* ]]
+    [ -c /dev/full ]
+    dd_direct good.fil --dm 10 -o /dev/null -q
+    [ -c /dev/null ]
+    fbsim --nchans 4 --tobs 0.01 -o /dev/null
+    [ -c /dev/null ]
+}
+
 @test "missing output directory" {
     run_err nodir/x dd_direct good.fil --dm 10,20 --prefix nodir/x
     [ "$status" -eq 3 ]

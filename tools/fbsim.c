@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum {
@@ -272,7 +273,8 @@ static int write_output(args *a)
     char *tmp = NULL;
     FILE *fp = stdout;
     if (a->output) {
-        if (!a->force && access(a->output, F_OK) == 0)
+        struct stat st;
+        if (!a->force && stat(a->output, &st) == 0 && S_ISREG(st.st_mode))
             return ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", a->output);
         if (!(fp = ddtk_temp_create(a->output, &tmp)))
             return DDTK_ESYS;
@@ -283,7 +285,7 @@ static int write_output(args *a)
             rc = ddtk_temp_commit(fp, tmp, a->output);
         else
             fclose(fp);
-        if (rc)
+        if (rc && tmp)
             unlink(tmp);
         free(tmp);
     } else if (!rc && fflush(stdout) != 0)
