@@ -17,7 +17,7 @@ no_output_left() {
 # Header bytes: a length-prefixed string, an int32, a double.
 str() { printf "$(printf '\\%03o' $(( ${#1} & 255 )) $(( ${#1} >> 8 )) 0 0)%s" "$1"; }
 i32() { printf "$(printf '\\%03o' $(( $1 & 255 )) $(( ($1 >> 8) & 255 )) 0 0)"; }
-f64() { python3 -c "import struct,sys; sys.stdout.buffer.write(struct.pack('<d', $1))"; }
+f64() { perl -e 'print pack("d<", $ARGV[0])' -- "$1"; }
 
 header_with() {   # header_with KEY VALUE-WRITER... : a valid header with one change
     { str HEADER_START; str nchans; i32 4; str nbits; i32 8; str tsamp; f64 0.001

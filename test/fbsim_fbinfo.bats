@@ -73,14 +73,12 @@ load common
 @test "a header nsamples that disagrees with the file size gives a warning" {
     fbsim -o w.fil --nchans 8 --tobs 0.1
     # insert an nsamples keyword that claims 99 samples
-    python3 - <<'PY'
-import struct
-d = open('w.fil', 'rb').read()
-i = d.index(b'HEADER_END') - 4
-key = b'nsamples'
-ins = struct.pack('<i', len(key)) + key + struct.pack('<i', 99)
-open('w2.fil', 'wb').write(d[:i] + ins + d[i:])
-PY
+    perl -e '
+        local $/; open my $in, "<", "w.fil" or die; binmode $in; my $d = <$in>;
+        my $i = index($d, "HEADER_END") - 4;
+        my $ins = pack("l<", 8) . "nsamples" . pack("l<", 99);
+        open my $out, ">", "w2.fil" or die; binmode $out;
+        print $out substr($d, 0, $i) . $ins . substr($d, $i);'
     run bash -c 'dd_direct w2.fil --dm 1 -o w.tim -q 2>&1'
     [[ "$output" == *"header nsamples 99 disagrees"* ]]
 }
