@@ -169,3 +169,13 @@ data_of() {   # the samples of a .tim, without its header
     n=$(ls tol_DM*.tim | wc -l)
     [ "$n" -gt 10 ] && [ "$n" -lt 200 ]
 }
+
+@test "--max-mem bounds the gulp without changing the output; too little is refused" {
+    make_burst
+    dd_direct burst.fil --dm 0,60,120 --prefix big -q
+    dd_direct burst.fil --dm 0,60,120 --prefix small --max-mem 600K -q
+    for dm in 0.00 60.00 120.00; do cmp big_DM$dm.tim small_DM$dm.tim; done
+    run_err max-mem dd_direct burst.fil --dm 0,60,120 --prefix none --max-mem 100K
+    [ "$status" -eq 2 ]
+    [ ! -e none_DM0.00.tim ]
+}
