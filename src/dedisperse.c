@@ -57,7 +57,7 @@ static int choose_step(ddtk_direct_plan *p)
         step = round_up(step / 2, 8);
     if (plan_bytes(p, step) > max_mem)
         return ddtk_fail(DDTK_EUSAGE, "%s: a gulp of %lld spectra plus the maximum delay of %d "
-                         "needs %.0f MiB, over --max-mem %.0f MiB", p->in->name,
+                         "needs %.1f MiB, over --max-mem %.1f MiB", p->in->name,
                          (long long)step, p->dl.maxdelay, plan_bytes(p, step) / 1048576.0,
                          max_mem / 1048576.0);
     p->step = step;

@@ -365,6 +365,8 @@ int ddtk_header_print_key(FILE *fp, const ddtk_header *h, const char *key, int64
         fprintf(fp, "%.17g\n", (double)nsamples * h->tsamp);
     else if (strcmp(key, "header_size") == 0)
         fprintf(fp, "%lld\n", (long long)h->header_bytes);
+    else if (strcmp(key, "nchans") == 0 || strcmp(key, "nifs") == 0)   /* defaults apply */
+        fprintf(fp, "%d\n", key[1] == 'c' ? h->nchans : h->nifs);
     else {
         const char *name = strcmp(key, "fchannel") == 0 ? "FREQUENCY_START" : key;
         int k = key_index(name);

@@ -164,7 +164,7 @@ static int setup(sim_state *st, const ddtk_sim *s)
     const ddtk_header *h = &s->hdr;
     memset(st, 0, sizeof *st);
     st->s = s;
-    st->rng[0] = 0x330e;
+    st->rng[0] = (unsigned short)(0x330e ^ ((s->seed >> 32) & 0xffff));
     st->rng[1] = (unsigned short)(s->seed & 0xffff);
     st->rng[2] = (unsigned short)((s->seed >> 16) & 0xffff);
     ddtk_sim_levels(h->nbits, h->signed_data == 1, &st->mean, &st->sigma);

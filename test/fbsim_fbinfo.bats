@@ -82,3 +82,24 @@ load common
     run bash -c 'dd_direct w2.fil --dm 1 -o w.tim -q 2>&1'
     [[ "$output" == *"header nsamples 99 disagrees"* ]]
 }
+
+@test "fbinfo -k error names the file once; stdin counts samples to EOF" {
+    fbsim -o s.fil --nchans 8 --nbits 8 --nsamples 333
+    run_err s.fil fbinfo -k bogus s.fil
+    [ "$output" = "fbinfo: s.fil: unknown header keyword 'bogus'" ]
+    [ "$(fbinfo -k nsamples < s.fil)" = 333 ]
+    [ "$(fbinfo -k nifs s.fil)" = 1 ]
+    fbsim -o t.tim --tim --nsamples 10
+    [ "$(fbinfo -k nchans t.tim)" = 1 ]
+}
+
+@test "fbsim seeds use 48 bits; out-of-range seeds and nonsense options are refused" {
+    fbsim -o a.fil --nchans 4 --nsamples 64 --seed 5
+    fbsim -o b.fil --nchans 4 --nsamples 64 --seed $((5 + (1 << 32)))
+    ! cmp -s a.fil b.fil
+    run_err seed fbsim -o c.fil --seed $((1 << 48))
+    run_err signed fbsim -o c.fil --nbits 4 --signed
+    run_err tobs fbsim -o c.fil --tsamp 0.001 --tobs 0.0001
+    run_err kdm fbsim -o c.fil --kdm -1
+    [ ! -e c.fil ]
+}

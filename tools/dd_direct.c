@@ -20,14 +20,14 @@ static char *run_notes(const ddtk_ddargs *a, const ddtk_channels *ch, int nkille
     if (notes)
         snprintf(notes, 1024,
                  "Dedispersed by ddtk %s dd_direct (direct algorithm, cpu backend)\n"
-                 "Dispersion constant %.9g s MHz^2 pc^-1 cm^3, reference frequency %.6f MHz, "
+                 "Dispersion constant %.10g s MHz^2 pc^-1 cm^3, reference frequency %.6f MHz, "
                  "delays rounded %s\n"
                  "Killed channels: %d of %d%s%s%s",
                  DDTK_VERSION, a->opt.kdm, ch->fref,
                  a->opt.rounding == DDTK_ROUND_FLOOR ? "down (floor)" : "to nearest",
                  nkilled, ch->nchans, a->opt.zerodm ? "\nZero-DM filter applied" : "",
                  a->opt.pad ? "\nPadded to the input length with the series mean" : "",
-                 a->out.even ? "\nTrimmed to an even length" : "");
+                 a->out.even ? "\nTrimmed to an even length when odd (--even)" : "");
     return notes;
 }
 

@@ -20,14 +20,33 @@ static void help(void)
            "  --version       print the version\n");
 }
 
+/* From stdin the sample count is only known by reading to the end (no seeking). */
+static int count_stream(ddtk_input *in)
+{
+    static uint8_t buf[1 << 16];
+    int64_t bytes = 0;
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, in->fp)) > 0)
+        bytes += (int64_t)got;
+    if (ferror(in->fp))
+        return ddtk_fail(DDTK_ESYS, "%s: read error", in->name);
+    in->nsamples = bytes * 8 / in->bits_per_spectrum;
+    return DDTK_OK;
+}
+
 static int show(const char *path, const char *key, int several)
 {
     ddtk_input in;
     int rc = ddtk_input_open(&in, path);
+    if (!rc && in.nsamples < 0)
+        rc = count_stream(&in);
     if (!rc) {
         if (key) {
-            if ((rc = ddtk_header_print_key(stdout, &in.hdr, key, in.nsamples)))
-                rc = ddtk_fail(rc, "%s: %s", in.name, ddtk_errmsg());
+            if ((rc = ddtk_header_print_key(stdout, &in.hdr, key, in.nsamples))) {
+                char why[512];
+                snprintf(why, sizeof why, "%s", ddtk_errmsg());
+                rc = ddtk_fail(rc, "%s: %s", in.name, why);
+            }
         } else {
             if (several)
                 printf("\n");

@@ -175,7 +175,8 @@ static int option(args *a, int code, const char *arg)
     case OPT_FOFF: rc = dbl_arg("--foff", arg, &h->foff); break;
     case OPT_NIFS: rc = int_arg("--nifs", arg, 1, 16, &n); h->nifs = (int)n; break;
     case OPT_SIGNED: h->signed_data = 1; break;
-    case OPT_SEED: rc = int_arg("--seed", arg, 0, INT64_MAX, &n); a->sim.seed = (unsigned long)n;
+    case OPT_SEED: rc = int_arg("--seed", arg, 0, ((int64_t)1 << 48) - 1, &n);
+        a->sim.seed = (unsigned long)n;
         break;
     case OPT_PULSE: rc = add_pulse(a, arg); break;
     case OPT_PULSAR: rc = add_pulsar(a, arg); break;
@@ -242,10 +243,16 @@ static int finish_header(args *a)
         return ddtk_fail(DDTK_EUSAGE, "--nbits %d: expected 1, 2, 4, 8, 16 or 32", h->nbits);
     if (!(h->tsamp > 0))
         return ddtk_fail(DDTK_EUSAGE, "--tsamp %g: must be > 0", h->tsamp);
+    if (!(a->sim.kdm > 0))
+        return ddtk_fail(DDTK_EUSAGE, "--kdm %g: must be > 0", a->sim.kdm);
+    if (h->signed_data && h->nbits != 8 && h->nbits != 16)
+        return ddtk_fail(DDTK_EUSAGE, "--signed applies to 8- and 16-bit data only");
     if (!a->nsamples_given) {
         if (!(a->tobs > 0))
             return ddtk_fail(DDTK_EUSAGE, "--tobs %g: must be > 0", a->tobs);
         a->sim.nsamples = (int64_t)llround(a->tobs / h->tsamp);
+        if (a->sim.nsamples < 1)
+            return ddtk_fail(DDTK_EUSAGE, "--tobs %g is shorter than one sample", a->tobs);
     }
     for (size_t i = 0; i < sizeof filterbank_keys / sizeof filterbank_keys[0]; i++)
         ddtk_header_mark(h, filterbank_keys[i]);
