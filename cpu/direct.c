@@ -13,9 +13,11 @@
  */
 #include "ddtk.h"
 
-#define TIME_TILE 2048          /* output samples per tile: 8 KiB per DM row */
-#define DM_BLOCK 16             /* DMs sharing a channel block while it is cached */
-#define CHAN_BLOCK 64           /* channels per block, a multiple of 4 */
+/* Measured on 2 cores (htru, 1196 DMs): 64 DMs per block reuse each cached
+ * input row often enough that two threads scale 1.9x instead of 1.2x with 16. */
+#define TIME_TILE 1024          /* output samples per tile: 4 KiB per DM row */
+#define DM_BLOCK 64             /* DMs sharing a channel block while it is cached */
+#define CHAN_BLOCK 32           /* channels per block, a multiple of 4 */
 
 static void add_channels(float *restrict o, const float *in, size_t istride,
                          const int32_t *delay, int c0, int c1, int64_t t0, int64_t tn)
