@@ -4,6 +4,7 @@
  * resolution, so the three tools cannot drift apart.
  */
 #include "ddcli.h"
+#include "plan.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@ enum {
     OPT_PREFIX = 1000, OPT_FORMAT, OPT_DM, OPT_DM_MIN, OPT_DM_MAX, OPT_DM_STEP, OPT_DM_LIST,
     OPT_TOL, OPT_PULSE_WIDTH, OPT_KILLFILE, OPT_ZERODM, OPT_REF_FREQ, OPT_KDM, OPT_ROUNDING,
     OPT_GULP, OPT_MAX_MEM, OPT_THREADS, OPT_BACKEND, OPT_GPU, OPT_LIST_GPUS, OPT_FORCE,
-    OPT_POL, OPT_PAD, OPT_EVEN, OPT_VERSION
+    OPT_POL, OPT_PAD, OPT_EVEN, OPT_VERSION, OPT_PLAN, OPT_SCRUNCH
 };
 
 static const struct option common_options[] = {
@@ -25,6 +26,8 @@ static const struct option common_options[] = {
     { "dm-max", required_argument, 0, OPT_DM_MAX },
     { "dm-step", required_argument, 0, OPT_DM_STEP },
     { "dm-list", required_argument, 0, OPT_DM_LIST },
+    { "plan", required_argument, 0, OPT_PLAN },
+    { "scrunch", required_argument, 0, OPT_SCRUNCH },
     { "tol", required_argument, 0, OPT_TOL },
     { "pulse-width", required_argument, 0, OPT_PULSE_WIDTH },
     { "killfile", required_argument, 0, OPT_KILLFILE },
@@ -59,6 +62,11 @@ const char ddtk_ddcli_help[] =
     "                           tolerance-spaced list (dedisperse_all/dedisp recurrence;\n"
     "                           defaults T=1.25, W=40 us)\n"
     "  --dm-list FILE           one DM per line\n"
+    "  --plan FILE              a ddplan plan (TSV: dm_lo dm_hi dm_step downsamp ndm);\n"
+    "                           DMs of a row with downsamp f are dedispersed at f*tsamp\n"
+    "  --scrunch auto|none      auto: halve the time resolution each time the DM passes\n"
+    "                           2^k times the diagonal DM (Barsdell 2.1); none: full\n"
+    "                           resolution (default: the plan's factors, else none)\n"
     "\n"
     "Output:\n"
     "  -o, --output FILE        output of a single-DM run (default: .tim to stdout)\n"
@@ -97,12 +105,14 @@ void ddtk_ddargs_init(ddtk_ddargs *a)
     a->pulse_width = 40.0;
     a->dm_min = a->dm_max = a->dm_step = NAN;
     a->out.format = DDTK_FMT_TIM;
+    a->scrunch = -1;
 }
 
 void ddtk_ddargs_free(ddtk_ddargs *a)
 {
     ddtk_dmlist_free(&a->dms);
     free(a->default_prefix);
+    free(a->downsamp);
 }
 
 static int usage_error(const char *fmt, const char *arg)
@@ -153,6 +163,11 @@ static int common_option(ddtk_ddargs *a, int code, const char *arg)
     case OPT_DM_MAX: return number(arg, "--dm-max '%s': not a number", &a->dm_max);
     case OPT_DM_STEP: return number(arg, "--dm-step '%s': not a number", &a->dm_step);
     case OPT_DM_LIST: a->dm_list_file = arg; break;
+    case OPT_PLAN: a->plan_file = arg; break;
+    case OPT_SCRUNCH:
+        if (choose(arg, "none", "auto", NULL, &a->scrunch))
+            return usage_error("--scrunch '%s': expected auto or none", arg);
+        break;
     case OPT_TOL: a->tol_given = 1; return number(arg, "--tol '%s': not a number", &a->tol);
     case OPT_PULSE_WIDTH:
         a->tol_given = 1;
@@ -263,15 +278,48 @@ static char *prefix_from(const char *input)
     return p;
 }
 
+static int read_plan(ddtk_ddargs *a)
+{
+    ddtk_plan plan = { 0 };
+    int rc = ddtk_plan_read(&plan, a->plan_file);
+    if (!rc)
+        rc = ddtk_plan_expand(&plan, &a->dms, &a->downsamp);
+    ddtk_plan_free(&plan);
+    return rc;
+}
+
+/* --scrunch auto: factors from the diagonal DM; none: drop a plan's factors. */
+static int resolve_scrunch(ddtk_ddargs *a, const ddtk_header *h)
+{
+    ddtk_obs o;
+    int rc;
+    if (a->scrunch == 0 || (a->scrunch == 1 && a->downsamp)) {
+        free(a->downsamp);
+        a->downsamp = NULL;
+    }
+    if (a->scrunch == 1) {
+        if ((rc = ddtk_obs_from_header(&o, h, 0, a->opt.kdm)))
+            return rc;
+        if (!(a->downsamp = ddtk_malloc((size_t)a->dms.n * sizeof *a->downsamp, "scrunch factors")))
+            return DDTK_ESYS;
+        for (int i = 0; i < a->dms.n; i++)
+            a->downsamp[i] = ddtk_scrunch_factor(&o, a->dms.dm[i]);
+    }
+    a->opt.downsamp = a->downsamp;
+    return DDTK_OK;
+}
+
 int ddtk_ddargs_resolve(ddtk_ddargs *a, const ddtk_header *h)
 {
     int have_range = !isnan(a->dm_min) || !isnan(a->dm_max);
-    int sources = a->dm_given + (a->dm_list_file != NULL) + have_range;
+    int sources = a->dm_given + (a->dm_list_file != NULL) + have_range + (a->plan_file != NULL);
     int rc;
     if (sources != 1)
-        return ddtk_fail(DDTK_EUSAGE, "give exactly one of --dm, --dm-min/--dm-max or "
-                         "--dm-list (see --help)");
+        return ddtk_fail(DDTK_EUSAGE, "give exactly one of --dm, --dm-min/--dm-max, "
+                         "--dm-list or --plan (see --help)");
     if (a->dm_list_file && (rc = ddtk_dmlist_file(&a->dms, a->dm_list_file)))
+        return rc;
+    if (a->plan_file && (rc = read_plan(a)))
         return rc;
     if (have_range) {
         if (isnan(a->dm_min) || isnan(a->dm_max))
@@ -292,6 +340,8 @@ int ddtk_ddargs_resolve(ddtk_ddargs *a, const ddtk_header *h)
             return rc;
     } else if (!isnan(a->dm_step))
         return ddtk_fail(DDTK_EUSAGE, "--dm-step needs --dm-min and --dm-max");
+    if ((rc = resolve_scrunch(a, h)))
+        return rc;
     if (!a->default_prefix && !(a->default_prefix = prefix_from(a->input)))
         return ddtk_fail(DDTK_ESYS, "out of memory");
     a->out.default_prefix = a->default_prefix;

@@ -17,6 +17,9 @@ typedef struct ddtk_ddargs {
     int dm_given, tol_given, list_gpus;
     double dm_min, dm_max, dm_step, tol, pulse_width;
     const char *dm_list_file;
+    const char *plan_file;        /* --plan */
+    int scrunch;                  /* --scrunch: -1 not given (follow the plan), 0 none, 1 auto */
+    int *downsamp;                /* per DM scrunch factor, NULL for none */
     char *default_prefix;
     ddtk_outspec out;
     ddtk_options opt;

@@ -196,6 +196,7 @@ typedef struct ddtk_series_meta {
     double chan_bw;
     int nchans;
     const char *notes;            /* .inf notes, newline separated */
+    const int *downsamp;          /* per DM: tsamp factor of a scrunched series, or NULL */
 } ddtk_series_meta;
 
 typedef struct ddtk_series_file {
@@ -290,6 +291,7 @@ typedef struct ddtk_options {
     int pad;                      /* --pad: pad to the input length with the mean */
     int quiet, verbose;
     const char *killfile;
+    const int *downsamp;          /* per DM: time-scrunch factor (power of two), or NULL */
 } ddtk_options;
 
 void ddtk_options_init(ddtk_options *o);

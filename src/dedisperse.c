@@ -9,6 +9,7 @@
  * The final partial gulp is always processed.
  */
 #include "ddtk.h"
+#include "scrunch.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@ struct ddtk_direct_plan {
     uint8_t *raw;
     float *buf, *out;
     double *sums;               /* per DM, for --pad */
+    ddtk_scrunch *sc;           /* time scrunching (scrunch.c), NULL if none */
 };
 
 static int64_t round_up(int64_t x, int64_t m)
@@ -60,6 +62,8 @@ static int choose_step(ddtk_direct_plan *p)
                          "needs %.1f MiB, over --max-mem %.1f MiB", p->in->name,
                          (long long)step, p->dl.maxdelay, plan_bytes(p, step) / 1048576.0,
                          max_mem / 1048576.0);
+    if (p->sc)
+        step = round_up(step, ddtk_scrunch_max_factor(p->sc));
     p->step = step;
     p->stride = round_up(p->keep + step, ROW_ALIGN);
     p->ostride = step + 8;
@@ -95,6 +99,22 @@ static int check_backend(const ddtk_options *opt)
     return DDTK_OK;
 }
 
+/* Spectra kept between gulps: the largest delay; with per-DM scrunch factors,
+ * what the slowest resolution needs, aligned to the largest factor. */
+static int set_keep(ddtk_direct_plan *p, const double *dms, int ndm)
+{
+    int rc = DDTK_OK;
+    p->keep = round_up(p->dl.maxdelay, 8);
+    if (p->opt.downsamp)
+        rc = ddtk_scrunch_create(&p->sc, &p->ch, p->in->hdr.tsamp, dms, p->opt.downsamp, ndm,
+                                 &p->opt);
+    if (!rc && p->sc) {
+        int64_t keep = ddtk_scrunch_keep(p->sc), align = ddtk_scrunch_max_factor(p->sc);
+        p->keep = round_up(keep > p->keep ? keep : p->keep, align > 8 ? align : 8);
+    }
+    return rc;
+}
+
 static int load_killfile(ddtk_direct_plan *p, uint8_t **kill)
 {
     *kill = NULL;
@@ -123,8 +143,8 @@ int ddtk_direct_plan_create(ddtk_direct_plan **plan, ddtk_input *in,
              && !(rc = load_killfile(p, &kill))
              && !(rc = ddtk_channels_init(&p->ch, &in->hdr, kill, opt->fref))
              && !(rc = ddtk_delays_init(&p->dl, &p->ch, in->hdr.tsamp, dms, ndm, opt->kdm,
-                                        opt->rounding))) {
-        p->keep = round_up(p->dl.maxdelay, 8);
+                                        opt->rounding))
+             && !(rc = set_keep(p, dms, ndm))) {
         if (in->nsamples == 0)
             rc = ddtk_fail(DDTK_EDATA, "%s: no data after the header (shorter than one sample)",
                            in->name);
@@ -132,8 +152,8 @@ int ddtk_direct_plan_create(ddtk_direct_plan **plan, ddtk_input *in,
             rc = ddtk_fail(DDTK_EDATA, "%s: %lld samples is not longer than the maximum delay "
                            "(%d samples at DM %g)", in->name, (long long)in->nsamples,
                            p->dl.maxdelay, dms[ndm - 1]);
-        else if (!(rc = choose_step(p)))
-            rc = allocate(p);
+        else if (!(rc = choose_step(p)) && !(rc = allocate(p)) && p->sc)
+            rc = ddtk_scrunch_alloc(p->sc, p->keep, p->step);
     }
     free(kill);
     if (rc) {
@@ -252,7 +272,15 @@ int ddtk_direct_plan_execute(ddtk_direct_plan *p, ddtk_outset *out, ddtk_run_sta
         fill += got;
         int last = p->in->eof;
         int64_t nout = last ? fill - p->dl.maxdelay : p->step;
-        if (nout > 0) {
+        if (p->sc) {
+            double k0 = ddtk_now();
+            rc = ddtk_scrunch_gulp(p->sc, p->buf, (size_t)p->stride, fill, last,
+                                   ddtk_direct_cpu, out, &nout);
+            kernel += ddtk_now() - k0;
+            if (rc)
+                break;
+            total_out += nout;
+        } else if (nout > 0) {
             double k0 = ddtk_now();
             ddtk_direct_cpu(p->buf, (size_t)p->stride, p->ch.nlive, nout, p->dl.delay,
                             p->dl.ndm, p->out, (size_t)p->ostride);
@@ -276,7 +304,7 @@ int ddtk_direct_plan_execute(ddtk_direct_plan *p, ddtk_outset *out, ddtk_run_sta
                        "(%d samples)", p->in->name, (long long)p->in->samples_read,
                        p->dl.maxdelay);
     if (!rc && p->opt.pad)
-        rc = write_padding(p, out, total_out);
+        rc = p->sc ? ddtk_scrunch_pad(p->sc, out) : write_padding(p, out, total_out);
     stats->nin = p->in->samples_read;
     stats->nout = total_out;
     stats->ndm = p->dl.ndm;
@@ -299,5 +327,6 @@ void ddtk_direct_plan_destroy(ddtk_direct_plan *p)
     free(p->buf);
     free(p->out);
     free(p->sums);
+    ddtk_scrunch_destroy(p->sc);
     free(p);
 }

@@ -127,6 +127,15 @@ static void write_inf(FILE *fp, const char *basename, const ddtk_series_meta *m,
     }
 }
 
+/* The metadata of output i: a scrunched series has its own sample time. */
+static ddtk_series_meta file_meta(const ddtk_outset *o, int i)
+{
+    ddtk_series_meta m = o->meta;
+    if (m.downsamp)
+        m.tsamp *= m.downsamp[i];
+    return m;
+}
+
 /* ---- temporary files ------------------------------------------------------ */
 
 /* Devices and pipes (-o /dev/null, a FIFO) are written in place, never replaced. */
@@ -273,7 +282,8 @@ int ddtk_outset_open(ddtk_outset *o, const double *dms, int ndm,
     if (ndm == 1 && !spec->output && format == DDTK_FMT_TIM && !spec->prefix) {
         o->to_stdout = 1;
         o->f[0].fp = stdout;
-        return ddtk_tim_header_write(stdout, &o->meta, dms[0]);
+        ddtk_series_meta m = file_meta(o, 0);
+        return ddtk_tim_header_write(stdout, &m, dms[0]);
     }
     if ((rc = name_outputs(o, spec->output,
                            spec->prefix ? spec->prefix : spec->default_prefix)))
@@ -284,7 +294,8 @@ int ddtk_outset_open(ddtk_outset *o, const double *dms, int ndm,
             goto fail;
         }
         setvbuf(o->f[i].fp, NULL, _IOFBF, 1 << 16);
-        if (format == DDTK_FMT_TIM && (rc = ddtk_tim_header_write(o->f[i].fp, &o->meta, dms[i])))
+        ddtk_series_meta m = file_meta(o, i);
+        if (format == DDTK_FMT_TIM && (rc = ddtk_tim_header_write(o->f[i].fp, &m, dms[i])))
             goto fail;
     }
     return DDTK_OK;
@@ -363,8 +374,9 @@ int ddtk_outset_close(ddtk_outset *o)
         ddtk_series_file *f = &o->f[i];
         if (o->spec.even && f->nwritten % 2)
             rc = drop_last_sample(f);
+        ddtk_series_meta m = file_meta(o, i);
         if (!rc && o->spec.format == DDTK_FMT_DAT)
-            rc = close_dat(f, &o->meta);
+            rc = close_dat(f, &m);
         if (!rc)
             rc = ddtk_temp_commit(f->fp, f->tmp, f->path);
         f->fp = NULL;

@@ -8,7 +8,8 @@
 
 static void help(void)
 {
-    printf("Usage: dd_direct [FILE|-] (--dm DM[,DM...] | --dm-min A --dm-max B [--dm-step S])\n"
+    printf("Usage: dd_direct [FILE|-] (--dm DM[,DM...] | --dm-min A --dm-max B [--dm-step S]\n"
+           "                 | --dm-list F | --plan F) [--scrunch auto|none]\n"
            "                 [-o FILE | --prefix P] [--format tim|dat] [options]\n"
            "Direct dedispersion of a SIGPROC filterbank: sums every channel at its delay\n"
            "for each DM trial, writing one time series per DM.\n\n%s", ddtk_ddcli_help);
@@ -22,12 +23,14 @@ static char *run_notes(const ddtk_ddargs *a, const ddtk_channels *ch, int nkille
                  "Dedispersed by ddtk %s dd_direct (direct algorithm, cpu backend)\n"
                  "Dispersion constant %.10g s MHz^2 pc^-1 cm^3, reference frequency %.6f MHz, "
                  "delays rounded %s\n"
-                 "Killed channels: %d of %d%s%s%s",
+                 "Killed channels: %d of %d%s%s%s%s",
                  DDTK_VERSION, a->opt.kdm, ch->fref,
                  a->opt.rounding == DDTK_ROUND_FLOOR ? "down (floor)" : "to nearest",
                  nkilled, ch->nchans, a->opt.zerodm ? "\nZero-DM filter applied" : "",
                  a->opt.pad ? "\nPadded to the input length with the series mean" : "",
-                 a->out.even ? "\nTrimmed to an even length when odd (--even)" : "");
+                 a->out.even ? "\nTrimmed to an even length when odd (--even)" : "",
+                 a->downsamp ? "\nTime scrunched: each series at its DM's downsampling "
+                               "factor times the input tsamp" : "");
     return notes;
 }
 
@@ -44,7 +47,7 @@ static int dedisperse(ddtk_ddargs *a, ddtk_input *in)
     ddtk_series_meta meta = {
         .in = &in->hdr, .tsamp = in->hdr.tsamp, .fref = ch->fref, .flow = ch->fmin,
         .bandwidth = ch->chan_bw * ch->nchans, .chan_bw = ch->chan_bw, .nchans = ch->nchans,
-        .notes = notes,
+        .notes = notes, .downsamp = a->downsamp,
     };
     if (!(rc = ddtk_outset_open(&out, a->dms.dm, a->dms.n, &a->out, &meta))) {
         rc = ddtk_direct_plan_execute(plan, &out, &stats);

@@ -1,0 +1,427 @@
+/*
+ * plan.c - DM plans: the observing set-up, the scrunch factor per DM
+ * (Barsdell 2.1), PRESTO DDplan-style ranges, the smearing model per
+ * algorithm (Barsdell appendices A and B), the cost model, and --plan files.
+ */
+#include "plan.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_DOWNSAMP 1024
+
+static const char plan_columns[] = "dm_lo\tdm_hi\tdm_step\tdownsamp\tndm";
+
+int ddtk_obs_init(ddtk_obs *o, int nchans, double fch1, double foff, double tsamp,
+                  int64_t nsamples, double kdm)
+{
+    if (nchans < 1)
+        return ddtk_fail(DDTK_EUSAGE, "--nchans %d: need at least one channel", nchans);
+    if (!(tsamp > 0) || !isfinite(tsamp))
+        return ddtk_fail(DDTK_EUSAGE, "--tsamp %g: need a sample time > 0 s", tsamp);
+    if (!isfinite(fch1) || !isfinite(foff) || foff == 0)
+        return ddtk_fail(DDTK_EUSAGE, "--fch1 %g --foff %g: need finite values, foff != 0",
+                         fch1, foff);
+    double last = fch1 + (nchans - 1) * foff;
+    memset(o, 0, sizeof *o);
+    o->nchans = nchans;
+    o->tsamp = tsamp;
+    o->kdm = kdm;
+    o->fhi = fmax(fch1, last);
+    o->flo = fmin(fch1, last);
+    o->chan_bw = fabs(foff);
+    o->bw = nchans * o->chan_bw;
+    o->fctr = 0.5 * (o->fhi + o->flo);
+    o->nsamples = nsamples;
+    if (!(o->flo - 0.5 * o->chan_bw > 0))
+        return ddtk_fail(DDTK_EUSAGE, "band %g..%g MHz reaches 0 MHz", o->flo, o->fhi);
+    return DDTK_OK;
+}
+
+int ddtk_obs_from_header(ddtk_obs *o, const ddtk_header *h, int64_t nsamples, double kdm)
+{
+    ddtk_channels ch;
+    int rc = ddtk_channels_init(&ch, h, NULL, 0);
+    if (rc)
+        return rc;
+    double foff = h->nchans > 1 ? (ch.fmin - ch.fmax) / (h->nchans - 1) : -ch.chan_bw;
+    rc = ddtk_obs_init(o, h->nchans, ch.fmax, foff != 0 ? foff : -ch.chan_bw, h->tsamp,
+                       nsamples, kdm);
+    ddtk_channels_free(&ch);
+    return rc;
+}
+
+/* Dispersion sweep (s) of a DM over bw MHz at f MHz: 2 K DM bw / f^3. */
+static double dm_smear(const ddtk_obs *o, double dm, double bw)
+{
+    return 2.0 * o->kdm * fabs(dm) * bw / (o->fctr * o->fctr * o->fctr);
+}
+
+double ddtk_diagonal_dm(const ddtk_obs *o)
+{
+    return o->tsamp / dm_smear(o, 1.0, o->chan_bw);
+}
+
+int ddtk_scrunch_factor(const ddtk_obs *o, double dm)
+{
+    double x = dm / ddtk_diagonal_dm(o);
+    int f = 1;
+    while (f < MAX_DOWNSAMP && x >= 2.0 * f)
+        f *= 2;
+    return f;
+}
+
+/* ---- plans ---------------------------------------------------------------- */
+
+void ddtk_plan_free(ddtk_plan *p)
+{
+    free(p->row);
+    memset(p, 0, sizeof *p);
+}
+
+int ddtk_plan_push(ddtk_plan *p, const ddtk_plan_row *r)
+{
+    if (p->n == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 16;
+        ddtk_plan_row *row = realloc(p->row, (size_t)cap * sizeof *row);
+        if (!row)
+            return ddtk_fail(DDTK_ESYS, "out of memory for the DM plan");
+        p->row = row;
+        p->cap = cap;
+    }
+    p->row[p->n++] = *r;
+    return DDTK_OK;
+}
+
+int ddtk_plan_ndm(const ddtk_plan *p)
+{
+    int n = 0;
+    for (int i = 0; i < p->n; i++)
+        n += p->row[i].ndm;
+    return n;
+}
+
+int ddtk_plan_from_list(ddtk_plan *p, const double *dm, const int *ds, int n)
+{
+    for (int i = 0; i < n; i++) {
+        double step = i + 1 < n ? dm[i + 1] - dm[i] : i > 0 ? dm[i] - dm[i - 1] : 1.0;
+        ddtk_plan_row r = { .dm_lo = dm[i], .dm_hi = dm[i] + step, .dm_step = step,
+                            .downsamp = ds ? ds[i] : 1, .ndm = 1 };
+        int rc = ddtk_plan_push(p, &r);
+        if (rc)
+            return rc;
+    }
+    return DDTK_OK;
+}
+
+int ddtk_plan_expand(const ddtk_plan *p, ddtk_dmlist *dms, int **ds)
+{
+    int n = ddtk_plan_ndm(p), k = 0, rc = DDTK_OK;
+    *ds = ddtk_malloc((size_t)(n > 0 ? n : 1) * sizeof **ds, "scrunch factors");
+    if (!*ds)
+        return DDTK_ESYS;
+    for (int i = 0; i < p->n && !rc; i++)
+        for (int j = 0; j < p->row[i].ndm && !rc; j++) {
+            (*ds)[k++] = p->row[i].downsamp;
+            rc = ddtk_dmlist_push(dms, p->row[i].dm_lo + j * p->row[i].dm_step);
+        }
+    return rc;
+}
+
+/* ---- DDplan-style ranges ---------------------------------------------------
+ * PRESTO DDplan.py's method: DM steps from a fixed list of round values,
+ * power-of-two downsampling; each range ends where the channel smearing is
+ * twice every other smearing term combined, and the next range takes the next
+ * downsampling factor and the largest listed step whose smearing across the
+ * band stays below 1.2 times the new sample time. Times here in seconds. */
+
+static const double allowed_steps[] = {
+    0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0,
+    10.0, 20.0, 30.0, 50.0, 100.0, 200.0, 300.0,
+};
+#define NSTEPS ((int)(sizeof allowed_steps / sizeof allowed_steps[0]))
+#define SOFTEN 1.2              /* "two time scales are equal" within this factor */
+#define SMEAR_FACT 2.0          /* channel smearing / other terms at a range's end */
+
+static double step_smear(const ddtk_obs *o, double step)
+{
+    return dm_smear(o, 0.5 * step, o->bw);
+}
+
+static double sub_smear(const ddtk_obs *o, double sub_step, int nsub)
+{
+    return nsub ? dm_smear(o, 0.5 * sub_step, o->bw / nsub) : 0.0;
+}
+
+/* DDplan's sub-band DM step: the largest even multiple of the step whose
+ * smearing stays below 0.8 of the smaller of step smearing and sample time. */
+static int dms_per_sub(const ddtk_obs *o, double step, int downsamp, int nsub)
+{
+    double limit = 0.8 * fmin(step_smear(o, step), o->tsamp * downsamp);
+    int n = 2;
+    while (n < 1 << 20 && sub_smear(o, (n + 2) * step, nsub) <= limit)
+        n += 2;
+    return n;
+}
+
+static int ranges_row(ddtk_plan *p, const ddtk_obs *o, double lo, double hi,
+                      double step, int downsamp, int nsub)
+{
+    ddtk_plan_row r = { .dm_lo = lo, .dm_step = step, .downsamp = downsamp };
+    double sub = 0.0;
+    if (nsub) {
+        r.dms_per_sub = dms_per_sub(o, step, downsamp, nsub);
+        sub = sub_smear(o, r.dms_per_sub * step, nsub);
+    }
+    double ts = o->tsamp, bs = step_smear(o, step);
+    double other = sqrt(ts * ts + ts * downsamp * ts * downsamp + bs * bs + sub * sub);
+    double cross = fmin(SMEAR_FACT * other / dm_smear(o, 1.0, o->chan_bw), hi);
+    double n = ceil((cross - lo) / step - 1e-9);
+    if (n < 1)
+        n = 1;
+    if (nsub)
+        n = ceil(n / r.dms_per_sub) * r.dms_per_sub;
+    if (n > 1e7)
+        return ddtk_fail(DDTK_EUSAGE, "DM range %g..%g needs over 10^7 DMs", lo, hi);
+    r.ndm = (int)n;
+    r.dm_hi = lo + r.ndm * step;
+    return ddtk_plan_push(p, &r);
+}
+
+/* Initial downsampling: where the least channel smearing (or the step
+ * smearing) already exceeds the sample time, the data are finer than needed. */
+static int first_downsamp(const ddtk_obs *o, double lo)
+{
+    double chan = dm_smear(o, lo, o->chan_bw);
+    double ok = fmax(fmax(chan, step_smear(o, allowed_steps[0])), o->tsamp);
+    int ds = 1;
+    if (SOFTEN * chan > o->tsamp || ok > o->tsamp) {
+        double okval = ok > SOFTEN * chan ? ok : SOFTEN * chan;
+        while (ds < MAX_DOWNSAMP && o->tsamp * ds * 2 < okval)
+            ds *= 2;
+    }
+    return ds;
+}
+
+int ddtk_plan_ranges(ddtk_plan *p, const ddtk_obs *o, double lo, double hi, int nsub)
+{
+    if (!isfinite(lo) || !isfinite(hi) || lo < 0 || !(hi > lo))
+        return ddtk_fail(DDTK_EUSAGE, "DM range %g..%g: need 0 <= dm-min < dm-max", lo, hi);
+    int ds = first_downsamp(o, lo), is = 0, rc;
+    double guess = o->tsamp * ds / dm_smear(o, 0.5, o->bw);
+    while (is + 1 < NSTEPS && allowed_steps[is + 1] < SOFTEN * guess)
+        is++;
+    rc = ranges_row(p, o, lo, hi, allowed_steps[is], ds, nsub);
+    while (!rc && p->row[p->n - 1].dm_hi < hi) {
+        if (ds >= MAX_DOWNSAMP)
+            return ddtk_fail(DDTK_EUSAGE, "DM range %g..%g needs downsampling over %d",
+                             lo, hi, MAX_DOWNSAMP);
+        ds *= 2;
+        while (is + 1 < NSTEPS && step_smear(o, allowed_steps[is + 1]) < SOFTEN * o->tsamp * ds)
+            is++;
+        rc = ranges_row(p, o, p->row[p->n - 1].dm_hi, hi, allowed_steps[is], ds, nsub);
+    }
+    return rc;
+}
+
+/* ---- smearing and cost ------------------------------------------------------ */
+
+void ddtk_smear_row(const ddtk_obs *o, const ddtk_plan_row *r, double width,
+                    int chans_per_sub, ddtk_smear *s)
+{
+    double dm = r->dm_lo + (r->ndm - 1) * r->dm_step;
+    double sub_bw = chans_per_sub * o->chan_bw, flo = o->flo;
+    int per_sub = r->dms_per_sub ? r->dms_per_sub : chans_per_sub;
+    s->samp = o->tsamp * r->downsamp;
+    s->width = width;
+    s->chan = dm_smear(o, dm, o->chan_bw);
+    s->step = step_smear(o, r->dm_step);
+    /* B1: nominal-DM spacing times the delay change across the lowest sub-band. */
+    s->sub = per_sub * r->dm_step * o->kdm * (1.0 / (flo * flo) - 1.0 / ((flo + sub_bw) * (flo + sub_bw)));
+    /* A1 with A3 at the lowest frequency: (1/8) h^2 * 6 K DM / f^4. */
+    s->tree = 0.75 * o->kdm * dm * sub_bw * sub_bw / (flo * flo * flo * flo);
+    double w2 = s->samp * s->samp + width * width + s->chan * s->chan + s->step * s->step;
+    s->direct = sqrt(w2);
+    s->subband = sqrt(w2 + s->sub * s->sub);
+    s->piecewise = sqrt(w2 + s->tree * s->tree);
+}
+
+static int pow2_at_least(int n)
+{
+    int p = 1;
+    while (p < n)
+        p *= 2;
+    return p;
+}
+
+/* Adds of one run of DMs sharing a resolution, over nout output samples. */
+static void cost_run(ddtk_cost *c, double nout, int ndm, int per_sub, int nchans, int nsub,
+                     int n2, int log2n)
+{
+    c->direct += nout * ndm * nchans;
+    c->subband += nout * (ceil((double)ndm / per_sub) * nchans + (double)ndm * nsub);
+    c->tree += nout * ceil((double)ndm / n2) * n2 * log2n;
+    c->out_bytes += nout * ndm * 4.0;
+}
+
+/*
+ * Sample-adds per output sample and DM: direct, nchans; sub-band (Barsdell 4.2),
+ * nchans per nominal DM plus one add per sub-band per DM; tree (Barsdell 3.2),
+ * N log2 N per pass of N = nchans padded to a power of two, one pass per N DMs.
+ * Consecutive rows at one resolution are one run (a tol plan has a row per DM).
+ */
+void ddtk_plan_cost(const ddtk_obs *o, const ddtk_plan *p, int64_t nsamples,
+                    int chans_per_sub, ddtk_cost *c)
+{
+    int n2 = pow2_at_least(o->nchans), log2n = 1;
+    int nsub = (o->nchans + chans_per_sub - 1) / chans_per_sub;
+    while ((1 << log2n) < n2)
+        log2n++;
+    memset(c, 0, sizeof *c);
+    for (int i = 0; i < p->n;) {
+        const ddtk_plan_row *r = &p->row[i];
+        int ndm = 0;
+        for (; i < p->n && p->row[i].downsamp == r->downsamp
+               && p->row[i].dms_per_sub == r->dms_per_sub; i++)
+            ndm += p->row[i].ndm;
+        cost_run(c, (double)nsamples / r->downsamp, ndm,
+                 r->dms_per_sub ? r->dms_per_sub : chans_per_sub, o->nchans, nsub, n2, log2n);
+    }
+}
+
+/* ---- --plan files ------------------------------------------------------------ */
+
+static int is_pow2(int n)
+{
+    return n >= 1 && (n & (n - 1)) == 0;
+}
+
+static int check_row(const ddtk_plan_row *r, const char *name, int line)
+{
+    if (!isfinite(r->dm_lo) || r->dm_lo < 0)
+        return ddtk_fail(DDTK_EDATA, "%s: row %d: dm_lo %g must be a finite DM >= 0", name, line,
+                         r->dm_lo);
+    if (!(r->dm_step > 0) || !isfinite(r->dm_step))
+        return ddtk_fail(DDTK_EDATA, "%s: row %d: dm_step %g must be > 0", name, line, r->dm_step);
+    if (r->ndm < 1)
+        return ddtk_fail(DDTK_EDATA, "%s: row %d: ndm %d must be >= 1", name, line, r->ndm);
+    if (!is_pow2(r->downsamp) || r->downsamp > MAX_DOWNSAMP)
+        return ddtk_fail(DDTK_EDATA, "%s: row %d: downsamp %d must be a power of two, 1..%d",
+                         name, line, r->downsamp, MAX_DOWNSAMP);
+    double hi = r->dm_lo + r->ndm * r->dm_step;
+    if (!(fabs(r->dm_hi - hi) <= 1e-6 * fmax(1.0, hi)))
+        return ddtk_fail(DDTK_EDATA, "%s: row %d: dm_hi %g is not dm_lo + ndm*dm_step = %g",
+                         name, line, r->dm_hi, hi);
+    return DDTK_OK;
+}
+
+int ddtk_plan_validate(const ddtk_plan *p, const char *name)
+{
+    if (p->n == 0)
+        return ddtk_fail(DDTK_EDATA, "%s: the plan has no rows", name);
+    for (int i = 0; i < p->n; i++) {
+        int rc = check_row(&p->row[i], name, i + 1);
+        if (rc)
+            return rc;
+        if (i == 0)
+            continue;
+        double prev = p->row[i - 1].dm_hi, lo = p->row[i].dm_lo;
+        if (fabs(lo - prev) > 1e-6 * fmax(1.0, prev))
+            return ddtk_fail(DDTK_EDATA, "%s: row %d: %s between dm_hi %g of row %d and dm_lo %g",
+                             name, i + 1, lo > prev ? "gap" : "overlap", prev, i, lo);
+    }
+    if ((double)ddtk_plan_ndm(p) > 1e7)
+        return ddtk_fail(DDTK_EDATA, "%s: over 10^7 DMs", name);
+    return DDTK_OK;
+}
+
+/* A data line: five tab- or space-separated fields. */
+static int parse_row(char *line, ddtk_plan_row *r)
+{
+    char *end, *s = line;
+    double v[5];
+    for (int i = 0; i < 5; i++) {
+        errno = 0;
+        v[i] = strtod(s, &end);
+        if (end == s || errno || (*end && !strchr(" \t\r\n", *end)))
+            return -1;
+        s = end;
+    }
+    if (s[strspn(s, " \t\r\n")] != '\0' || v[3] != floor(v[3]) || v[4] != floor(v[4])
+        || fabs(v[3]) > 1e9 || fabs(v[4]) > 1e9)
+        return -1;
+    *r = (ddtk_plan_row){ .dm_lo = v[0], .dm_hi = v[1], .dm_step = v[2],
+                          .downsamp = (int)v[3], .ndm = (int)v[4] };
+    return 0;
+}
+
+static int header_line(const char *line)
+{
+    char words[5][16];
+    return sscanf(line, "%15s %15s %15s %15s %15s", words[0], words[1], words[2], words[3],
+                  words[4]) == 5 && strcmp(words[0], "dm_lo") == 0 && strcmp(words[1], "dm_hi") == 0
+        && strcmp(words[2], "dm_step") == 0 && strcmp(words[3], "downsamp") == 0
+        && strcmp(words[4], "ndm") == 0;
+}
+
+static int read_lines(ddtk_plan *p, FILE *fp, const char *path)
+{
+    char line[512];
+    int lineno = 0, seen_header = 0;
+    while (fgets(line, sizeof line, fp)) {
+        lineno++;
+        const char *s = line + strspn(line, " \t");
+        if (*s == '#' || *s == '\n' || *s == '\r' || *s == '\0')
+            continue;
+        ddtk_plan_row r;
+        if (!seen_header) {
+            if (!header_line(s))
+                return ddtk_fail(DDTK_EDATA, "%s: line %d: expected the header row '%s'",
+                                 path, lineno, "dm_lo dm_hi dm_step downsamp ndm");
+            seen_header = 1;
+        } else if (parse_row(line, &r))
+            return ddtk_fail(DDTK_EDATA, "%s: line %d: expected five numbers "
+                             "(dm_lo dm_hi dm_step downsamp ndm)", path, lineno);
+        else if (ddtk_plan_push(p, &r))
+            return DDTK_ESYS;
+    }
+    if (ferror(fp))
+        return ddtk_fail(DDTK_ESYS, "%s: read error: %s", path, strerror(errno));
+    return DDTK_OK;
+}
+
+int ddtk_plan_read(ddtk_plan *p, const char *path)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", path, strerror(errno));
+    int rc = read_lines(p, fp, path);
+    fclose(fp);
+    return rc ? rc : ddtk_plan_validate(p, path);
+}
+
+int ddtk_plan_write(const ddtk_plan *p, const char *path, int force)
+{
+    struct stat st;
+    char *tmp;
+    if (!force && stat(path, &st) == 0)
+        return ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", path);
+    FILE *fp = ddtk_temp_create(path, &tmp);
+    if (!fp)
+        return DDTK_ESYS;
+    fprintf(fp, "%s\n", plan_columns);
+    for (int i = 0; i < p->n; i++) {
+        const ddtk_plan_row *r = &p->row[i];
+        fprintf(fp, "%.10g\t%.10g\t%.10g\t%d\t%d\n", r->dm_lo, r->dm_hi, r->dm_step,
+                r->downsamp, r->ndm);
+    }
+    int rc = ddtk_temp_commit(fp, tmp, path);
+    if (rc)
+        unlink(tmp);
+    free(tmp);
+    return rc;
+}

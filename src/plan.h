@@ -1,0 +1,81 @@
+/*
+ * plan.h - DM plans (plan.c): tolerance lists with per-DM time scrunching,
+ * PRESTO DDplan-style ranges, the smearing and cost models, and the --plan
+ * TSV files that ddplan writes and the dedispersion tools read.
+ */
+#ifndef DDTK_PLAN_H
+#define DDTK_PLAN_H
+
+#include "ddtk.h"
+
+/* The observing set-up a plan is made for. Frequencies in MHz, times in s. */
+typedef struct ddtk_obs {
+    int nchans;
+    double tsamp, kdm;
+    double fhi, flo;              /* centres of the highest and lowest channels */
+    double chan_bw;               /* |channel width| */
+    double bw, fctr;              /* nchans * chan_bw, and the band centre */
+    int64_t nsamples;             /* 0 when unknown */
+} ddtk_obs;
+
+int ddtk_obs_init(ddtk_obs *o, int nchans, double fch1, double foff, double tsamp,
+                  int64_t nsamples, double kdm);
+int ddtk_obs_from_header(ddtk_obs *o, const ddtk_header *h, int64_t nsamples, double kdm);
+
+/* DMs dm_lo + i*dm_step, i < ndm, dedispersed at downsamp times tsamp;
+ * dm_hi = dm_lo + ndm*dm_step is where the next row starts. */
+typedef struct ddtk_plan_row {
+    double dm_lo, dm_hi, dm_step;
+    int downsamp, ndm;
+    int dms_per_sub;              /* DDplan's DMs per sub-band DM; 0: not planned */
+} ddtk_plan_row;
+
+typedef struct ddtk_plan {
+    ddtk_plan_row *row;
+    int n, cap;
+} ddtk_plan;
+
+void ddtk_plan_free(ddtk_plan *p);
+int ddtk_plan_push(ddtk_plan *p, const ddtk_plan_row *r);
+
+/* DM where the dispersion sweep across one channel (at the band centre)
+ * equals one sample: Barsdell's "diagonal". */
+double ddtk_diagonal_dm(const ddtk_obs *o);
+/* Time-scrunch factor for a DM: 2^k for 2^k <= DM/diagonal < 2^(k+1), else 1. */
+int ddtk_scrunch_factor(const ddtk_obs *o, double dm);
+
+/* PRESTO DDplan.py's plan for lo..hi with nsub sub-bands (0: none). */
+int ddtk_plan_ranges(ddtk_plan *p, const ddtk_obs *o, double lo, double hi, int nsub);
+/* One row per DM of a list; ds (NULL: all 1) gives each DM's scrunch factor. */
+int ddtk_plan_from_list(ddtk_plan *p, const double *dm, const int *ds, int n);
+/* The DM list and the per-DM scrunch factors (*ds malloc'd) of a plan. */
+int ddtk_plan_expand(const ddtk_plan *p, ddtk_dmlist *dms, int **ds);
+int ddtk_plan_ndm(const ddtk_plan *p);
+
+/* --plan files: TSV, header row "dm_lo dm_hi dm_step downsamp ndm", '#' comments. */
+int ddtk_plan_read(ddtk_plan *p, const char *path);
+int ddtk_plan_write(const ddtk_plan *p, const char *path, int force);
+/* Rows must be ascending and contiguous, with sane values; name is for messages. */
+int ddtk_plan_validate(const ddtk_plan *p, const char *name);
+
+/* Smearing (seconds) of one row at its largest DM, for a pulse of intrinsic
+ * width `width`, with sub-bands of chans_per_sub channels. */
+typedef struct ddtk_smear {
+    double samp, width, chan, step;   /* the terms of the direct algorithm */
+    double sub, tree;                 /* Barsdell eqs. B1 and A1/A3 */
+    double direct, subband, piecewise;/* totals in quadrature */
+} ddtk_smear;
+
+void ddtk_smear_row(const ddtk_obs *o, const ddtk_plan_row *r, double width,
+                    int chans_per_sub, ddtk_smear *s);
+
+/* Work of a plan over nsamples input samples: sample-adds per algorithm and
+ * bytes of output. */
+typedef struct ddtk_cost {
+    double direct, subband, tree, out_bytes;
+} ddtk_cost;
+
+void ddtk_plan_cost(const ddtk_obs *o, const ddtk_plan *p, int64_t nsamples,
+                    int chans_per_sub, ddtk_cost *c);
+
+#endif

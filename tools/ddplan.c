@@ -1,0 +1,359 @@
+/*
+ * ddplan - plan the DM trials of a search: a tolerance-spaced list (with
+ * optional time scrunching) or PRESTO DDplan-style ranges, with the smearing
+ * per algorithm and the cost of each. Writes --dm-list and --plan files.
+ */
+#include "plan.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum {
+    OPT_NCHANS = 1000, OPT_FCH1, OPT_FOFF, OPT_TSAMP, OPT_NSAMPLES, OPT_TOBS, OPT_NBITS,
+    OPT_DM_MIN, OPT_DM_MAX, OPT_MODE, OPT_TOL, OPT_WIDTH, OPT_NSUB, OPT_SCRUNCH, OPT_DM_LIST,
+    OPT_PLAN, OPT_KDM, OPT_FORCE, OPT_VERSION
+};
+
+typedef struct args {
+    const char *input, *dm_list, *plan;
+    int nchans, nbits, nsub, ranges, scrunch, force, quiet, verbose;
+    double fch1, foff, tsamp, tobs, dm_min, dm_max, tol, width, kdm;
+    int64_t nsamples;
+} args;
+
+static const struct option options[] = {
+    { "nchans", required_argument, 0, OPT_NCHANS }, { "fch1", required_argument, 0, OPT_FCH1 },
+    { "foff", required_argument, 0, OPT_FOFF }, { "tsamp", required_argument, 0, OPT_TSAMP },
+    { "nsamples", required_argument, 0, OPT_NSAMPLES }, { "tobs", required_argument, 0, OPT_TOBS },
+    { "nbits", required_argument, 0, OPT_NBITS }, { "dm-min", required_argument, 0, OPT_DM_MIN },
+    { "dm-max", required_argument, 0, OPT_DM_MAX }, { "mode", required_argument, 0, OPT_MODE },
+    { "tol", required_argument, 0, OPT_TOL }, { "pulse-width", required_argument, 0, OPT_WIDTH },
+    { "nsub", required_argument, 0, OPT_NSUB }, { "scrunch", required_argument, 0, OPT_SCRUNCH },
+    { "dm-list", required_argument, 0, OPT_DM_LIST }, { "plan", required_argument, 0, OPT_PLAN },
+    { "kdm", required_argument, 0, OPT_KDM }, { "force", no_argument, 0, OPT_FORCE },
+    { "quiet", no_argument, 0, 'q' }, { "verbose", no_argument, 0, 'v' },
+    { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, OPT_VERSION },
+    { 0, 0, 0, 0 },
+};
+
+static void help(void)
+{
+    printf(
+        "Usage: ddplan [FILE] [--nchans N --fch1 F --foff DF --tsamp S] --dm-min A --dm-max B\n"
+        "              [--mode tol|ranges] [--tol T --pulse-width W] [--nsub N]\n"
+        "              [--scrunch auto|none] [--dm-list F] [--plan F]\n"
+        "Plan the DM trials of a search and report the smearing and cost of each\n"
+        "algorithm. The set-up comes from a SIGPROC header (FILE) or the options.\n\n"
+        "  --nchans N --fch1 F --foff DF --tsamp S   channels, centre of channel 0 (MHz),\n"
+        "                           channel step (MHz), sample time (s) (no defaults)\n"
+        "  --nsamples N | --tobs T  length for the cost model (default: the file's, else 1 s)\n"
+        "  --nbits B                input bits per sample, for the input rate (default 8)\n"
+        "  --dm-min A --dm-max B    DM range (default 0 and 1000 pc cm^-3)\n"
+        "  --mode tol|ranges        tolerance-spaced list, or PRESTO DDplan.py-style ranges\n"
+        "                           (default tol)\n"
+        "  --tol T                  smearing tolerance between DMs, > 1 (default 1.25)\n"
+        "  --pulse-width W          intrinsic pulse width in us (default 40)\n"
+        "  --nsub N                 sub-bands, for DDplan's sub-band term and the sub-band\n"
+        "                           and tree smearing and cost (default 64, at most nchans)\n"
+        "  --scrunch auto|none      tol mode: scrunch by 2^k past 2^k times the diagonal DM\n"
+        "                           (default none; ranges always downsample)\n"
+        "  --kdm K                  dispersion constant (default 4148.741601)\n"
+        "  --dm-list FILE           write the DMs, one per line\n"
+        "  --plan FILE              write the plan as TSV (dm_lo dm_hi dm_step downsamp ndm)\n"
+        "  --force                  overwrite existing --dm-list/--plan files\n"
+        "  -q, --quiet              no table    -v, --verbose  one line per DM (tol mode)\n"
+        "  -h, --help               this help   --version      print the version\n");
+}
+
+static int usage(const char *fmt, const char *arg)
+{
+    char msg[256];
+    snprintf(msg, sizeof msg, fmt, arg);
+    return ddtk_fail(DDTK_EUSAGE, "%s (see --help)", msg);
+}
+
+static int number(const char *arg, const char *opt, double *v)
+{
+    return ddtk_parse_double(arg, v) ? usage(opt, arg) : DDTK_OK;
+}
+
+static int count(const char *arg, const char *opt, int64_t lo, int64_t *v)
+{
+    return ddtk_parse_int64(arg, v) || *v < lo || *v > (int64_t)1 << 40 ? usage(opt, arg) : DDTK_OK;
+}
+
+static int word(const char *arg, const char *a, const char *b, const char *opt, int *v)
+{
+    if (strcmp(arg, a) && strcmp(arg, b))
+        return usage(opt, arg);
+    *v = strcmp(arg, b) == 0;
+    return DDTK_OK;
+}
+
+static int option(args *a, int code, const char *arg)
+{
+    int64_t n;
+    int rc = DDTK_OK;
+    switch (code) {
+    case OPT_NCHANS: rc = count(arg, "--nchans '%s': expected a count >= 1", 1, &n); a->nchans = (int)n; break;
+    case OPT_FCH1: return number(arg, "--fch1 '%s': not a number", &a->fch1);
+    case OPT_FOFF: return number(arg, "--foff '%s': not a number", &a->foff);
+    case OPT_TSAMP: return number(arg, "--tsamp '%s': not a number", &a->tsamp);
+    case OPT_NSAMPLES: return count(arg, "--nsamples '%s': expected a count >= 1", 1, &a->nsamples);
+    case OPT_TOBS: return number(arg, "--tobs '%s': not a number", &a->tobs);
+    case OPT_NBITS: rc = count(arg, "--nbits '%s': expected 1..32", 1, &n); a->nbits = (int)n; break;
+    case OPT_DM_MIN: return number(arg, "--dm-min '%s': not a number", &a->dm_min);
+    case OPT_DM_MAX: return number(arg, "--dm-max '%s': not a number", &a->dm_max);
+    case OPT_MODE: return word(arg, "tol", "ranges", "--mode '%s': expected tol or ranges", &a->ranges);
+    case OPT_TOL: return number(arg, "--tol '%s': not a number", &a->tol);
+    case OPT_WIDTH: return number(arg, "--pulse-width '%s': not a number", &a->width);
+    case OPT_NSUB: rc = count(arg, "--nsub '%s': expected a count >= 1", 1, &n); a->nsub = (int)n; break;
+    case OPT_SCRUNCH: return word(arg, "none", "auto", "--scrunch '%s': expected auto or none", &a->scrunch);
+    case OPT_DM_LIST: a->dm_list = arg; break;
+    case OPT_PLAN: a->plan = arg; break;
+    case OPT_KDM:
+        if ((rc = number(arg, "--kdm '%s': not a number", &a->kdm)) || !(a->kdm > 0))
+            return usage("--kdm '%s': must be > 0", arg);
+        break;
+    case OPT_FORCE: a->force = 1; break;
+    case 'q': a->quiet = 1; break;
+    case 'v': a->verbose = 1; break;
+    default: return DDTK_EUSAGE;
+    }
+    return rc;
+}
+
+static int parse(args *a, int argc, char **argv)
+{
+    int code, rc = DDTK_OK;
+    opterr = 0;
+    while (!rc && (code = getopt_long(argc, argv, ":qvh", options, NULL)) != -1) {
+        if (code == 'h') {
+            help();
+            return -1;
+        } else if (code == OPT_VERSION) {
+            printf("ddplan (ddtk) %s\n", DDTK_VERSION);
+            return -1;
+        } else if (code == '?')
+            rc = usage("unknown option '%s'", argv[optind - 1]);
+        else if (code == ':')
+            rc = usage("option '%s' needs a value", argv[optind - 1]);
+        else
+            rc = option(a, code, optarg);
+    }
+    if (!rc && optind < argc)
+        a->input = argv[optind++];
+    if (!rc && optind < argc)
+        rc = usage("one input file only ('%s' is extra)", argv[optind]);
+    return rc;
+}
+
+static int check(const args *a)
+{
+    if (!isfinite(a->dm_min) || !isfinite(a->dm_max) || a->dm_min < 0 || !(a->dm_max > a->dm_min))
+        return ddtk_fail(DDTK_EUSAGE, "--dm-min %g --dm-max %g: need 0 <= dm-min < dm-max",
+                         a->dm_min, a->dm_max);
+    if (!(a->tol > 1))
+        return ddtk_fail(DDTK_EUSAGE, "--tol %g: the tolerance must be > 1", a->tol);
+    if (!(a->width >= 0))
+        return ddtk_fail(DDTK_EUSAGE, "--pulse-width %g: need a width >= 0 us", a->width);
+    if (a->tobs < 0 || (a->tobs > 0 && a->nsamples > 0))
+        return ddtk_fail(DDTK_EUSAGE, "--tobs %g: give one positive length, --tobs or --nsamples",
+                         a->tobs);
+    if (a->ranges && a->scrunch)
+        return ddtk_fail(DDTK_EUSAGE, "--scrunch is for --mode tol; ranges carry their own "
+                         "downsampling");
+    return DDTK_OK;
+}
+
+static int setup(const args *a, ddtk_obs *o)
+{
+    if (!a->input) {
+        if (!a->nchans || isnan(a->fch1) || isnan(a->foff) || isnan(a->tsamp))
+            return ddtk_fail(DDTK_EUSAGE, "give a filterbank FILE, or --nchans, --fch1, --foff "
+                             "and --tsamp (see --help)");
+        return ddtk_obs_init(o, a->nchans, a->fch1, a->foff, a->tsamp, a->nsamples, a->kdm);
+    }
+    ddtk_input in;
+    int rc = ddtk_input_open(&in, a->input);
+    if (!rc)
+        rc = ddtk_obs_from_header(o, &in.hdr, in.nsamples > 0 ? in.nsamples : 0, a->kdm);
+    ddtk_input_close(&in);
+    if (!rc && a->nsamples > 0)
+        o->nsamples = a->nsamples;
+    return rc;
+}
+
+static int make_plan(const args *a, const ddtk_obs *o, ddtk_plan *p)
+{
+    if (a->ranges)
+        return ddtk_plan_ranges(p, o, a->dm_min, a->dm_max, a->nsub);
+    ddtk_dmlist l = { 0 };
+    int rc = ddtk_dmlist_tol(&l, a->dm_min, a->dm_max, o->tsamp, a->width, a->tol, o->fctr,
+                             o->chan_bw, o->nchans);
+    int *ds = rc ? NULL : ddtk_malloc((size_t)l.n * sizeof *ds, "scrunch factors");
+    if (!rc && !ds)
+        rc = DDTK_ESYS;
+    for (int i = 0; !rc && i < l.n; i++)
+        ds[i] = a->scrunch ? ddtk_scrunch_factor(o, l.dm[i]) : 1;
+    if (!rc)
+        rc = ddtk_plan_from_list(p, l.dm, ds, l.n);
+    free(ds);
+    ddtk_dmlist_free(&l);
+    return rc;
+}
+
+/* A table line: rows merged while they share a downsampling factor (a tol
+ * plan has one row per DM). *probe is the row the smearing is judged on:
+ * the line's last DM with its largest step. */
+typedef struct line {
+    double lo, hi, max_step;
+    int downsamp, ndm, rows;
+    ddtk_plan_row probe;
+} line;
+
+static int next_line(const ddtk_plan *p, int i, line *l)
+{
+    const ddtk_plan_row *r = &p->row[i];
+    *l = (line){ .lo = r->dm_lo, .hi = r->dm_hi, .max_step = r->dm_step,
+                 .downsamp = r->downsamp, .ndm = r->ndm, .rows = 1, .probe = *r };
+    while (r->ndm == 1 && i + l->rows < p->n && p->row[i + l->rows].ndm == 1
+           && p->row[i + l->rows].downsamp == l->downsamp) {
+        const ddtk_plan_row *q = &p->row[i + l->rows++];
+        l->hi = q->dm_hi;
+        l->max_step = fmax(l->max_step, q->dm_step);
+        l->ndm++;
+        l->probe = *q;
+    }
+    l->probe.dm_step = l->max_step;
+    return i + l->rows;
+}
+
+static void print_header(const args *a, const ddtk_obs *o, int chans_per_sub)
+{
+    printf("# ddplan: %d channels, %.6g..%.6g MHz (centre %.6g, BW %.6g, channel %.6g MHz), "
+           "tsamp %.6g us\n", o->nchans, o->flo, o->fhi, o->fctr, o->bw, o->chan_bw,
+           o->tsamp * 1e6);
+    printf("# mode %s, DM %g..%g, ", a->ranges ? "ranges (DDplan.py)" : "tol", a->dm_min, a->dm_max);
+    if (a->ranges)
+        printf("%d sub-bands", a->nsub);
+    else
+        printf("tol %g, pulse width %g us, scrunch %s", a->tol, a->width,
+               a->scrunch ? "auto" : "none");
+    printf("; diagonal DM %.4g\n", ddtk_diagonal_dm(o));
+    printf("# smearing in ms at each line's highest DM: sampling, intrinsic width, channel,\n"
+           "# DM step, and totals in quadrature for direct, sub-band (%d ch/sub-band, Barsdell\n"
+           "# eq. B1) and piecewise-linear tree (eq. A1)\n", chans_per_sub);
+    printf("%9s %9s %7s %8s %7s %9s %7s %7s %7s %7s %7s %7s %7s\n", "Low_DM", "High_DM", "dDM",
+           "DownSamp", "#DMs", "WorkFract", "t_samp", "t_width", "t_chan", "t_step", "direct",
+           "subband", "tree");
+}
+
+static void print_table(const args *a, const ddtk_obs *o, const ddtk_plan *p, int chans_per_sub)
+{
+    double work = 0;
+    for (int i = 0; i < p->n; i++)
+        work += (double)p->row[i].ndm / p->row[i].downsamp;
+    print_header(a, o, chans_per_sub);
+    for (int i = 0; i < p->n;) {
+        line l;
+        ddtk_smear s;
+        i = next_line(p, i, &l);
+        ddtk_smear_row(o, &l.probe, a->width * 1e-6, chans_per_sub, &s);
+        printf("%9.3f %9.3f %7.4g %8d %7d %9.4g %7.4f %7.4f %7.4f %7.4f %7.4f %7.4f %7.4f\n",
+               l.lo, l.hi, l.max_step, l.downsamp, l.ndm, (double)l.ndm / l.downsamp / work,
+               s.samp * 1e3, s.width * 1e3, s.chan * 1e3, s.step * 1e3, s.direct * 1e3,
+               s.subband * 1e3, s.piecewise * 1e3);
+    }
+}
+
+static void print_cost(const ddtk_obs *o, const ddtk_plan *p, int nbits, int chans_per_sub)
+{
+    int64_t n = o->nsamples > 0 ? o->nsamples : (int64_t)llround(1.0 / o->tsamp);
+    ddtk_cost c;
+    ddtk_plan_cost(o, p, n, chans_per_sub, &c);
+    double tobs = n * o->tsamp;
+    printf("# total: %d DMs; cost for %lld samples (%.6g s):\n", ddtk_plan_ndm(p), (long long)n, tobs);
+    printf("#   sample-adds: direct %.4g, sub-band %.4g, tree %.4g (%.4g, %.4g, %.4g per s of data)\n",
+           c.direct, c.subband, c.tree, c.direct / tobs, c.subband / tobs, c.tree / tobs);
+    printf("#   output %.4g bytes (%.4g MB/s of data); input %.4g MB/s at %d bits\n", c.out_bytes,
+           c.out_bytes / tobs / 1e6, o->nchans * (double)nbits / 8 / o->tsamp / 1e6, nbits);
+}
+
+static void print_dms(const ddtk_plan *p)
+{
+    for (int i = 0; i < p->n; i++)
+        for (int j = 0; j < p->row[i].ndm; j++)
+            printf("# DM %.6f downsamp %d\n", p->row[i].dm_lo + j * p->row[i].dm_step,
+                   p->row[i].downsamp);
+}
+
+static int write_dm_list(const ddtk_plan *p, const char *path, int force)
+{
+    if (access(path, F_OK) == 0 && !force)
+        return ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", path);
+    char *tmp;
+    FILE *fp = ddtk_temp_create(path, &tmp);
+    if (!fp)
+        return DDTK_ESYS;
+    for (int i = 0; i < p->n; i++)
+        for (int j = 0; j < p->row[i].ndm; j++)
+            fprintf(fp, "%.10g\n", p->row[i].dm_lo + j * p->row[i].dm_step);
+    int rc = ddtk_temp_commit(fp, tmp, path);
+    if (rc)
+        unlink(tmp);
+    free(tmp);
+    return rc;
+}
+
+static int run(args *a)
+{
+    ddtk_obs o;
+    ddtk_plan p = { 0 };
+    int rc = check(a);
+    if (!rc)
+        rc = setup(a, &o);
+    if (rc)
+        return rc;
+    if (a->nsub > o.nchans)
+        a->nsub = o.nchans;
+    if (a->tobs > 0)
+        o.nsamples = (int64_t)llround(a->tobs / o.tsamp);
+    int chans_per_sub = (o.nchans + a->nsub - 1) / a->nsub;
+    rc = make_plan(a, &o, &p);
+    /* check both names before writing either, so a refusal leaves nothing */
+    if (!rc && a->dm_list && !a->force && access(a->dm_list, F_OK) == 0)
+        rc = ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", a->dm_list);
+    if (!rc && a->plan && !a->force && access(a->plan, F_OK) == 0)
+        rc = ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", a->plan);
+    if (!rc && !a->quiet) {
+        print_table(a, &o, &p, chans_per_sub);
+        if (a->verbose)
+            print_dms(&p);
+        print_cost(&o, &p, a->nbits, chans_per_sub);
+    }
+    if (!rc && a->dm_list)
+        rc = write_dm_list(&p, a->dm_list, a->force);
+    if (!rc && a->plan && (rc = ddtk_plan_write(&p, a->plan, a->force)) && a->dm_list)
+        unlink(a->dm_list);
+    ddtk_plan_free(&p);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    args a = { .nbits = 8, .nsub = 64, .fch1 = NAN, .foff = NAN, .tsamp = NAN,
+               .dm_max = 1000, .tol = 1.25, .width = 40, .kdm = DDTK_KDM_DEFAULT };
+    ddtk_set_progname(argv[0]);
+    int rc = parse(&a, argc, argv);
+    if (rc == -1)
+        return 0;
+    if (!rc)
+        rc = run(&a);
+    if (rc)
+        ddtk_msg("%s", ddtk_errmsg());
+    return rc;
+}
