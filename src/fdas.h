@@ -80,6 +80,8 @@ int ddtk_fdas_plan_create(ddtk_fdas_plan **plan, int64_t n, double tsamp,
 /* Search one series; candidates stay in the plan until the next execute. */
 int ddtk_fdas_execute(ddtk_fdas_plan *plan, const float *x);
 const ddtk_fdas_cand *ddtk_fdas_candidates(const ddtk_fdas_plan *plan, int *n);
+/* Keep only candidates with acceleration in [amin, amax] m/s^2. */
+void ddtk_fdas_filter_accel(ddtk_fdas_plan *plan, double amin, double amax);
 const ddtk_fdas_times *ddtk_fdas_timing(const ddtk_fdas_plan *plan);
 const char *ddtk_fdas_backend_name(const ddtk_fdas_plan *plan);
 void ddtk_fdas_plan_destroy(ddtk_fdas_plan *plan);

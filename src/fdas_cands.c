@@ -124,3 +124,12 @@ int ddtk_fdas_candidates_build(ddtk_fdas_plan *p)
     p->ncands = m;
     return DDTK_OK;
 }
+
+void ddtk_fdas_filter_accel(ddtk_fdas_plan *p, double amin, double amax)
+{
+    int m = 0;
+    for (int i = 0; i < p->ncands; i++)
+        if (p->cands[i].accel >= amin && p->cands[i].accel <= amax)
+            p->cands[m++] = p->cands[i];
+    p->ncands = m;
+}
