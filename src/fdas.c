@@ -346,6 +346,7 @@ int ddtk_fdas_execute(ddtk_fdas_plan *p, const float *x)
         spread_spectrum(p);
         p->times.rednoise = ddtk_now() - t;
         rc = ddtk_fdas_cpu_search(p);
+        p->spec_on_host = 1;
     }
     t = ddtk_now();
     if (!rc)

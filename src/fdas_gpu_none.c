@@ -23,6 +23,12 @@ int ddtk_fdas_gpu_search(ddtk_fdas_plan *p, const float *x)
     return no_gpu();
 }
 
+int ddtk_fdas_gpu_sync_spectrum(ddtk_fdas_plan *p)
+{
+    (void)p;
+    return no_gpu();
+}
+
 int ddtk_fdas_gpu_plane(ddtk_fdas_plan *p, int zi0, int zi1, int64_t p0, int64_t np, float *out)
 {
     (void)p, (void)zi0, (void)zi1, (void)p0, (void)np, (void)out;

@@ -18,9 +18,6 @@
 
 #include <stdlib.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
 
 typedef struct ddtk_fdas_hit {
     int64_t p;                    /* top-plane position */
@@ -64,6 +61,7 @@ struct ddtk_fdas_plan {
     int ncands;
     ddtk_fdas_times times;
     int use_gpu;
+    int spec_on_host;             /* spec holds the last whitened spectrum */
     void *gpu;                    /* backend state of cuda/fdas.cu */
 };
 
@@ -84,13 +82,19 @@ void ddtk_fdas_cpu_ws_free(void *ws);
 /* Correlate, harmonic-sum and threshold the whole plane; hits into p->hits. */
 int ddtk_fdas_cpu_search(ddtk_fdas_plan *p);
 
+#ifdef __CUDACC__
+#define DDTK_HD __host__ __device__
+#else
+#define DDTK_HD
+#endif
+
 /* Fraction index helpers shared by CPU and GPU: nearest half bin / even z. */
-static inline int64_t ddtk_fdas_frac_pos(int64_t p, int num, int den)
+static inline DDTK_HD int64_t ddtk_fdas_frac_pos(int64_t p, int num, int den)
 {
     return (2 * p * num + den) / (2 * den);
 }
 
-static inline int ddtk_fdas_frac_zi(int zi, int zmax, int num, int den)
+static inline DDTK_HD int ddtk_fdas_frac_zi(int zi, int zmax, int num, int den)
 {
     /* z = -zmax + 2 zi; nearest even z*num/den, halves away from zero */
     int z = -zmax + 2 * zi;
@@ -103,12 +107,11 @@ static inline int ddtk_fdas_frac_zi(int zi, int zmax, int num, int den)
 /* GPU backend (cuda/fdas.cu, or src/fdas_gpu_none.c without CUDA). */
 int ddtk_fdas_gpu_init(ddtk_fdas_plan *p);
 int ddtk_fdas_gpu_search(ddtk_fdas_plan *p, const float *x);
+/* Copy the whitened spectrum of the last search back into spec. */
+int ddtk_fdas_gpu_sync_spectrum(ddtk_fdas_plan *p);
 /* The plane rows computed on the GPU, copied back (for tests). */
 int ddtk_fdas_gpu_plane(ddtk_fdas_plan *p, int zi0, int zi1, int64_t p0, int64_t np, float *out);
 void ddtk_fdas_gpu_free(ddtk_fdas_plan *p);
 
-#ifdef __cplusplus
-}
-#endif
 
 #endif

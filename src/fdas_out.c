@@ -120,6 +120,12 @@ int ddtk_fdas_write_presto(FILE *fp, ddtk_fdas_plan *plan, const ddtk_fdas_serie
     int n;
     const ddtk_fdas_cand *c = ddtk_fdas_candidates(plan, &n);
     harm h[DDTK_FDAS_MAXHARM];
+    if (!plan->spec_on_host) {
+        int rc = ddtk_fdas_gpu_sync_spectrum(plan);
+        if (rc)
+            return rc;
+        plan->spec_on_host = 1;
+    }
     fundamentals(fp, plan, c, n, h);
     harmonic_rows(fp, plan, c, n, h);
     int rc = DDTK_OK;
