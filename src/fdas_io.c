@@ -144,6 +144,9 @@ static int read_dat(const char *path, ddtk_fdas_series *s)
     free(inf_path);
     if (rc)
         return rc;
+    if (!(inf.tsamp > 0))
+        return ddtk_fail(DDTK_EDATA, "%s: sample time %g in its .inf: must be > 0", path,
+                         inf.tsamp);
     FILE *fp = fopen(path, "rb");
     struct stat st;
     if (!fp || fstat(fileno(fp), &st) != 0) {
