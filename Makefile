@@ -23,13 +23,13 @@ NVCCFLAGS ?= -O3 -std=c++17 $(foreach a,$(CUDA_ARCHS),-gencode=arch=compute_$(a)
 	-gencode=arch=compute_90,code=compute_90
 NVCCFLAGS += -Isrc -Xcompiler -Wall,-Wextra
 
-LIB_C := $(filter-out src/gpu_none.c,$(wildcard src/*.c)) $(wildcard cpu/*.c)
+LIB_C := $(filter-out src/gpu_none.c src/%_gpu_none.c,$(wildcard src/*.c)) $(wildcard cpu/*.c)
 ifeq ($(CUDA),1)
 LIB_CU := $(wildcard cuda/*.cu)
 LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudart -lstdc++
 CFLAGS += -DDDTK_HAVE_CUDA
 else
-LIB_C += src/gpu_none.c
+LIB_C += src/gpu_none.c $(wildcard src/*_gpu_none.c)
 endif
 
 LIB_OBJ := $(LIB_C:%.c=build/%.o) $(LIB_CU:%.cu=build/%.o)

@@ -1,0 +1,283 @@
+/*
+ * fdas_cpu.c - CPU kernels of fdas (FFTW + OpenMP): overlap-save correlation
+ * of spectrum blocks with the z templates into plane tiles, and the harmonic
+ * summing search over the plane.
+ *
+ * The plane is never held whole on the CPU: each thread walks its own run of
+ * top-plane tiles, and for every subharmonic fraction k/2^s keeps one tile of
+ * the plane around (top position)*k/2^s, recomputed only when the run moves
+ * past it (PRESTO's non-in-memory scheme). Memory stays at a few tiles per
+ * thread; the extra correlation work is sum over fractions of (k/2^s)^2.
+ */
+#include "fdas_impl.h"
+
+#include <complex.h>
+#include <fftw3.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct cpu_ws {
+    float complex *blk, *fwd, *prod;
+} cpu_ws;
+
+static fftwf_plan plan_fwd, plan_inv;
+static int plan_len;
+
+static int ensure_plans(int L)
+{
+    if (plan_len == L)
+        return DDTK_OK;
+    float complex *a = fftwf_malloc(sizeof *a * (size_t)L), *b = fftwf_malloc(sizeof *b * (size_t)L);
+    if (!a || !b) {
+        fftwf_free(a);
+        fftwf_free(b);
+        return ddtk_fail(DDTK_ESYS, "out of memory for FFT plans");
+    }
+    if (plan_len) {
+        fftwf_destroy_plan(plan_fwd);
+        fftwf_destroy_plan(plan_inv);
+    }
+    plan_fwd = fftwf_plan_dft_1d(L, a, b, FFTW_FORWARD, FFTW_MEASURE);
+    plan_inv = fftwf_plan_dft_1d(L, b, a, FFTW_BACKWARD, FFTW_MEASURE);
+    fftwf_free(a);
+    fftwf_free(b);
+    plan_len = L;
+    return plan_fwd && plan_inv ? DDTK_OK : ddtk_fail(DDTK_ESYS, "cannot plan FFTs");
+}
+
+void *ddtk_fdas_cpu_ws_new(const ddtk_fdas_plan *p)
+{
+    if (ensure_plans(p->fftlen))
+        return NULL;
+    cpu_ws *w = calloc(1, sizeof *w);
+    size_t bytes = sizeof(float complex) * (size_t)p->fftlen;
+    if (w && (w->blk = fftwf_malloc(bytes)) && (w->fwd = fftwf_malloc(bytes)) &&
+        (w->prod = fftwf_malloc(bytes)))
+        return w;
+    ddtk_fdas_cpu_ws_free(w);
+    return NULL;
+}
+
+void ddtk_fdas_cpu_ws_free(void *ws)
+{
+    cpu_ws *w = ws;
+    if (!w)
+        return;
+    fftwf_free(w->blk);
+    fftwf_free(w->fwd);
+    fftwf_free(w->prod);
+    free(w);
+}
+
+/* Forward FFT of the spread spectrum samples [m0 - khalf, m0 - khalf + fftlen). */
+static void load_block(const ddtk_fdas_plan *p, cpu_ws *w, int64_t m0)
+{
+    const float complex *s = (const float complex *)p->spread;
+    int64_t first = m0 - p->khalf, len = p->res * p->nbins;
+    for (int j = 0; j < p->fftlen; j++) {
+        int64_t m = first + j;
+        w->blk[j] = m >= 0 && m < len ? s[m] : 0;
+    }
+    fftwf_execute_dft(plan_fwd, w->blk, w->fwd);
+}
+
+/* Powers of one row: exact (every output) or interbin (outputs and midpoints). */
+static void row_powers(const ddtk_fdas_plan *p, const float complex *y, float *out)
+{
+    const float complex *v = y + p->khalf;
+    if (p->res == 2) {
+        for (int i = 0; i < p->uselen; i++)
+            out[i] = crealf(v[i]) * crealf(v[i]) + cimagf(v[i]) * cimagf(v[i]);
+        return;
+    }
+    const float k = (float)(M_PI / 4);
+    for (int i = 0; i < p->uselen; i++) {
+        float complex d = k * (v[i] - v[i + 1]);
+        out[2 * i] = crealf(v[i]) * crealf(v[i]) + cimagf(v[i]) * cimagf(v[i]);
+        out[2 * i + 1] = crealf(d) * crealf(d) + cimagf(d) * cimagf(d);
+    }
+}
+
+void ddtk_fdas_cpu_tile(const ddtk_fdas_plan *p, void *ws, int zi0, int zi1, int64_t p0,
+                        float *out)
+{
+    cpu_ws *w = ws;
+    int L = p->fftlen;
+    load_block(p, w, p->res == 2 ? p0 : p0 / 2);
+    for (int zi = zi0; zi < zi1; zi++) {
+        const float complex *t = (const float complex *)p->templates + (size_t)zi * L;
+        for (int j = 0; j < L; j++)
+            w->prod[j] = w->fwd[j] * t[j];
+        fftwf_execute_dft(plan_inv, w->prod, w->blk);
+        row_powers(p, w->blk, out + (size_t)(zi - zi0) * p->width);
+    }
+}
+
+/* ---- harmonic-summing search ------------------------------------------------ */
+
+typedef struct frac_tile {
+    int64_t p0;                   /* first position held, -1 when empty */
+    int zlo, zhi;                 /* rows held (inclusive) */
+    float *buf;
+} frac_tile;
+
+typedef struct thread_state {
+    void *ws;
+    float *acc, *best;
+    int *bestz, *pidx;
+    frac_tile ft[DDTK_FDAS_MAXHARM];
+    ddtk_fdas_hits hits;
+    double t_corr, t_sum;
+} thread_state;
+
+static void state_free(const ddtk_fdas_plan *p, thread_state *st)
+{
+    ddtk_fdas_cpu_ws_free(st->ws);
+    free(st->acc);
+    free(st->best);
+    free(st->bestz);
+    free(st->pidx);
+    for (int f = 0; f < p->nfrac; f++)
+        free(st->ft[f].buf);
+    free(st->hits.h);
+}
+
+static int state_init(const ddtk_fdas_plan *p, thread_state *st)
+{
+    size_t plane = (size_t)p->numz * p->width;
+    memset(st, 0, sizeof *st);
+    st->ws = ddtk_fdas_cpu_ws_new(p);
+    st->acc = malloc(sizeof(float) * plane);
+    st->best = malloc(sizeof(float) * (size_t)p->width);
+    st->bestz = malloc(sizeof(int) * (size_t)p->width);
+    st->pidx = malloc(sizeof(int) * (size_t)p->width);
+    int ok = st->ws && st->acc && st->best && st->bestz && st->pidx;
+    for (int f = 0; f < p->nfrac && ok; f++) {
+        frac_tile *t = &st->ft[f];
+        t->p0 = -1;
+        t->zlo = ddtk_fdas_frac_zi(0, p->zmax, p->frac[f].num, p->frac[f].den);
+        t->zhi = ddtk_fdas_frac_zi(p->numz - 1, p->zmax, p->frac[f].num, p->frac[f].den);
+        ok = (t->buf = malloc(sizeof(float) * (size_t)(t->zhi - t->zlo + 1) * p->width)) != NULL;
+    }
+    return ok ? DDTK_OK : ddtk_fail(DDTK_ESYS, "out of memory for search tiles");
+}
+
+/* Make the fraction's tile cover the positions the top tile at P0 needs. */
+static void ensure_frac(const ddtk_fdas_plan *p, thread_state *st, int f, int64_t P0)
+{
+    frac_tile *t = &st->ft[f];
+    int num = p->frac[f].num, den = p->frac[f].den;
+    int64_t lo = ddtk_fdas_frac_pos(P0, num, den);
+    int64_t hi = ddtk_fdas_frac_pos(P0 + p->width - 1, num, den);
+    if (t->p0 >= 0 && lo >= t->p0 && hi < t->p0 + p->width)
+        return;
+    t->p0 = p->res == 1 ? lo & ~(int64_t)1 : lo;
+    double t0 = ddtk_now();
+    ddtk_fdas_cpu_tile(p, st->ws, t->zlo, t->zhi + 1, t->p0, t->buf);
+    st->t_corr += ddtk_now() - t0;
+}
+
+static void add_frac(const ddtk_fdas_plan *p, thread_state *st, int f, int64_t P0)
+{
+    const frac_tile *t = &st->ft[f];
+    int num = p->frac[f].num, den = p->frac[f].den, w = p->width;
+    for (int i = 0; i < w; i++)
+        st->pidx[i] = (int)(ddtk_fdas_frac_pos(P0 + i, num, den) - t->p0);
+    for (int zi = 0; zi < p->numz; zi++) {
+        const float *row = t->buf +
+            (size_t)(ddtk_fdas_frac_zi(zi, p->zmax, num, den) - t->zlo) * w;
+        float *acc = st->acc + (size_t)zi * w;
+        for (int i = 0; i < w; i++)
+            acc[i] += row[st->pidx[i]];
+    }
+}
+
+/* Best z per position for this stage; hits where it beats the stage's cut. */
+static int threshold(const ddtk_fdas_plan *p, thread_state *st, int s, int64_t P0)
+{
+    int w = p->width;
+    double scale = 2.0 * (1 << s);
+    int64_t lo = (int64_t)ceil(scale * p->rlo), hi = (int64_t)floor(scale * p->rhi);
+    int i0 = (int)fmax(0, (double)(lo - P0)), i1 = (int)fmin(w, (double)(fmin(hi + 1, p->phi) - P0));
+    if (i0 >= i1)
+        return DDTK_OK;
+    float cut = p->powcut[s];
+    for (int i = i0; i < i1; i++)
+        st->best[i] = cut;
+    memset(st->bestz, 0xff, sizeof(int) * (size_t)w);
+    for (int zi = 0; zi < p->numz; zi++) {
+        const float *acc = st->acc + (size_t)zi * w;
+        for (int i = i0; i < i1; i++)
+            if (acc[i] > st->best[i]) {
+                st->best[i] = acc[i];
+                st->bestz[i] = zi;
+            }
+    }
+    for (int i = i0; i < i1; i++)
+        if (st->bestz[i] >= 0 && ddtk_fdas_hits_push(&st->hits, P0 + i, st->bestz[i], s,
+                                                     st->best[i]))
+            return DDTK_ESYS;
+    return DDTK_OK;
+}
+
+static int search_tile(const ddtk_fdas_plan *p, thread_state *st, int64_t P0)
+{
+    double t0 = ddtk_now();
+    ddtk_fdas_cpu_tile(p, st->ws, 0, p->numz, P0, st->acc);
+    double t1 = ddtk_now();
+    st->t_corr += t1 - t0;
+    int rc = threshold(p, st, 0, P0);
+    for (int s = 1; s < p->nstages && !rc; s++) {
+        for (int f = 0; f < p->nfrac; f++)
+            if (p->frac[f].stage == s) {
+                ensure_frac(p, st, f, P0);
+                add_frac(p, st, f, P0);
+            }
+        rc = threshold(p, st, s, P0);
+    }
+    st->t_sum += ddtk_now() - t1;
+    return rc;
+}
+
+static int merge_hits(ddtk_fdas_plan *p, const ddtk_fdas_hits *h)
+{
+    int rc = DDTK_OK;
+    for (int64_t i = 0; i < h->n && !rc; i++)
+        rc = ddtk_fdas_hits_push(&p->hits, h->h[i].p, h->h[i].zi, h->h[i].stage, h->h[i].power);
+    return rc;
+}
+
+int ddtk_fdas_cpu_search(ddtk_fdas_plan *p)
+{
+    int64_t ntiles = (p->phi - p->plo + p->width - 1) / p->width;
+    int rc = ensure_plans(p->fftlen);
+    if (rc)
+        return rc;
+    double corr = 0, sum = 0;
+    int nthreads = 1;
+    #pragma omp parallel reduction(+ : corr, sum)
+    {
+        int me = omp_get_thread_num(), nt = omp_get_num_threads();
+        thread_state st;
+        int my = state_init(p, &st);
+        /* contiguous runs of tiles keep each thread's fraction tiles reusable */
+        for (int64_t t = ntiles * me / nt; t < ntiles * (me + 1) / nt && !my; t++)
+            my = search_tile(p, &st, p->plo + t * p->width);
+        #pragma omp critical
+        {
+            if (!rc && !my)
+                my = merge_hits(p, &st.hits);
+            if (my && !rc)
+                rc = my;
+            nthreads = nt;
+        }
+        corr += st.t_corr;
+        sum += st.t_sum;
+        state_free(p, &st);
+    }
+    p->times.correlate = corr / nthreads;
+    p->times.harmsum = sum / nthreads;
+    return rc;
+}

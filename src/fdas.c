@@ -1,0 +1,440 @@
+/*
+ * fdas.c - the fdas plan: geometry, z templates, the long real FFT, red-noise
+ * whitening, dispatch to the CPU or GPU search, and f-z plane access.
+ */
+#include "fdas_impl.h"
+
+#include <complex.h>
+#include <fftw3.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+void ddtk_fdas_config_init(ddtk_fdas_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->zmax = 200;
+    c->numharm = 8;
+    c->sigma = 2.0;
+    c->interp = DDTK_FDAS_EXACT;
+    c->flo = 1.0;
+    c->harm_remove = 1;
+    c->backend = DDTK_BACKEND_AUTO;
+}
+
+int ddtk_fdas_hits_push(ddtk_fdas_hits *hs, int64_t p, int zi, int stage, float power)
+{
+    if (hs->n == hs->cap) {
+        int64_t cap = hs->cap ? 2 * hs->cap : 1024;
+        ddtk_fdas_hit *h = realloc(hs->h, (size_t)cap * sizeof *h);
+        if (!h)
+            return ddtk_fail(DDTK_ESYS, "out of memory for candidates");
+        hs->h = h;
+        hs->cap = cap;
+    }
+    hs->h[hs->n++] = (ddtk_fdas_hit){ p, zi, stage, power };
+    return DDTK_OK;
+}
+
+static int check_config(const ddtk_fdas_config *c, int64_t n, double tsamp)
+{
+    int h = c->numharm;
+    if (h != 1 && h != 2 && h != 4 && h != 8 && h != 16 && h != 32)
+        return ddtk_fail(DDTK_EUSAGE, "--numharm %d: expected 1, 2, 4, 8, 16 or 32", h);
+    if (!(c->zmax >= 0) || c->zmax > 1200)
+        return ddtk_fail(DDTK_EUSAGE, "--zmax %g: expected 0 to 1200", c->zmax);
+    if (!(tsamp > 0) || !isfinite(tsamp))
+        return ddtk_fail(DDTK_EDATA, "sample time %g: must be > 0", tsamp);
+    if (n < 64)
+        return ddtk_fail(DDTK_EDATA, "%lld samples: too few to search (need 64 or more)",
+                         (long long)n);
+    if (n % 2)
+        return ddtk_fail(DDTK_EDATA, "%lld samples: odd length (the real FFT needs an even "
+                         "count; write it with --even)", (long long)n);
+    return DDTK_OK;
+}
+
+/* Search range and the number of independent trials and threshold per stage. */
+static int plan_ranges(ddtk_fdas_plan *p)
+{
+    const ddtk_fdas_config *c = &p->cfg;
+    double nyq = (double)(p->nbins - 1);
+    p->rlo = fmax(1.0, c->flo * p->T);
+    p->rhi = c->fhi > 0 ? fmin(c->fhi * p->T, nyq) : nyq;
+    if (!(p->rhi > p->rlo))
+        return ddtk_fail(DDTK_EUSAGE, "--flo %g --fhi %g: empty frequency range for a "
+                         "%.6g s observation", c->flo, c->fhi, p->T);
+    p->plane_len = 2 * p->nbins;
+    p->plo = (int64_t)floor(2 * p->rlo);
+    p->phi = (int64_t)fmin((double)p->plane_len, floor(2.0 * c->numharm * p->rhi) + 1);
+    if (p->res == 1)
+        p->plo &= ~(int64_t)1;
+    for (int s = 0; s < p->nstages; s++) {
+        /* PRESTO: dr * (numz + 1) * (dz / 6.95) / numharm_stage */
+        double ni = (p->rhi - p->rlo) * (p->numz + 1) * (2.0 / 6.95) / (1 << s);
+        p->numindep[s] = fmax(1.0, ni);
+        p->powcut[s] = (float)ddtk_fdas_power_for_sigma(c->sigma, 1 << s, p->numindep[s]);
+    }
+    p->nfrac = 0;
+    for (int s = 1; s < p->nstages; s++)
+        for (int k = 1; k < (1 << s); k += 2)
+            p->frac[p->nfrac++] = (ddtk_fdas_frac){ k, 1 << s, s };
+    return DDTK_OK;
+}
+
+/* Block FFT length: >= 2048, at least 4x the template span. */
+static void plan_blocks(ddtk_fdas_plan *p)
+{
+    p->khalf = p->res * ddtk_fdas_halfwidth(p->zmax);
+    int len = 2048;
+    while (len < 8 * p->khalf)
+        len *= 2;
+    p->fftlen = len;
+    p->uselen = len - 2 * p->khalf - 1;
+    p->width = p->uselen * 2 / p->res;
+}
+
+/*
+ * Template for row zi: c[d] = conj(R_z(d/res)) for |d| <= res*halfwidth(z),
+ * stored at (fftlen - d) mod fftlen so that a cyclic convolution of a block
+ * with it correlates the block with the response; normalised to unit energy
+ * over whole bins and divided by fftlen for the unnormalised inverse FFT.
+ */
+static int make_templates(ddtk_fdas_plan *p)
+{
+    int L = p->fftlen;
+    float complex *buf = fftwf_malloc(sizeof(float complex) * (size_t)L);
+    p->templates = fftwf_malloc(sizeof(float complex) * (size_t)L * p->numz);
+    if (!buf || !p->templates) {
+        fftwf_free(buf);
+        return ddtk_fail(DDTK_ESYS, "out of memory for %d templates", p->numz);
+    }
+    fftwf_plan fwd = fftwf_plan_dft_1d(L, buf, buf, FFTW_FORWARD, FFTW_ESTIMATE);
+    for (int zi = 0; zi < p->numz; zi++) {
+        double z = -p->zmax + 2.0 * zi, energy = 0;
+        int kz = p->res * ddtk_fdas_halfwidth(z);
+        memset(buf, 0, sizeof(float complex) * (size_t)L);
+        for (int d = -kz; d <= kz; d++) {
+            double re, im;
+            ddtk_fdas_zresp((double)d / p->res, z, &re, &im);
+            buf[(L - d) % L] = (float)re - I * (float)im;
+            if (d % p->res == 0)
+                energy += re * re + im * im;
+        }
+        double scale = 1.0 / (sqrt(energy) * L);
+        fftwf_execute(fwd);
+        float complex *t = (float complex *)p->templates + (size_t)zi * L;
+        for (int j = 0; j < L; j++)
+            t[j] = buf[j] * (float)scale;
+    }
+    fftwf_destroy_plan(fwd);
+    fftwf_free(buf);
+    return DDTK_OK;
+}
+
+/* PRESTO-style red-noise blocks: 6 bins, then int(6 ln(start)) up to 200. */
+static int plan_rednoise(ddtk_fdas_plan *p)
+{
+    int cap = 64;
+    p->rn_start = malloc(sizeof(int64_t) * (size_t)cap);
+    int64_t start = 1;
+    int len = 6, nb = 0;
+    while (p->rn_start && start < p->nbins) {
+        if (nb + 2 > cap) {
+            cap *= 2;
+            int64_t *r = realloc(p->rn_start, sizeof(int64_t) * (size_t)cap);
+            if (!r)
+                break;
+            p->rn_start = r;
+        }
+        p->rn_start[nb++] = start;
+        start += len;
+        len = (int)fmin(200.0, fmax(1.0, floor(6.0 * log((double)start))));
+    }
+    if (!p->rn_start || start < p->nbins)
+        return ddtk_fail(DDTK_ESYS, "out of memory for red-noise blocks");
+    p->rn_start[nb] = p->nbins;
+    p->rn_nblocks = nb;
+    return DDTK_OK;
+}
+
+static int plan_buffers(ddtk_fdas_plan *p)
+{
+    size_t spread_len = (size_t)(p->res * p->nbins);
+    p->work = fftwf_malloc(sizeof(float) * (size_t)p->n);
+    p->spec = fftwf_malloc(2 * sizeof(float) * (size_t)(p->nbins + 1));
+    p->spread = fftwf_malloc(2 * sizeof(float) * spread_len);
+    if (!p->work || !p->spec || !p->spread)
+        return ddtk_fail(DDTK_ESYS, "out of memory for a %lld-sample series",
+                         (long long)p->n);
+    static int threads_ready;
+    if (!threads_ready)
+        threads_ready = fftwf_init_threads();
+    fftwf_plan_with_nthreads(p->cfg.threads > 0 ? p->cfg.threads : omp_get_max_threads());
+    p->rfft = fftwf_plan_dft_r2c_1d((int)p->n, p->work, (fftwf_complex *)p->spec,
+                                    FFTW_ESTIMATE);
+    fftwf_plan_with_nthreads(1);
+    return p->rfft ? DDTK_OK : ddtk_fail(DDTK_ESYS, "cannot plan a %lld-point FFT",
+                                         (long long)p->n);
+}
+
+static int choose_backend(ddtk_fdas_plan *p)
+{
+    int b = p->cfg.backend;
+    if (b == DDTK_BACKEND_CPU)
+        return DDTK_OK;
+    int ngpu = ddtk_gpu_count();
+    if (b == DDTK_BACKEND_GPU && p->cfg.gpu >= ngpu)
+        return ddtk_fail(DDTK_ESYS, "--backend gpu: no usable GPU %d (%d found%s)",
+                         p->cfg.gpu, ngpu, ddtk_have_cuda() ? "" : "; built without CUDA");
+    if (ngpu > p->cfg.gpu) {
+        p->use_gpu = 1;
+        return ddtk_fdas_gpu_init(p);
+    }
+    return DDTK_OK;
+}
+
+int ddtk_fdas_plan_create(ddtk_fdas_plan **plan, int64_t n, double tsamp,
+                          const ddtk_fdas_config *cfg)
+{
+    int rc = check_config(cfg, n, tsamp);
+    if (rc)
+        return rc;
+    ddtk_fdas_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return ddtk_fail(DDTK_ESYS, "out of memory");
+    p->cfg = *cfg;
+    p->n = n;
+    p->nbins = n / 2;
+    p->tsamp = tsamp;
+    p->T = n * tsamp;
+    p->res = cfg->interp == DDTK_FDAS_INTERBIN ? 1 : 2;
+    p->zmax = 2 * (int)(cfg->zmax / 2);
+    p->numz = p->zmax + 1;
+    p->nstages = 1;
+    while ((1 << (p->nstages - 1)) < cfg->numharm)
+        p->nstages++;
+    plan_blocks(p);
+    if ((rc = plan_ranges(p)) || (rc = make_templates(p)) || (rc = plan_rednoise(p)) ||
+        (rc = plan_buffers(p)) || (rc = choose_backend(p))) {
+        ddtk_fdas_plan_destroy(p);
+        return rc;
+    }
+    *plan = p;
+    return DDTK_OK;
+}
+
+void ddtk_fdas_plan_destroy(ddtk_fdas_plan *p)
+{
+    if (!p)
+        return;
+    if (p->use_gpu)
+        ddtk_fdas_gpu_free(p);
+    if (p->rfft)
+        fftwf_destroy_plan(p->rfft);
+    fftwf_free(p->templates);
+    fftwf_free(p->work);
+    fftwf_free(p->spec);
+    fftwf_free(p->spread);
+    free(p->rn_start);
+    free(p->hits.h);
+    free(p->cands);
+    free(p);
+}
+
+float ddtk_fdas_select_median(float *v, int n)
+{
+    int k = (n - 1) / 2, lo = 0, hi = n - 1;
+    while (lo < hi) {
+        float pivot = v[(lo + hi) / 2];
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i <= j) {
+                float t = v[i];
+                v[i++] = v[j];
+                v[j--] = t;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            break;
+    }
+    return v[k];
+}
+
+/*
+ * Each block's median power / ln 2 estimates the local mean power (the median
+ * of an exponential distribution is ln 2 times its mean) at the block centre;
+ * the mean is interpolated linearly between centres and every amplitude is
+ * divided by its square root, so that noise powers become exponential, mean 1.
+ */
+void ddtk_fdas_rednoise_cpu(const ddtk_fdas_plan *p, float *specf)
+{
+    float complex *spec = (float complex *)specf;
+    int nb = p->rn_nblocks;
+    double *mean = malloc(sizeof(double) * (size_t)nb);
+    double *centre = malloc(sizeof(double) * (size_t)nb);
+    float pw[256];
+    for (int b = 0; b < nb; b++) {
+        int64_t s = p->rn_start[b];
+        int len = (int)(p->rn_start[b + 1] - s);
+        for (int i = 0; i < len; i++)
+            pw[i] = crealf(spec[s + i] * conjf(spec[s + i]));
+        mean[b] = fmax(ddtk_fdas_select_median(pw, len) / M_LN2, 1e-30);
+        centre[b] = s + 0.5 * (len - 1);
+    }
+    spec[0] = 0;
+    int b = 0;
+    for (int64_t k = 1; k < p->nbins; k++) {
+        while (b + 1 < nb && centre[b + 1] <= k)
+            b++;
+        double m = mean[b];
+        if (b + 1 < nb && k > centre[b])
+            m += (mean[b + 1] - mean[b]) * (k - centre[b]) / (centre[b + 1] - centre[b]);
+        spec[k] *= (float)(1.0 / sqrt(m));
+    }
+    free(mean);
+    free(centre);
+}
+
+static void demean(ddtk_fdas_plan *p, const float *x)
+{
+    double sum = 0;
+    #pragma omp parallel for reduction(+ : sum)
+    for (int64_t i = 0; i < p->n; i++)
+        sum += x[i];
+    float mean = (float)(sum / p->n);
+    #pragma omp parallel for
+    for (int64_t i = 0; i < p->n; i++)
+        p->work[i] = x[i] - mean;
+}
+
+static void spread_spectrum(ddtk_fdas_plan *p)
+{
+    float complex *src = (float complex *)p->spec, *dst = (float complex *)p->spread;
+    #pragma omp parallel for
+    for (int64_t k = 0; k < p->nbins; k++) {
+        dst[p->res * k] = src[k];
+        if (p->res == 2)
+            dst[2 * k + 1] = 0;
+    }
+}
+
+int ddtk_fdas_execute(ddtk_fdas_plan *p, const float *x)
+{
+    double t0 = ddtk_now(), t;
+    int rc;
+    if (p->cfg.threads > 0)
+        omp_set_num_threads(p->cfg.threads);
+    memset(&p->times, 0, sizeof p->times);
+    p->hits.n = 0;
+    if (p->use_gpu) {
+        rc = ddtk_fdas_gpu_search(p, x);
+    } else {
+        demean(p, x);
+        fftwf_execute(p->rfft);
+        p->times.fft = (t = ddtk_now()) - t0;
+        ddtk_fdas_rednoise_cpu(p, p->spec);
+        spread_spectrum(p);
+        p->times.rednoise = ddtk_now() - t;
+        rc = ddtk_fdas_cpu_search(p);
+        p->spec_on_host = 1;
+    }
+    t = ddtk_now();
+    if (!rc)
+        rc = ddtk_fdas_candidates_build(p);
+    p->times.candidates += ddtk_now() - t;
+    p->times.total = ddtk_now() - t0;
+    return rc;
+}
+
+const ddtk_fdas_cand *ddtk_fdas_candidates(const ddtk_fdas_plan *p, int *n)
+{
+    *n = p->ncands;
+    return p->cands;
+}
+
+const ddtk_fdas_times *ddtk_fdas_timing(const ddtk_fdas_plan *p)
+{
+    return &p->times;
+}
+
+const char *ddtk_fdas_backend_name(const ddtk_fdas_plan *p)
+{
+    return p->use_gpu ? "gpu" : "cpu";
+}
+
+void ddtk_fdas_get_geometry(const ddtk_fdas_plan *p, ddtk_fdas_geometry *g)
+{
+    memset(g, 0, sizeof *g);
+    g->numz = p->numz;
+    g->zmax = p->zmax;
+    g->numharm = p->cfg.numharm;
+    g->nstages = p->nstages;
+    g->nbins = p->nbins;
+    g->plane_len = p->plane_len;
+    g->rlo = p->rlo;
+    g->rhi = p->rhi;
+    g->T = p->T;
+    g->fftlen = p->fftlen;
+    g->uselen = p->uselen;
+    g->halfwidth = p->khalf;
+    for (int s = 0; s < p->nstages; s++) {
+        g->numindep[s] = p->numindep[s];
+        g->powcut[s] = p->powcut[s];
+    }
+}
+
+int ddtk_fdas_plane(ddtk_fdas_plan *p, int zi0, int zi1, int64_t p0, int64_t np, float *out)
+{
+    if (zi0 < 0 || zi1 > p->numz || zi0 >= zi1 || p0 < 0 || np < 1 || p0 + np > p->plane_len)
+        return ddtk_fail(DDTK_EUSAGE, "plane request outside the plane");
+    if (p->use_gpu)
+        return ddtk_fdas_gpu_plane(p, zi0, zi1, p0, np, out);
+    int w = p->width, nz = zi1 - zi0;
+    float *tile = malloc(sizeof(float) * (size_t)w * (size_t)nz);
+    void *ws = ddtk_fdas_cpu_ws_new(p);
+    if (!tile || !ws) {
+        free(tile);
+        ddtk_fdas_cpu_ws_free(ws);
+        return ddtk_fail(DDTK_ESYS, "out of memory for the plane");
+    }
+    int64_t start = p->res == 1 ? p0 & ~(int64_t)1 : p0;
+    for (int64_t t = start; t < p0 + np; t += w) {
+        ddtk_fdas_cpu_tile(p, ws, zi0, zi1, t, tile);
+        for (int z = 0; z < nz; z++)
+            for (int64_t i = 0; i < w; i++)
+                if (t + i >= p0 && t + i < p0 + np)
+                    out[z * np + (t + i - p0)] = tile[(size_t)z * w + i];
+    }
+    free(tile);
+    ddtk_fdas_cpu_ws_free(ws);
+    return DDTK_OK;
+}
+
+void ddtk_fdas_rz_amp(const ddtk_fdas_plan *p, double r, double z, double *re, double *im)
+{
+    const float complex *spec = (const float complex *)p->spec;
+    int hw = ddtk_fdas_halfwidth(z);
+    int64_t kc = (int64_t)floor(r + 0.5);
+    double complex sum = 0;
+    double energy = 0;
+    for (int64_t k = kc - hw; k <= kc + hw; k++) {
+        double a, b;
+        ddtk_fdas_zresp(k - r, z, &a, &b);
+        energy += a * a + b * b;
+        if (k >= 0 && k < p->nbins)
+            sum += spec[k] * (a - I * b);
+    }
+    sum /= sqrt(energy);
+    *re = creal(sum);
+    *im = cimag(sum);
+}

@@ -1,0 +1,134 @@
+/*
+ * fdas.h - public API of the Fourier-domain acceleration search (fdas tool).
+ *
+ * Owns: time-series input for a search (.tim of any nbits, .dat + PRESTO .inf,
+ * stdin), the search plan (spectrum, red-noise whitening, z templates, overlap-
+ * save correlation, harmonic summing, significance) and its candidates, and
+ * access to the f-z plane for plotting.
+ *
+ * Conventions follow PRESTO's accelsearch: r is the Fourier frequency in bins
+ * of the *average* frequency over the observation, z the drift in bins over
+ * the observation (z = fdot * T^2), z steps of 2, half-bin resolution, powers
+ * normalised to mean 1 in noise, sigma from chi-square with 2*numharm dof and
+ * PRESTO's number of independent trials.
+ */
+#ifndef DDTK_FDAS_H
+#define DDTK_FDAS_H
+
+#include "ddtk.h"
+
+#define DDTK_FDAS_MAXHARM 32
+#define DDTK_FDAS_MAXSTAGES 6      /* 1, 2, 4, 8, 16, 32 harmonics */
+#define DDTK_SPEED_OF_LIGHT 299792458.0
+
+enum { DDTK_FDAS_EXACT = 0, DDTK_FDAS_INTERBIN = 1 };
+
+typedef struct ddtk_fdas_config {
+    double zmax;                  /* largest |z| searched (rounded down to even) */
+    int numharm;                  /* 1, 2, 4, 8, 16 or 32 */
+    double sigma;                 /* candidate threshold (after trials) */
+    int interp;                   /* DDTK_FDAS_EXACT or DDTK_FDAS_INTERBIN */
+    double flo, fhi;              /* fundamental range in Hz; fhi <= 0: Nyquist */
+    int harm_remove;              /* drop harmonically related candidates */
+    int backend, gpu, threads;    /* DDTK_BACKEND_*, GPU index, OpenMP threads */
+    int verbose;
+} ddtk_fdas_config;
+
+void ddtk_fdas_config_init(ddtk_fdas_config *c);
+
+/* One time series to search, with what the outputs need to describe it. */
+typedef struct ddtk_fdas_series {
+    float *x;
+    int64_t n;
+    double tsamp, dm;
+    ddtk_header hdr;              /* source, position, tstart (from .tim or .inf) */
+    char *name;                   /* file name for messages ("stdin") */
+    char *base;                   /* output base name: path without .tim/.dat */
+    char *inf_text;               /* the .inf of a .dat input, verbatim; else NULL */
+} ddtk_fdas_series;
+
+/* Read a .tim (any nbits, nchans 1), a .dat (with its .inf) or "-" (stdin .tim). */
+int ddtk_fdas_read(const char *path, ddtk_fdas_series *s);
+void ddtk_fdas_series_free(ddtk_fdas_series *s);
+
+/* Parse a PRESTO .inf: sample count, sample time, DM, epoch, source. */
+typedef struct ddtk_inf {
+    char basename[256], telescope[64], object[128];
+    double mjd, tsamp, dm;
+    int64_t nsamples;
+} ddtk_inf;
+int ddtk_inf_read(const char *path, ddtk_inf *inf, char **text);
+
+typedef struct ddtk_fdas_cand {
+    double sigma;                 /* significance after trials */
+    double power;                 /* summed normalised power */
+    double cpow;                  /* coherent power (sum of |A_h|)^2 */
+    int numharm;
+    double r, z;                  /* fundamental, bins */
+    double freq, fdot, accel;     /* Hz, Hz/s, m/s^2 */
+} ddtk_fdas_cand;
+
+typedef struct ddtk_fdas_times {
+    double fft, rednoise, correlate, harmsum, candidates, total;
+} ddtk_fdas_times;
+
+typedef struct ddtk_fdas_plan ddtk_fdas_plan;
+
+/* Plan a search of n-sample series at tsamp seconds (n even, >= 64). */
+int ddtk_fdas_plan_create(ddtk_fdas_plan **plan, int64_t n, double tsamp,
+                          const ddtk_fdas_config *cfg);
+/* Search one series; candidates stay in the plan until the next execute. */
+int ddtk_fdas_execute(ddtk_fdas_plan *plan, const float *x);
+const ddtk_fdas_cand *ddtk_fdas_candidates(const ddtk_fdas_plan *plan, int *n);
+/* Keep only candidates with acceleration in [amin, amax] m/s^2. */
+void ddtk_fdas_filter_accel(ddtk_fdas_plan *plan, double amin, double amax);
+const ddtk_fdas_times *ddtk_fdas_timing(const ddtk_fdas_plan *plan);
+const char *ddtk_fdas_backend_name(const ddtk_fdas_plan *plan);
+void ddtk_fdas_plan_destroy(ddtk_fdas_plan *plan);
+
+/* Plane geometry: z of row zi is -zmax + 2*zi; position p is r = p/2 bins. */
+typedef struct ddtk_fdas_geometry {
+    int numz, zmax, numharm, nstages;
+    int64_t nbins;                /* spectrum bins searched over (n/2) */
+    int64_t plane_len;            /* plane positions (half bins) */
+    double rlo, rhi, T;
+    int fftlen, uselen, halfwidth;
+    double numindep[DDTK_FDAS_MAXSTAGES], powcut[DDTK_FDAS_MAXSTAGES];
+} ddtk_fdas_geometry;
+void ddtk_fdas_get_geometry(const ddtk_fdas_plan *plan, ddtk_fdas_geometry *g);
+
+/*
+ * The f-z plane of the last execute (for plots): normalised powers of rows
+ * [zi0, zi1) at positions [p0, p0+np) into out[(zi-zi0)*np + i]; computed on
+ * the fly from the whitened spectrum with the plan's backend kernels (CPU).
+ */
+int ddtk_fdas_plane(ddtk_fdas_plan *plan, int zi0, int zi1, int64_t p0, int64_t np, float *out);
+
+/* Complex amplitude at arbitrary (r, z) by direct correlation (for harmonics). */
+void ddtk_fdas_rz_amp(const ddtk_fdas_plan *plan, double r, double z, double *re, double *im);
+
+/* ---- statistics and special functions (fdas_math.c) ---------------------- */
+
+/* Fresnel integrals C(x) = int_0^x cos(pi t^2/2) dt, S(x) likewise with sin. */
+void ddtk_fresnel(double x, double *c, double *s);
+/* PRESTO's z response at offset q bins from the average frequency. */
+void ddtk_fdas_zresp(double q, double z, double *re, double *im);
+int ddtk_fdas_halfwidth(double z);
+/* log of the chi-square upper tail with 2*numsum dof at 2*power. */
+double ddtk_chi2_logq(double power, int numsum);
+/* log of the one-sided Gaussian upper tail at x; and its inverse. */
+double ddtk_normal_logq(double x);
+double ddtk_normal_isf_log(double logp);
+/* PRESTO candidate_sigma: Gaussian sigma of a summed power after ntrials. */
+double ddtk_fdas_sigma(double power, int numsum, double ntrials);
+/* The summed power whose sigma is `sigma` after ntrials. */
+double ddtk_fdas_power_for_sigma(double sigma, int numsum, double ntrials);
+
+/* ---- output (fdas_out.c) --------------------------------------------------- */
+
+enum { DDTK_FDAS_TSV = 0, DDTK_FDAS_PRESTO = 1 };
+
+int ddtk_fdas_write_tsv(FILE *fp, const ddtk_fdas_plan *plan, const ddtk_fdas_series *s);
+int ddtk_fdas_write_presto(FILE *fp, ddtk_fdas_plan *plan, const ddtk_fdas_series *s);
+
+#endif

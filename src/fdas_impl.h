@@ -1,0 +1,117 @@
+/*
+ * fdas_impl.h - internals of the fdas plan shared by the driver (src/fdas.c),
+ * the CPU kernels (cpu/fdas_cpu.c) and the CUDA kernels (cuda/fdas.cu).
+ *
+ * Geometry. The whitened spectrum F[k], k < nbins, is "spread" to the
+ * correlation resolution res (2 for exact half-bin interpolation, 1 for
+ * interbinning): spread[res*k] = F[k], zeros between. Output sample m of the
+ * correlation is r = m/res. The plane is always at half-bin resolution:
+ * position p is r = p/2 (interbinning fills odd p from neighbours).
+ * A block of fftlen spread samples starting at m0 - khalf yields uselen
+ * outputs m0 .. m0+uselen-1 (overlap-save), i.e. width = uselen*2/res plane
+ * positions. Complex arrays are interleaved float pairs (C and CUDA share them).
+ */
+#ifndef DDTK_FDAS_IMPL_H
+#define DDTK_FDAS_IMPL_H
+
+#include "fdas.h"
+
+#include <stdlib.h>
+
+
+typedef struct ddtk_fdas_hit {
+    int64_t p;                    /* top-plane position */
+    int zi, stage;
+    float power;
+} ddtk_fdas_hit;
+
+typedef struct ddtk_fdas_hits {
+    ddtk_fdas_hit *h;
+    int64_t n, cap;
+} ddtk_fdas_hits;
+
+int ddtk_fdas_hits_push(ddtk_fdas_hits *hs, int64_t p, int zi, int stage, float power);
+
+/* One subharmonic fraction k/2^s (k odd) used by stage s. */
+typedef struct ddtk_fdas_frac {
+    int num, den, stage;
+} ddtk_fdas_frac;
+
+struct ddtk_fdas_plan {
+    ddtk_fdas_config cfg;
+    int64_t n, nbins;
+    double tsamp, T;
+    int res, zmax, numz, khalf, fftlen, uselen, width, nstages;
+    double rlo, rhi;
+    int64_t plo, phi;             /* top-plane positions searched [plo, phi) */
+    int64_t plane_len;            /* positions covered by the spectrum: 2*nbins */
+    double numindep[DDTK_FDAS_MAXSTAGES];
+    float powcut[DDTK_FDAS_MAXSTAGES];
+    ddtk_fdas_frac frac[DDTK_FDAS_MAXHARM];
+    int nfrac;
+    float *templates;             /* numz x fftlen complex: template spectra / fftlen */
+    float *spread;                /* res*nbins complex: whitened spectrum, spread */
+    float *spec;                  /* nbins+1 complex: whitened spectrum */
+    float *work;                  /* n floats: de-meaned series for the real FFT */
+    void *rfft;                   /* fftwf_plan of the long real FFT */
+    int64_t *rn_start;            /* red-noise blocks: first bin of each, plus end */
+    int rn_nblocks;
+    ddtk_fdas_hits hits;
+    ddtk_fdas_cand *cands;
+    int ncands;
+    ddtk_fdas_times times;
+    int use_gpu;
+    int spec_on_host;             /* spec holds the last whitened spectrum */
+    void *gpu;                    /* backend state of cuda/fdas.cu */
+};
+
+/* Hits -> sigma, clustering, harmonic removal, sorting (fdas_cands.c). */
+int ddtk_fdas_candidates_build(ddtk_fdas_plan *p);
+
+/* Red-noise whitening on the CPU: spec[0..nbins) normalised in place. */
+void ddtk_fdas_rednoise_cpu(const ddtk_fdas_plan *p, float *spec);
+/* Median of v[0..n) (the lower middle element for even n); v is reordered. */
+float ddtk_fdas_select_median(float *v, int n);
+
+/* CPU kernels (cpu/fdas_cpu.c). */
+/* Plane rows [zi0, zi1) at positions [p0, p0 + width) into out (ld = width). */
+void ddtk_fdas_cpu_tile(const ddtk_fdas_plan *p, void *ws, int zi0, int zi1, int64_t p0,
+                        float *out);
+void *ddtk_fdas_cpu_ws_new(const ddtk_fdas_plan *p);
+void ddtk_fdas_cpu_ws_free(void *ws);
+/* Correlate, harmonic-sum and threshold the whole plane; hits into p->hits. */
+int ddtk_fdas_cpu_search(ddtk_fdas_plan *p);
+
+#ifdef __CUDACC__
+#define DDTK_HD __host__ __device__
+#else
+#define DDTK_HD
+#endif
+
+/* Fraction index helpers shared by CPU and GPU: nearest half bin / even z. */
+static inline DDTK_HD int64_t ddtk_fdas_frac_pos(int64_t p, int num, int den)
+{
+    return (2 * p * num + den) / (2 * den);
+}
+
+static inline DDTK_HD int ddtk_fdas_frac_zi(int zi, int zmax, int num, int den)
+{
+    /* z = -zmax + 2 zi; nearest even z*num/den, halves away from zero */
+    int z = -zmax + 2 * zi;
+    int znum = z * num;                        /* target z*num/den, in units of 2 */
+    int q = (abs(znum) + den) / (2 * den);     /* round(|z num/den| / 2) */
+    int zk = 2 * (znum < 0 ? -q : q);
+    return (zk + zmax) / 2;
+}
+
+/* GPU backend (cuda/fdas.cu, or src/fdas_gpu_none.c without CUDA). */
+int ddtk_fdas_gpu_init(ddtk_fdas_plan *p);
+int ddtk_fdas_gpu_search(ddtk_fdas_plan *p, const float *x);
+/* Copy the whitened spectrum of the last search back into spec. */
+int ddtk_fdas_gpu_sync_spectrum(ddtk_fdas_plan *p);
+/* The plane rows computed on the GPU, copied back (for tests). */
+int ddtk_fdas_gpu_plane(ddtk_fdas_plan *p, int zi0, int zi1, int64_t p0, int64_t np, float *out);
+void ddtk_fdas_gpu_free(ddtk_fdas_plan *p);
+
+
+#endif

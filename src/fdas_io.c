@@ -1,0 +1,251 @@
+/*
+ * fdas_io.c - time series input for fdas: SIGPROC .tim (any nbits, from a file
+ * or stdin) and PRESTO .dat with its .inf (including the .inf reader).
+ */
+#include "fdas.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static char *strip_suffix(const char *path)
+{
+    char *b = strdup(path);
+    if (b && (ends_with(b, ".tim") || ends_with(b, ".dat") || ends_with(b, ".fil")))
+        b[strlen(b) - 4] = '\0';
+    return b;
+}
+
+/* ---- PRESTO .inf ---------------------------------------------------------- */
+
+/* The value of a line " Label ... =  value", or NULL if not this label. */
+static const char *inf_value(const char *line, const char *label)
+{
+    while (*line == ' ')
+        line++;
+    if (strncmp(line, label, strlen(label)) != 0)
+        return NULL;
+    const char *eq = strchr(line, '=');
+    if (!eq)
+        return NULL;
+    eq++;
+    while (*eq == ' ')
+        eq++;
+    return eq;
+}
+
+static void copy_trim(char *dst, size_t n, const char *src)
+{
+    snprintf(dst, n, "%s", src);
+    size_t len = strlen(dst);
+    while (len && (dst[len - 1] == '\n' || dst[len - 1] == '\r' || dst[len - 1] == ' '))
+        dst[--len] = '\0';
+}
+
+static int slurp(const char *path, char **text)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return ddtk_fail(errno == ENOENT ? DDTK_EDATA : DDTK_ESYS, "%s: cannot open: %s", path,
+                         strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n - 1, fp)) > 0) {
+        n += got;
+        if (n + 1 == cap) {
+            char *b = realloc(buf, cap *= 2);
+            if (!b)
+                free(buf);
+            buf = b;
+        }
+    }
+    int err = ferror(fp);
+    fclose(fp);
+    if (!buf || err) {
+        free(buf);
+        return ddtk_fail(DDTK_ESYS, "%s: read error", path);
+    }
+    buf[n] = '\0';
+    *text = buf;
+    return DDTK_OK;
+}
+
+enum { INF_BINS = 1, INF_TSAMP = 2, INF_DM = 4, INF_EPOCH = 8 };
+
+static int inf_line(ddtk_inf *inf, const char *line)
+{
+    const char *v;
+    if ((v = inf_value(line, "Data file name without suffix")))
+        copy_trim(inf->basename, sizeof inf->basename, v);
+    else if ((v = inf_value(line, "Telescope used")))
+        copy_trim(inf->telescope, sizeof inf->telescope, v);
+    else if ((v = inf_value(line, "Object being observed")))
+        copy_trim(inf->object, sizeof inf->object, v);
+    else if ((v = inf_value(line, "Epoch of observation")))
+        return sscanf(v, "%lf", &inf->mjd) == 1 ? INF_EPOCH : 0;
+    else if ((v = inf_value(line, "Number of bins in the time series")))
+        return sscanf(v, "%lld", (long long *)&inf->nsamples) == 1 ? INF_BINS : 0;
+    else if ((v = inf_value(line, "Width of each time series bin")))
+        return sscanf(v, "%lf", &inf->tsamp) == 1 ? INF_TSAMP : 0;
+    else if ((v = inf_value(line, "Dispersion measure")))
+        return sscanf(v, "%lf", &inf->dm) == 1 ? INF_DM : 0;
+    return 0;
+}
+
+int ddtk_inf_read(const char *path, ddtk_inf *inf, char **text)
+{
+    char *buf = NULL;
+    int rc = slurp(path, &buf), found = 0;
+    if (rc)
+        return rc;
+    memset(inf, 0, sizeof *inf);
+    for (char *line = buf; *line;) {
+        size_t len = strcspn(line, "\n");
+        char save = line[len];
+        line[len] = '\0';
+        found |= inf_line(inf, line);
+        line[len] = save;
+        line += len + (save != '\0');
+    }
+    static const char *need[] = { "Number of bins in the time series",
+                                  "Width of each time series bin (sec)",
+                                  "Dispersion measure (cm-3 pc)", "Epoch of observation (MJD)" };
+    for (int i = 0; i < 4; i++)
+        if (!(found & (1 << i))) {
+            free(buf);
+            return ddtk_fail(DDTK_EDATA, "%s: truncated or invalid .inf (no '%s' line)",
+                             path, need[i]);
+        }
+    if (text)
+        *text = buf;
+    else
+        free(buf);
+    return DDTK_OK;
+}
+
+/* ---- readers ---------------------------------------------------------------- */
+
+static int read_dat(const char *path, ddtk_fdas_series *s)
+{
+    char *inf_path = strdup(path);
+    ddtk_inf inf;
+    if (!inf_path)
+        return ddtk_fail(DDTK_ESYS, "out of memory");
+    strcpy(inf_path + strlen(inf_path) - 4, ".inf");
+    int rc = ddtk_inf_read(inf_path, &inf, &s->inf_text);
+    free(inf_path);
+    if (rc)
+        return rc;
+    if (!(inf.tsamp > 0))
+        return ddtk_fail(DDTK_EDATA, "%s: sample time %g in its .inf: must be > 0", path,
+                         inf.tsamp);
+    FILE *fp = fopen(path, "rb");
+    struct stat st;
+    if (!fp || fstat(fileno(fp), &st) != 0) {
+        rc = ddtk_fail(errno == ENOENT ? DDTK_EDATA : DDTK_ESYS, "%s: cannot open: %s", path,
+                       strerror(errno));
+        if (fp)
+            fclose(fp);
+        return rc;
+    }
+    s->n = st.st_size / (int64_t)sizeof(float);
+    if (s->n != inf.nsamples)
+        ddtk_msg("warning: %s: %lld samples, but its .inf says %lld; using the file size", path,
+                 (long long)s->n, (long long)inf.nsamples);
+    s->x = malloc(sizeof(float) * (size_t)(s->n ? s->n : 1));
+    if (!s->x)
+        rc = ddtk_fail(DDTK_ESYS, "%s: out of memory for %lld samples", path, (long long)s->n);
+    else if ((int64_t)fread(s->x, sizeof(float), (size_t)s->n, fp) != s->n)
+        rc = ddtk_fail(DDTK_ESYS, "%s: read error", path);
+    fclose(fp);
+    s->tsamp = inf.tsamp;
+    s->dm = inf.dm;
+    s->hdr.tstart = inf.mjd;
+    s->hdr.tsamp = inf.tsamp;
+    snprintf(s->hdr.source_name, sizeof s->hdr.source_name, "%s", inf.object);
+    return rc;
+}
+
+static int grow(float **x, int64_t *cap, int64_t need)
+{
+    if (need <= *cap)
+        return DDTK_OK;
+    int64_t c = *cap ? *cap : 1 << 20;
+    while (c < need)
+        c *= 2;
+    float *y = realloc(*x, sizeof(float) * (size_t)c);
+    if (!y)
+        return ddtk_fail(DDTK_ESYS, "out of memory for %lld samples", (long long)need);
+    *x = y;
+    *cap = c;
+    return DDTK_OK;
+}
+
+static int read_tim(const char *path, ddtk_fdas_series *s)
+{
+    ddtk_input in;
+    int rc = ddtk_input_open(&in, path), pol = 0, row = 0;
+    if (rc)
+        return rc;
+    if (in.hdr.nchans != 1)
+        rc = ddtk_fail(DDTK_EDATA, "%s: %d channels: not a time series (dedisperse it first)",
+                       in.name, in.hdr.nchans);
+    if (!rc)
+        rc = ddtk_resolve_pol(&in.hdr, DDTK_POL_DEFAULT, in.name, &pol);
+    const int64_t chunk = 1 << 18;
+    uint8_t *raw = rc ? NULL : malloc((size_t)ddtk_input_bytes(&in, chunk));
+    float *tmp = rc ? NULL : malloc(sizeof(float) * chunk);
+    int64_t cap = 0, got = 0;
+    if (!rc && (!raw || !tmp))
+        rc = ddtk_fail(DDTK_ESYS, "out of memory");
+    while (!rc && !(rc = ddtk_input_read(&in, raw, chunk, &got)) && got > 0 &&
+           !(rc = grow(&s->x, &cap, s->n + got))) {
+        ddtk_unpack(&in.hdr, raw, got, &row, pol, tmp, (size_t)got);
+        memcpy(s->x + s->n, tmp, sizeof(float) * (size_t)got);
+        s->n += got;
+    }
+    free(raw);
+    free(tmp);
+    if (!rc) {
+        s->tsamp = in.hdr.tsamp;
+        s->dm = in.hdr.refdm;
+        rc = ddtk_header_copy(&s->hdr, &in.hdr);
+    }
+    ddtk_input_close(&in);
+    return rc;
+}
+
+int ddtk_fdas_read(const char *path, ddtk_fdas_series *s)
+{
+    memset(s, 0, sizeof *s);
+    ddtk_header_init(&s->hdr);
+    int is_stdin = !path || strcmp(path, "-") == 0;
+    s->name = strdup(is_stdin ? "stdin" : path);
+    s->base = is_stdin ? strdup("stdin") : strip_suffix(path);
+    if (!s->name || !s->base)
+        return ddtk_fail(DDTK_ESYS, "out of memory");
+    int rc = !is_stdin && ends_with(path, ".dat") ? read_dat(path, s) : read_tim(path, s);
+    if (!rc && s->n == 0)
+        rc = ddtk_fail(DDTK_EDATA, "%s: empty time series", s->name);
+    if (!rc && !(s->tsamp > 0))
+        rc = ddtk_fail(DDTK_EDATA, "%s: sample time %g: must be > 0", s->name, s->tsamp);
+    return rc;
+}
+
+void ddtk_fdas_series_free(ddtk_fdas_series *s)
+{
+    free(s->x);
+    free(s->name);
+    free(s->base);
+    free(s->inf_text);
+    ddtk_header_free(&s->hdr);
+    memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,351 @@
+/*
+ * fdas - Fourier-domain acceleration search of time series (.tim, .dat+.inf or
+ * stdin), PRESTO accelsearch style, on the CPU (FFTW) or GPU (cuFFT).
+ */
+#include "fdas.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum {
+    OPT_ZMAX = 1000, OPT_NUMHARM, OPT_SIGMA, OPT_FORMAT, OPT_INTERP, OPT_FLO, OPT_FHI,
+    OPT_AMIN, OPT_AMAX, OPT_BACKEND, OPT_GPU, OPT_THREADS, OPT_NO_HARM, OPT_FORCE,
+    OPT_LIST_GPUS, OPT_VERSION
+};
+
+static const struct option options[] = {
+    { "zmax", required_argument, 0, OPT_ZMAX },
+    { "numharm", required_argument, 0, OPT_NUMHARM },
+    { "sigma", required_argument, 0, OPT_SIGMA },
+    { "format", required_argument, 0, OPT_FORMAT },
+    { "interp", required_argument, 0, OPT_INTERP },
+    { "flo", required_argument, 0, OPT_FLO },
+    { "fhi", required_argument, 0, OPT_FHI },
+    { "accel-min", required_argument, 0, OPT_AMIN },
+    { "accel-max", required_argument, 0, OPT_AMAX },
+    { "output", required_argument, 0, 'o' },
+    { "backend", required_argument, 0, OPT_BACKEND },
+    { "gpu", required_argument, 0, OPT_GPU },
+    { "threads", required_argument, 0, OPT_THREADS },
+    { "no-harm-remove", no_argument, 0, OPT_NO_HARM },
+    { "force", no_argument, 0, OPT_FORCE },
+    { "list-gpus", no_argument, 0, OPT_LIST_GPUS },
+    { "quiet", no_argument, 0, 'q' },
+    { "verbose", no_argument, 0, 'v' },
+    { "help", no_argument, 0, 'h' },
+    { "version", no_argument, 0, OPT_VERSION },
+    { 0, 0, 0, 0 },
+};
+
+static void help(void)
+{
+    printf(
+"Usage: fdas [FILE.tim|FILE.dat|-]... [--zmax Z] [--numharm H] [--sigma S]\n"
+"            [--format tsv|presto] [--interp exact|interbin] [options]\n"
+"Fourier-domain acceleration search (PRESTO accelsearch conventions): red-noise\n"
+"whitening, correlation with z templates, harmonic summing, candidates by sigma.\n"
+"Each input is searched in turn, with one output per input.\n\n"
+"  --zmax Z              largest |z| (drift in Fourier bins over the observation);\n"
+"                        rounded down to even (default 200)\n"
+"  --numharm H           harmonics summed: 1, 2, 4, 8, 16 or 32 (default 8)\n"
+"  --sigma S             candidate threshold, Gaussian sigma after trials (default 2.0)\n"
+"  --format tsv|presto   tab-separated table (default), or PRESTO's <base>_ACCEL_<zmax>\n"
+"  --interp exact|interbin\n"
+"                        half-bin resolution by 2x correlation (default exact) or\n"
+"                        interbinning after correlation\n"
+"  --flo F --fhi F       fundamental frequency range in Hz (default 1 Hz to Nyquist)\n"
+"  --accel-min A --accel-max A\n"
+"                        acceleration range in m/s^2 instead of --zmax: zmax is set for\n"
+"                        the highest frequency searched and candidates outside are dropped\n"
+"  -o, --output FILE     output of a single input (default: stdout for tsv,\n"
+"                        <base>_ACCEL_<zmax> for presto; several inputs: <base>_ACCEL_<zmax>\n"
+"                        with .tsv appended for tsv)\n"
+"  --no-harm-remove      keep harmonically related candidates\n"
+"  --backend cpu|gpu|auto  (default auto: GPU when usable)   --gpu N (default 0)\n"
+"  --threads N           CPU threads (default: all)\n"
+"  --force               overwrite existing outputs\n"
+"  --list-gpus  -q, --quiet  -v, --verbose  -h, --help  --version\n");
+}
+
+typedef struct args {
+    ddtk_fdas_config cfg;
+    int format, force, quiet, have_amin, have_amax, zmax_given;
+    double amin, amax;
+    const char *output;
+} args;
+
+static int bad(const char *opt, const char *arg, const char *why)
+{
+    return ddtk_fail(DDTK_EUSAGE, "%s '%s': %s (see --help)", opt, arg, why);
+}
+
+static int num(const char *opt, const char *arg, double *v)
+{
+    return ddtk_parse_double(arg, v) ? bad(opt, arg, "not a number") : DDTK_OK;
+}
+
+static int integer(const char *opt, const char *arg, int lo, int hi, int *v)
+{
+    int64_t x;
+    if (ddtk_parse_int64(arg, &x) || x < lo || x > hi)
+        return bad(opt, arg, "out of range");
+    *v = (int)x;
+    return DDTK_OK;
+}
+
+static int choice(const char *opt, const char *arg, const char *a, const char *b, int *v)
+{
+    if (strcmp(arg, a) == 0)
+        *v = 0;
+    else if (strcmp(arg, b) == 0)
+        *v = 1;
+    else
+        return bad(opt, arg, "unknown value");
+    return DDTK_OK;
+}
+
+static int backend(const char *arg, int *v)
+{
+    if (strcmp(arg, "cpu") == 0)
+        *v = DDTK_BACKEND_CPU;
+    else if (strcmp(arg, "gpu") == 0)
+        *v = DDTK_BACKEND_GPU;
+    else if (strcmp(arg, "auto") == 0)
+        *v = DDTK_BACKEND_AUTO;
+    else
+        return bad("--backend", arg, "expected cpu, gpu or auto");
+    return DDTK_OK;
+}
+
+static int option(args *a, int code, const char *arg)
+{
+    ddtk_fdas_config *c = &a->cfg;
+    switch (code) {
+    case OPT_ZMAX:
+        a->zmax_given = 1;
+        return num("--zmax", arg, &c->zmax) ? DDTK_EUSAGE :
+               c->zmax < 0 ? bad("--zmax", arg, "must be >= 0") : DDTK_OK;
+    case OPT_NUMHARM: return integer("--numharm", arg, 1, 32, &c->numharm);
+    case OPT_SIGMA: return num("--sigma", arg, &c->sigma);
+    case OPT_FORMAT: return choice("--format", arg, "tsv", "presto", &a->format);
+    case OPT_INTERP: return choice("--interp", arg, "exact", "interbin", &c->interp);
+    case OPT_FLO: return num("--flo", arg, &c->flo);
+    case OPT_FHI: return num("--fhi", arg, &c->fhi);
+    case OPT_AMIN: a->have_amin = 1; return num("--accel-min", arg, &a->amin);
+    case OPT_AMAX: a->have_amax = 1; return num("--accel-max", arg, &a->amax);
+    case 'o': a->output = arg; return DDTK_OK;
+    case OPT_BACKEND: return backend(arg, &c->backend);
+    case OPT_GPU: return integer("--gpu", arg, 0, 1024, &c->gpu);
+    case OPT_THREADS: return integer("--threads", arg, 1, 4096, &c->threads);
+    case OPT_NO_HARM: c->harm_remove = 0; return DDTK_OK;
+    case OPT_FORCE: a->force = 1; return DDTK_OK;
+    case 'q': a->quiet = 1; return DDTK_OK;
+    case 'v': c->verbose = 1; return DDTK_OK;
+    }
+    return bad("option", arg ? arg : "?", "unknown");
+}
+
+/* --accel-min/max: z = a f T^2 / c at the top of the fundamental range. */
+static int accel_to_z(args *a, const ddtk_fdas_series *s)
+{
+    if (!a->have_amin && !a->have_amax)
+        return DDTK_OK;
+    if (a->zmax_given)
+        return ddtk_fail(DDTK_EUSAGE, "give either --zmax or --accel-min/--accel-max");
+    if (!a->have_amin)
+        a->amin = -fabs(a->amax);
+    if (!a->have_amax)
+        a->amax = fabs(a->amin);
+    if (a->amin > a->amax)
+        return ddtk_fail(DDTK_EUSAGE, "--accel-min %g is above --accel-max %g", a->amin, a->amax);
+    double T = s->n * s->tsamp, f = a->cfg.fhi > 0 ? a->cfg.fhi : 0.5 / s->tsamp;
+    double zlo = a->amin * f * T * T / DDTK_SPEED_OF_LIGHT;
+    double zhi = a->amax * f * T * T / DDTK_SPEED_OF_LIGHT;
+    a->cfg.zmax = ceil(fmax(fabs(zlo), fabs(zhi)));
+    if (a->cfg.zmax > 1200)
+        return ddtk_fail(DDTK_EUSAGE, "--accel-min/--accel-max: z range %.0f..%.0f at %g Hz is "
+                         "beyond 1200 (lower --fhi)", zlo, zhi, f);
+    if (!a->quiet)
+        ddtk_msg("%s: accelerations %g..%g m/s^2 at up to %g Hz: z %.1f..%.1f (zmax %g)",
+                 s->name, a->amin, a->amax, f, zlo, zhi, a->cfg.zmax);
+    return DDTK_OK;
+}
+
+static char *output_name(const args *a, const ddtk_fdas_series *s, int ninputs)
+{
+    if (a->output)
+        return strdup(a->output);
+    if (a->format == DDTK_FDAS_TSV && ninputs == 1)
+        return NULL;
+    size_t len = strlen(s->base) + 40;
+    char *name = malloc(len);
+    if (name)
+        snprintf(name, len, "%s_ACCEL_%d%s", s->base, 2 * (int)(a->cfg.zmax / 2),
+                 a->format == DDTK_FDAS_TSV ? ".tsv" : "");
+    return name;
+}
+
+static int write_to(FILE *fp, const args *a, ddtk_fdas_plan *plan, const ddtk_fdas_series *s)
+{
+    return a->format == DDTK_FDAS_PRESTO ? ddtk_fdas_write_presto(fp, plan, s)
+                                         : ddtk_fdas_write_tsv(fp, plan, s);
+}
+
+/* Prefix the recorded message with the input's name. */
+static int named(int rc, const char *name)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", ddtk_errmsg());
+    return ddtk_fail(rc, "%s: %s", name, msg);
+}
+
+static int write_output(const args *a, ddtk_fdas_plan *plan, const ddtk_fdas_series *s,
+                        int ninputs)
+{
+    char *name = output_name(a, s, ninputs), *tmp = NULL;
+    if (!name) {
+        if (a->output || a->format != DDTK_FDAS_TSV || ninputs != 1)
+            return ddtk_fail(DDTK_ESYS, "out of memory");
+        int rc = write_to(stdout, a, plan, s);
+        if (!rc && fflush(stdout) != 0)
+            rc = ddtk_fail(DDTK_ESYS, "stdout: write error");
+        return rc;
+    }
+    FILE *fp = ddtk_temp_create(name, &tmp);
+    int rc = fp ? write_to(fp, a, plan, s) : DDTK_ESYS;
+    if (fp && !rc)
+        rc = ddtk_temp_commit(fp, tmp, name);
+    else if (fp)
+        fclose(fp);
+    if (rc && tmp)
+        unlink(tmp);
+    if (rc && fp)
+        rc = named(rc, name);
+    free(tmp);
+    free(name);
+    return rc;
+}
+
+static int check_output(const args *a, const ddtk_fdas_series *s, int ninputs)
+{
+    char *name = output_name(a, s, ninputs);
+    int rc = DDTK_OK;
+    if (name && !a->force && access(name, F_OK) == 0)
+        rc = ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", name);
+    free(name);
+    return rc;
+}
+
+static void summary(const args *a, ddtk_fdas_plan *plan, const ddtk_fdas_series *s, int ncand)
+{
+    if (a->quiet)
+        return;
+    const ddtk_fdas_times *t = ddtk_fdas_timing(plan);
+    ddtk_fdas_geometry g;
+    ddtk_fdas_get_geometry(plan, &g);
+    ddtk_msg("%s: %lld samples, %d templates (zmax %d), %d harmonics, %d candidates; "
+             "fdas, %s backend, %.2f s wall, real-time factor %.1f", s->name, (long long)s->n,
+             g.numz, g.zmax, g.numharm, ncand, ddtk_fdas_backend_name(plan), t->total,
+             s->n * s->tsamp / t->total);
+    if (a->cfg.verbose)
+        ddtk_msg("stages: fft %.3f s, rednoise %.3f s, correlation %.3f s, harmonic sums "
+                 "%.3f s, candidates %.3f s", t->fft, t->rednoise, t->correlate, t->harmsum,
+                 t->candidates);
+}
+
+static int search_one(args *a, const char *path, int ninputs, ddtk_fdas_plan **plan,
+                      int64_t *plan_n, double *plan_tsamp)
+{
+    ddtk_fdas_series s;
+    args local = *a;
+    int rc = ddtk_fdas_read(path, &s);
+    if (!rc)
+        rc = accel_to_z(&local, &s);
+    if (!rc)
+        rc = check_output(&local, &s, ninputs);
+    if (!rc && (!*plan || *plan_n != s.n || *plan_tsamp != s.tsamp ||
+                (*plan && local.cfg.zmax != a->cfg.zmax))) {
+        ddtk_fdas_plan_destroy(*plan);
+        *plan = NULL;
+        if ((rc = ddtk_fdas_plan_create(plan, s.n, s.tsamp, &local.cfg)))
+            rc = named(rc, s.name);
+        *plan_n = s.n;
+        *plan_tsamp = s.tsamp;
+    }
+    if (!rc && (rc = ddtk_fdas_execute(*plan, s.x)))
+        rc = named(rc, s.name);
+    if (!rc && (local.have_amin || local.have_amax))
+        ddtk_fdas_filter_accel(*plan, local.amin, local.amax);
+    int ncand = 0;
+    if (!rc) {
+        ddtk_fdas_candidates(*plan, &ncand);
+        rc = write_output(&local, *plan, &s, ninputs);
+    }
+    if (!rc)
+        summary(&local, *plan, &s, ncand);
+    if (local.have_amin || local.have_amax) {
+        ddtk_fdas_plan_destroy(*plan);   /* zmax depends on each input */
+        *plan = NULL;
+    }
+    ddtk_fdas_series_free(&s);
+    return rc;
+}
+
+static int parse(args *a, int argc, char **argv, int *done)
+{
+    int code, rc = DDTK_OK;
+    opterr = 0;
+    while (!rc && (code = getopt_long(argc, argv, ":o:qvh", options, NULL)) != -1) {
+        if (code == 'h' || code == OPT_VERSION || code == OPT_LIST_GPUS) {
+            if (code == 'h')
+                help();
+            else if (code == OPT_VERSION)
+                printf("fdas (ddtk) %s\n", DDTK_VERSION);
+            else
+                rc = ddtk_gpu_list(stdout);
+            *done = 1;
+            return rc;
+        }
+        if (code == '?' || code == ':')
+            rc = ddtk_fail(DDTK_EUSAGE, "%s option '%s' (see --help)",
+                           code == '?' ? "unknown" : "missing value for", argv[optind - 1]);
+        else
+            rc = option(a, code, optarg);
+    }
+    int h = a->cfg.numharm;
+    if (!rc && (h & (h - 1)))
+        rc = ddtk_fail(DDTK_EUSAGE, "--numharm %d: expected 1, 2, 4, 8, 16 or 32", h);
+    if (!rc && a->output && argc - optind > 1)
+        rc = ddtk_fail(DDTK_EUSAGE, "-o names the output of one input; %d inputs given",
+                       argc - optind);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    args a;
+    int done = 0;
+    memset(&a, 0, sizeof a);
+    ddtk_fdas_config_init(&a.cfg);
+    ddtk_set_progname(argv[0]);
+    int rc = parse(&a, argc, argv, &done);
+    if (done || rc) {
+        if (rc)
+            ddtk_msg("%s", ddtk_errmsg());
+        return rc;
+    }
+    ddtk_fdas_plan *plan = NULL;
+    int64_t plan_n = 0;
+    double plan_tsamp = 0;
+    int ninputs = argc > optind ? argc - optind : 1;
+    for (int i = 0; i < ninputs && !rc; i++)
+        rc = search_one(&a, argc > optind ? argv[optind + i] : "-", ninputs, &plan, &plan_n,
+                        &plan_tsamp);
+    ddtk_fdas_plan_destroy(plan);
+    if (rc)
+        ddtk_msg("%s", ddtk_errmsg());
+    return rc;
+}
