@@ -183,6 +183,22 @@ int ddtk_dmlist_tol(ddtk_dmlist *l, double lo, double hi, double tsamp,
 /* Killfile: "0/1 per line" or "ranges 0:10,40,100:120"; kill[c] = 1 if killed. */
 int ddtk_killfile_read(const char *path, int nchans, uint8_t **kill, int *nkilled);
 
+/* ---- PRESTO .inf reading (inf.c) ------------------------------------------- */
+
+typedef struct ddtk_inf {
+    char basename[256], telescope[64], object[128];
+    double mjd, tsamp, dm;
+    int64_t nsamples;
+} ddtk_inf;
+
+/* Parse a PRESTO .inf (sample count, sample time, DM, epoch, names); a missing
+ * required line is bad data. *text, if not NULL, receives the file verbatim. */
+int ddtk_inf_read(const char *path, ddtk_inf *inf, char **text);
+/* The value of a line " Label ... =  value", or NULL if the line has another label. */
+const char *ddtk_inf_value(const char *line, const char *label);
+/* Read a whole text file into a NUL-terminated buffer (caller frees). */
+int ddtk_slurp(const char *path, char **text);
+
 /* ---- output series (output.c) -------------------------------------------- */
 
 enum { DDTK_FMT_TIM = 0, DDTK_FMT_DAT = 1 };

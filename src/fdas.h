@@ -51,13 +51,6 @@ typedef struct ddtk_fdas_series {
 int ddtk_fdas_read(const char *path, ddtk_fdas_series *s);
 void ddtk_fdas_series_free(ddtk_fdas_series *s);
 
-/* Parse a PRESTO .inf: sample count, sample time, DM, epoch, source. */
-typedef struct ddtk_inf {
-    char basename[256], telescope[64], object[128];
-    double mjd, tsamp, dm;
-    int64_t nsamples;
-} ddtk_inf;
-int ddtk_inf_read(const char *path, ddtk_inf *inf, char **text);
 
 typedef struct ddtk_fdas_cand {
     double sigma;                 /* significance after trials */

@@ -15,36 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *slurp(const char *path, int *rc)
-{
-    FILE *fp = fopen(path, "r");
-    if (!fp) {
-        *rc = ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, n = 0, got;
-    char *text = malloc(cap);
-    while (text && (got = fread(text + n, 1, cap - n - 1, fp)) > 0) {
-        n += got;
-        if (n + 1 == cap) {
-            char *bigger = realloc(text, cap *= 2);
-            if (!bigger)
-                free(text);
-            text = bigger;
-        }
-    }
-    if (!text)
-        *rc = ddtk_fail(DDTK_ESYS, "%s: out of memory", path);
-    else if (ferror(fp)) {
-        *rc = ddtk_fail(DDTK_ESYS, "%s: read error", path);
-        free(text);
-        text = NULL;
-    } else
-        text[n] = '\0';
-    fclose(fp);
-    return text;
-}
-
 static void strip_comments(char *text)
 {
     for (char *p = text; (p = strchr(p, '#')); )
@@ -113,9 +83,10 @@ static int parse_ranges(char *text, const char *path, int nchans, uint8_t *kill)
 
 int ddtk_killfile_read(const char *path, int nchans, uint8_t **kill, int *nkilled)
 {
-    int rc = DDTK_OK, ntokens = 0;
-    char *text = slurp(path, &rc);
-    if (!text)
+    int ntokens = 0;
+    char *text;
+    int rc = ddtk_slurp(path, &text);
+    if (rc)
         return rc;
     strip_comments(text);
     *kill = ddtk_calloc((size_t)nchans, 1, "kill mask");

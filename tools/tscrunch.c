@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #define CHUNK_VALUES (1 << 22)  /* unpacked floats per read */
-#define INF_EQ 40               /* column of '=' in a PRESTO .inf */
 
 enum { OPT_MEAN = 1000, OPT_NBITS_OUT, OPT_KEEP, OPT_FORCE, OPT_VERSION };
 
@@ -144,31 +143,6 @@ static char *inf_name(const char *dat)
     return s;
 }
 
-/* The value of a labelled .inf line, or NULL. */
-static const char *inf_value(const char *line, const char *label)
-{
-    if (strlen(line) <= INF_EQ + 1 || line[INF_EQ] != '=' || strncmp(line + 1, label, strlen(label)))
-        return NULL;
-    return line + INF_EQ + 1 + strspn(line + INF_EQ + 1, " ");
-}
-
-static int read_inf_tsamp(const char *inf, double *tsamp)
-{
-    FILE *fp = fopen(inf, "r");
-    if (!fp)
-        return ddtk_fail(DDTK_EDATA, "%s: cannot open the .inf of the .dat: %s", inf, strerror(errno));
-    char line[512];
-    const char *v;
-    *tsamp = NAN;
-    while (fgets(line, sizeof line, fp))
-        if ((v = inf_value(line, "Width of each time series bin")))
-            *tsamp = strtod(v, NULL);
-    fclose(fp);
-    if (!(*tsamp > 0) || !isfinite(*tsamp))
-        return ddtk_fail(DDTK_EDATA, "%s: no valid 'Width of each time series bin (sec)'", inf);
-    return DDTK_OK;
-}
-
 /* Copy the input .inf with the new name, length and bin width, and a note. */
 static int write_inf(job *j)
 {
@@ -186,11 +160,11 @@ static int write_inf(job *j)
     b[strlen(b) - 4] = '\0';
     while (fgets(line, sizeof line, src)) {
         line[strcspn(line, "\n")] = '\0';
-        if (inf_value(line, "Data file name without suffix"))
+        if (ddtk_inf_value(line, "Data file name without suffix"))
             fprintf(dst, " %-39s=  %s\n", "Data file name without suffix", b);
-        else if (inf_value(line, "Number of bins in the time series"))
+        else if (ddtk_inf_value(line, "Number of bins in the time series"))
             fprintf(dst, " %-39s=  %-11.0f\n", "Number of bins in the time series", (double)j->nout);
-        else if (inf_value(line, "Width of each time series bin (sec)"))
+        else if (ddtk_inf_value(line, "Width of each time series bin (sec)"))
             fprintf(dst, " %-39s=  %.15g\n", "Width of each time series bin (sec)",
                     j->in.hdr.tsamp * (double)j->a->n);
         else
@@ -217,9 +191,12 @@ static int open_dat(job *j)
 {
     ddtk_input *in = &j->in;
     char *inf = inf_name(j->a->input);
-    double tsamp = 0;
-    int rc = inf ? read_inf_tsamp(inf, &tsamp) : ddtk_fail(DDTK_ESYS, "out of memory");
+    ddtk_inf meta;
+    int rc = inf ? ddtk_inf_read(inf, &meta, NULL) : ddtk_fail(DDTK_ESYS, "out of memory");
     free(inf);
+    if (!rc && !(meta.tsamp > 0))
+        rc = ddtk_fail(DDTK_EDATA, "%s: no valid 'Width of each time series bin (sec)' in its "
+                       ".inf", j->a->input);
     if (rc)
         return rc;
     memset(in, 0, sizeof *in);
@@ -229,7 +206,7 @@ static int open_dat(job *j)
         return ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", j->a->input, strerror(errno));
     in->hdr.nchans = in->hdr.nifs = 1;
     in->hdr.nbits = 32;
-    in->hdr.tsamp = tsamp;
+    in->hdr.tsamp = meta.tsamp;
     in->bits_per_spectrum = 32;
     in->nsamples = -1;
     j->dat = 1;

@@ -1,0 +1,112 @@
+/*
+ * inf.c - reading PRESTO .inf files, and reading small text files whole.
+ * (Writing .inf files is output.c's.)
+ */
+#include "ddtk.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ddtk_slurp(const char *path, char **text)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 4096, n = 0, got;
+    char *buf = malloc(cap);
+    while (buf && (got = fread(buf + n, 1, cap - n - 1, fp)) > 0) {
+        n += got;
+        if (n + 1 == cap) {
+            char *bigger = realloc(buf, cap *= 2);
+            if (!bigger)
+                free(buf);
+            buf = bigger;
+        }
+    }
+    int err = ferror(fp);
+    fclose(fp);
+    if (!buf || err) {
+        free(buf);
+        return ddtk_fail(DDTK_ESYS, "%s: %s", path, buf ? "read error" : "out of memory");
+    }
+    buf[n] = '\0';
+    *text = buf;
+    return DDTK_OK;
+}
+
+const char *ddtk_inf_value(const char *line, const char *label)
+{
+    while (*line == ' ')
+        line++;
+    if (strncmp(line, label, strlen(label)) != 0)
+        return NULL;
+    const char *eq = strchr(line, '=');
+    if (!eq)
+        return NULL;
+    eq++;
+    while (*eq == ' ')
+        eq++;
+    return eq;
+}
+
+static void copy_trim(char *dst, size_t n, const char *src)
+{
+    snprintf(dst, n, "%s", src);
+    size_t len = strlen(dst);
+    while (len && (dst[len - 1] == '\n' || dst[len - 1] == '\r' || dst[len - 1] == ' '))
+        dst[--len] = '\0';
+}
+
+enum { INF_BINS = 1, INF_TSAMP = 2, INF_DM = 4, INF_EPOCH = 8 };
+
+static int inf_line(ddtk_inf *inf, const char *line)
+{
+    const char *v;
+    if ((v = ddtk_inf_value(line, "Data file name without suffix")))
+        copy_trim(inf->basename, sizeof inf->basename, v);
+    else if ((v = ddtk_inf_value(line, "Telescope used")))
+        copy_trim(inf->telescope, sizeof inf->telescope, v);
+    else if ((v = ddtk_inf_value(line, "Object being observed")))
+        copy_trim(inf->object, sizeof inf->object, v);
+    else if ((v = ddtk_inf_value(line, "Epoch of observation")))
+        return sscanf(v, "%lf", &inf->mjd) == 1 ? INF_EPOCH : 0;
+    else if ((v = ddtk_inf_value(line, "Number of bins in the time series")))
+        return sscanf(v, "%lld", (long long *)&inf->nsamples) == 1 ? INF_BINS : 0;
+    else if ((v = ddtk_inf_value(line, "Width of each time series bin")))
+        return sscanf(v, "%lf", &inf->tsamp) == 1 ? INF_TSAMP : 0;
+    else if ((v = ddtk_inf_value(line, "Dispersion measure")))
+        return sscanf(v, "%lf", &inf->dm) == 1 ? INF_DM : 0;
+    return 0;
+}
+
+int ddtk_inf_read(const char *path, ddtk_inf *inf, char **text)
+{
+    static const char *need[] = { "Number of bins in the time series",
+                                  "Width of each time series bin (sec)",
+                                  "Dispersion measure (cm-3 pc)", "Epoch of observation (MJD)" };
+    char *buf = NULL;
+    int rc = ddtk_slurp(path, &buf), found = 0;
+    if (rc)
+        return rc;
+    memset(inf, 0, sizeof *inf);
+    for (char *line = buf; *line;) {
+        size_t len = strcspn(line, "\n");
+        char save = line[len];
+        line[len] = '\0';
+        found |= inf_line(inf, line);
+        line[len] = save;
+        line += len + (save != '\0');
+    }
+    for (int i = 0; i < 4; i++)
+        if (!(found & (1 << i))) {
+            free(buf);
+            return ddtk_fail(DDTK_EDATA, "%s: truncated or invalid .inf (no '%s' line)",
+                             path, need[i]);
+        }
+    if (text)
+        *text = buf;
+    else
+        free(buf);
+    return DDTK_OK;
+}
