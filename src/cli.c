@@ -4,6 +4,7 @@
 #include "ddtk.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -15,6 +16,30 @@ void ddtk_set_progname(const char *argv0)
 {
     const char *slash = strrchr(argv0, '/');
     ddtk_progname = slash ? slash + 1 : argv0;
+}
+
+int ddtk_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+                int version_code, void (*help)(void), ddtk_option_handler handler, void *ctx)
+{
+    int code, rc = DDTK_OK;
+    opterr = 0;
+    while (!rc && (code = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+        if (code == 'h') {
+            help();
+            return DDTK_DONE;
+        }
+        if (code == version_code) {
+            printf("%s (ddtk) %s\n", ddtk_progname, DDTK_VERSION);
+            return DDTK_DONE;
+        }
+        if (code == '?')
+            rc = ddtk_fail(DDTK_EUSAGE, "unknown option '%s' (see --help)", argv[optind - 1]);
+        else if (code == ':')
+            rc = ddtk_fail(DDTK_EUSAGE, "option '%s' needs a value (see --help)", argv[optind - 1]);
+        else
+            rc = handler(code, optarg, ctx);
+    }
+    return rc;
 }
 
 void ddtk_msg(const char *fmt, ...)

@@ -228,9 +228,25 @@ static int common_option(ddtk_ddargs *a, int code, const char *arg)
     return rc;
 }
 
+typedef struct parse_ctx {
+    ddtk_ddargs *a;
+    ddtk_option_handler extra;
+    void *extra_ctx;
+} parse_ctx;
+
+static int any_option(int code, const char *arg, void *ctx)
+{
+    parse_ctx *p = ctx;
+    int rc = common_option(p->a, code, arg);
+    if (rc != -1)
+        return rc;
+    return p->extra ? p->extra(code, arg, p->extra_ctx)
+                    : ddtk_fail(DDTK_EUSAGE, "unknown option (see --help)");
+}
+
 int ddtk_ddargs_parse(ddtk_ddargs *a, int argc, char **argv,
                       const struct option *extra, int nextra,
-                      ddtk_extra_handler handler, void *ctx, void (*help)(void))
+                      ddtk_option_handler handler, void *ctx, void (*help)(void))
 {
     struct option *opts = calloc((size_t)(NCOMMON + nextra + 1), sizeof *opts);
     if (!opts)
@@ -238,23 +254,8 @@ int ddtk_ddargs_parse(ddtk_ddargs *a, int argc, char **argv,
     memcpy(opts, common_options, sizeof common_options);
     if (nextra)
         memcpy(opts + NCOMMON, extra, (size_t)nextra * sizeof *opts);
-    int code, rc = DDTK_OK;
-    opterr = 0;
-    while (!rc && (code = getopt_long(argc, argv, ":o:qvh", opts, NULL)) != -1) {
-        if (code == 'h') {
-            help();
-            rc = DDTK_DONE;
-        } else if (code == OPT_VERSION) {
-            printf("%s (ddtk) %s\n", ddtk_progname, DDTK_VERSION);
-            rc = DDTK_DONE;
-        } else if (code == '?')
-            rc = usage_error("unknown option '%s'", argv[optind - 1]);
-        else if (code == ':')
-            rc = usage_error("option '%s' needs a value", argv[optind - 1]);
-        else if ((rc = common_option(a, code, optarg)) == -1)
-            rc = handler ? handler(code, optarg, ctx) : usage_error("unknown option '%s'",
-                                                                   argv[optind - 1]);
-    }
+    parse_ctx p = { a, handler, ctx };
+    int rc = ddtk_getopt(argc, argv, ":o:qvh", opts, OPT_VERSION, help, any_option, &p);
     free(opts);
     if (rc)
         return rc;

@@ -8,9 +8,6 @@
 
 #include <getopt.h>
 
-/* Returned by the parser after --help or --version: exit 0 now. */
-#define DDTK_DONE 100
-
 typedef struct ddtk_ddargs {
     const char *input;
     ddtk_dmlist dms;
@@ -25,16 +22,13 @@ typedef struct ddtk_ddargs {
     ddtk_options opt;
 } ddtk_ddargs;
 
-/* A tool's own options: return DDTK_OK, or an error code (usage errors as DDTK_EUSAGE). */
-typedef int (*ddtk_extra_handler)(int code, const char *arg, void *ctx);
-
 extern const char ddtk_ddcli_help[];
 
 void ddtk_ddargs_init(ddtk_ddargs *a);
 void ddtk_ddargs_free(ddtk_ddargs *a);
 int ddtk_ddargs_parse(ddtk_ddargs *a, int argc, char **argv,
                       const struct option *extra, int nextra,
-                      ddtk_extra_handler handler, void *ctx, void (*help)(void));
+                      ddtk_option_handler handler, void *ctx, void (*help)(void));
 /* Build the DM list from the options and the input header; set the default prefix. */
 int ddtk_ddargs_resolve(ddtk_ddargs *a, const ddtk_header *h);
 

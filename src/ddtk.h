@@ -343,6 +343,22 @@ int ddtk_have_cuda(void);
 
 /* ---- command-line plumbing (cli.c, progress.c) --------------------------- */
 
+/* Returned after --help or --version (or an option that does its job at once): exit 0. */
+#define DDTK_DONE 100
+
+struct option;
+/* A tool's handler for its own options: DDTK_OK, DDTK_DONE or an error code. */
+typedef int (*ddtk_option_handler)(int code, const char *arg, void *ctx);
+
+/*
+ * The option loop every tool shares: getopt_long over argv; -h/--help prints
+ * help() and --version (code version_code) the version, both returning
+ * DDTK_DONE; unknown options and missing values are usage errors; every other
+ * option goes to handler. Stops at the first error. Operands are left from optind.
+ */
+int ddtk_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+                int version_code, void (*help)(void), ddtk_option_handler handler, void *ctx);
+
 extern const char *ddtk_progname;
 void ddtk_set_progname(const char *argv0);
 /* Print "prog: message" to stderr. */

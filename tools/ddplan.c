@@ -93,8 +93,9 @@ static int word(const char *arg, const char *a, const char *b, const char *opt, 
     return DDTK_OK;
 }
 
-static int option(args *a, int code, const char *arg)
+static int option(int code, const char *arg, void *ctx)
 {
+    args *a = ctx;
     int64_t n;
     int rc = DDTK_OK;
     switch (code) {
@@ -128,22 +129,7 @@ static int option(args *a, int code, const char *arg)
 
 static int parse(args *a, int argc, char **argv)
 {
-    int code, rc = DDTK_OK;
-    opterr = 0;
-    while (!rc && (code = getopt_long(argc, argv, ":qvh", options, NULL)) != -1) {
-        if (code == 'h') {
-            help();
-            return -1;
-        } else if (code == OPT_VERSION) {
-            printf("ddplan (ddtk) %s\n", DDTK_VERSION);
-            return -1;
-        } else if (code == '?')
-            rc = usage("unknown option '%s'", argv[optind - 1]);
-        else if (code == ':')
-            rc = usage("option '%s' needs a value", argv[optind - 1]);
-        else
-            rc = option(a, code, optarg);
-    }
+    int rc = ddtk_getopt(argc, argv, ":qvh", options, OPT_VERSION, help, option, a);
     if (!rc && optind < argc)
         a->input = argv[optind++];
     if (!rc && optind < argc)
@@ -349,7 +335,7 @@ int main(int argc, char **argv)
                .dm_max = 1000, .tol = 1.25, .width = 40, .kdm = DDTK_KDM_DEFAULT };
     ddtk_set_progname(argv[0]);
     int rc = parse(&a, argc, argv);
-    if (rc == -1)
+    if (rc == DDTK_DONE)
         return 0;
     if (!rc)
         rc = run(&a);

@@ -34,6 +34,14 @@ static int count_stream(ddtk_input *in)
     return DDTK_OK;
 }
 
+static int option(int code, const char *arg, void *ctx)
+{
+    if (code != 'k')
+        return ddtk_fail(DDTK_EUSAGE, "unknown option (see --help)");
+    *(const char **)ctx = arg;
+    return DDTK_OK;
+}
+
 static int show(const char *path, const char *key, int several)
 {
     ddtk_input in;
@@ -66,23 +74,13 @@ int main(int argc, char **argv)
         { 0, 0, 0, 0 },
     };
     const char *key = NULL;
-    int code, rc = DDTK_OK;
     ddtk_set_progname(argv[0]);
-    opterr = 0;
-    while ((code = getopt_long(argc, argv, ":k:h", options, NULL)) != -1) {
-        if (code == 'k')
-            key = optarg;
-        else if (code == 'h') {
-            help();
-            return 0;
-        } else if (code == OPT_VERSION) {
-            printf("fbinfo (ddtk) %s\n", DDTK_VERSION);
-            return 0;
-        } else {
-            ddtk_msg("%s option '%s' (see --help)", code == ':' ? "missing value for" : "unknown",
-                     argv[optind - 1]);
-            return DDTK_EUSAGE;
-        }
+    int rc = ddtk_getopt(argc, argv, ":k:h", options, OPT_VERSION, help, option, &key);
+    if (rc == DDTK_DONE)
+        return 0;
+    if (rc) {
+        ddtk_msg("%s", ddtk_errmsg());
+        return rc;
     }
     if (optind == argc)
         rc = show("-", key, 0);

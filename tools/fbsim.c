@@ -156,8 +156,9 @@ static int dbl_arg(const char *opt, const char *arg, double *v)
     return ddtk_parse_double(arg, v) ? bad(opt, arg, "not a number") : DDTK_OK;
 }
 
-static int option(args *a, int code, const char *arg)
+static int option(int code, const char *arg, void *ctx)
 {
+    args *a = ctx;
     ddtk_header *h = &a->sim.hdr;
     int64_t n = 0;
     int rc = DDTK_OK;
@@ -303,25 +304,12 @@ static int write_output(args *a)
 int main(int argc, char **argv)
 {
     args a;
-    int code, rc = DDTK_OK;
+    int rc;
     ddtk_set_progname(argv[0]);
     defaults(&a);
-    opterr = 0;
-    while (!rc && (code = getopt_long(argc, argv, ":o:qvh", options, NULL)) != -1) {
-        if (code == 'h') {
-            help();
-            return 0;
-        }
-        if (code == OPT_VERSION) {
-            printf("fbsim (ddtk) %s\n", DDTK_VERSION);
-            return 0;
-        }
-        if (code == '?' || code == ':')
-            rc = ddtk_fail(DDTK_EUSAGE, "%s option '%s' (see --help)",
-                           code == '?' ? "unknown" : "missing value for", argv[optind - 1]);
-        else
-            rc = option(&a, code, optarg);
-    }
+    rc = ddtk_getopt(argc, argv, ":o:qvh", options, OPT_VERSION, help, option, &a);
+    if (rc == DDTK_DONE)
+        return 0;
     if (!rc && optind < argc)
         rc = ddtk_fail(DDTK_EUSAGE, "unexpected argument '%s' (see --help)", argv[optind]);
     if (!rc && !(rc = finish_header(&a)) && !a.output && isatty(STDOUT_FILENO))

@@ -120,10 +120,15 @@ static int backend(const char *arg, int *v)
     return DDTK_OK;
 }
 
-static int option(args *a, int code, const char *arg)
+static int option(int code, const char *arg, void *ctx)
 {
+    args *a = ctx;
     ddtk_fdas_config *c = &a->cfg;
     switch (code) {
+    case OPT_LIST_GPUS: {
+        int rc = ddtk_gpu_list(stdout);
+        return rc ? rc : DDTK_DONE;
+    }
     case OPT_ZMAX:
         a->zmax_given = 1;
         return num("--zmax", arg, &c->zmax) ? DDTK_EUSAGE :
@@ -294,27 +299,9 @@ static int search_one(args *a, const char *path, int ninputs, ddtk_fdas_plan **p
     return rc;
 }
 
-static int parse(args *a, int argc, char **argv, int *done)
+static int parse(args *a, int argc, char **argv)
 {
-    int code, rc = DDTK_OK;
-    opterr = 0;
-    while (!rc && (code = getopt_long(argc, argv, ":o:qvh", options, NULL)) != -1) {
-        if (code == 'h' || code == OPT_VERSION || code == OPT_LIST_GPUS) {
-            if (code == 'h')
-                help();
-            else if (code == OPT_VERSION)
-                printf("fdas (ddtk) %s\n", DDTK_VERSION);
-            else
-                rc = ddtk_gpu_list(stdout);
-            *done = 1;
-            return rc;
-        }
-        if (code == '?' || code == ':')
-            rc = ddtk_fail(DDTK_EUSAGE, "%s option '%s' (see --help)",
-                           code == '?' ? "unknown" : "missing value for", argv[optind - 1]);
-        else
-            rc = option(a, code, optarg);
-    }
+    int rc = ddtk_getopt(argc, argv, ":o:qvh", options, OPT_VERSION, help, option, a);
     int h = a->cfg.numharm;
     if (!rc && (h & (h - 1)))
         rc = ddtk_fail(DDTK_EUSAGE, "--numharm %d: expected 1, 2, 4, 8, 16 or 32", h);
@@ -327,14 +314,14 @@ static int parse(args *a, int argc, char **argv, int *done)
 int main(int argc, char **argv)
 {
     args a;
-    int done = 0;
     memset(&a, 0, sizeof a);
     ddtk_fdas_config_init(&a.cfg);
     ddtk_set_progname(argv[0]);
-    int rc = parse(&a, argc, argv, &done);
-    if (done || rc) {
-        if (rc)
-            ddtk_msg("%s", ddtk_errmsg());
+    int rc = parse(&a, argc, argv);
+    if (rc) {
+        if (rc == DDTK_DONE)
+            return 0;
+        ddtk_msg("%s", ddtk_errmsg());
         return rc;
     }
     ddtk_fdas_plan *plan = NULL;

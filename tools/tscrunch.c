@@ -74,8 +74,9 @@ static int usage(const char *fmt, const char *arg)
     return ddtk_fail(DDTK_EUSAGE, "%s (see --help)", msg);
 }
 
-static int option(args *a, int code, const char *arg)
+static int option(int code, const char *arg, void *ctx)
 {
+    args *a = ctx;
     int64_t v;
     switch (code) {
     case 'n':
@@ -100,22 +101,7 @@ static int option(args *a, int code, const char *arg)
 
 static int parse(args *a, int argc, char **argv)
 {
-    int code, rc = DDTK_OK;
-    opterr = 0;
-    while (!rc && (code = getopt_long(argc, argv, ":n:o:qvh", options, NULL)) != -1) {
-        if (code == 'h' || code == OPT_VERSION) {
-            if (code == 'h')
-                help();
-            else
-                printf("tscrunch (ddtk) %s\n", DDTK_VERSION);
-            return -1;
-        } else if (code == '?')
-            rc = usage("unknown option '%s'", argv[optind - 1]);
-        else if (code == ':')
-            rc = usage("option '%s' needs a value", argv[optind - 1]);
-        else
-            rc = option(a, code, optarg);
-    }
+    int rc = ddtk_getopt(argc, argv, ":n:o:qvh", options, OPT_VERSION, help, option, a);
     if (!rc && optind < argc)
         a->input = argv[optind++];
     if (!rc && optind < argc)
@@ -438,7 +424,7 @@ int main(int argc, char **argv)
     args a = { 0 };
     ddtk_set_progname(argv[0]);
     int rc = parse(&a, argc, argv);
-    if (rc == -1)
+    if (rc == DDTK_DONE)
         return 0;
     if (!rc)
         rc = run(&a);
