@@ -7,6 +7,10 @@
  * 1/2/4-bit data), so every output sample is computed exactly once from
  * fully covered input. Memory is bounded by the gulp, not the file length.
  * The final partial gulp is always processed.
+ *
+ * On the GPU backend (--backend gpu, or auto with a usable GPU) the plan hands
+ * the whole run to the CUDA driver (cuda/pipeline.cu) after the shared
+ * channel and delay tables are built; nothing below the dispatch runs then.
  */
 #include "ddtk.h"
 
@@ -31,6 +35,7 @@ struct ddtk_direct_plan {
     uint8_t *raw;
     float *buf, *out;
     double *sums;               /* per DM, for --pad */
+    ddtk_gpu_direct *gpu;       /* non-NULL: the run is on the GPU */
 };
 
 static int64_t round_up(int64_t x, int64_t m)
@@ -77,12 +82,18 @@ static int allocate(ddtk_direct_plan *p)
     return p->raw && p->out && p->sums ? DDTK_OK : DDTK_ESYS;
 }
 
-static int check_backend(const ddtk_options *opt)
+/* *use_gpu: --backend gpu (a failure without a usable GPU), or auto with one. */
+static int check_backend(const ddtk_options *opt, int *use_gpu)
 {
-    if (opt->backend == DDTK_BACKEND_GPU)
-        return ddtk_fail(DDTK_ESYS, "--backend gpu: the GPU direct kernel is not available "
-                         "in this build; use --backend cpu");
-    if (opt->backend == DDTK_BACKEND_AUTO && opt->verbose)
+    char name[256], why[256];
+    *use_gpu = 0;
+    if (opt->backend != DDTK_BACKEND_CPU)
+        *use_gpu = ddtk_gpu_usable(opt->gpu, name, sizeof name, why, sizeof why);
+    if (opt->backend == DDTK_BACKEND_GPU && !*use_gpu)
+        return ddtk_fail(DDTK_ESYS, "--backend gpu: %s", why);
+    if (*use_gpu && opt->verbose)
+        ddtk_msg("using GPU %d: %s", opt->gpu, name);
+    else if (opt->backend == DDTK_BACKEND_AUTO && opt->verbose)
         ddtk_msg("note: --backend auto uses the CPU (%d thread%s)",
 #ifdef _OPENMP
                  omp_get_max_threads(), omp_get_max_threads() == 1 ? "" : "s"
@@ -109,7 +120,7 @@ int ddtk_direct_plan_create(ddtk_direct_plan **plan, ddtk_input *in,
 {
     ddtk_direct_plan *p = ddtk_calloc(1, sizeof *p, "plan");
     uint8_t *kill = NULL;
-    int rc;
+    int rc, use_gpu = 0;
     *plan = NULL;
     if (!p)
         return DDTK_ESYS;
@@ -117,7 +128,7 @@ int ddtk_direct_plan_create(ddtk_direct_plan **plan, ddtk_input *in,
     p->opt = *opt;
     if (ndm < 1)
         rc = ddtk_fail(DDTK_EUSAGE, "no DMs to dedisperse");
-    else if (!(rc = check_backend(opt)) && !(rc = ddtk_resolve_pol(&in->hdr, opt->pol, in->name, &p->pol))
+    else if (!(rc = check_backend(opt, &use_gpu)) && !(rc = ddtk_resolve_pol(&in->hdr, opt->pol, in->name, &p->pol))
              && !(rc = load_killfile(p, &kill))
              && !(rc = ddtk_channels_init(&p->ch, &in->hdr, kill, opt->fref))
              && !(rc = ddtk_delays_init(&p->dl, &p->ch, in->hdr.tsamp, dms, ndm, opt->kdm,
@@ -130,6 +141,8 @@ int ddtk_direct_plan_create(ddtk_direct_plan **plan, ddtk_input *in,
             rc = ddtk_fail(DDTK_EDATA, "%s: %lld samples is not longer than the maximum delay "
                            "(%d samples at DM %g)", in->name, (long long)in->nsamples,
                            p->dl.maxdelay, dms[ndm - 1]);
+        else if (use_gpu)
+            rc = ddtk_gpu_direct_create(&p->gpu, in, &p->ch, &p->dl, p->pol, opt);
         else if (!(rc = choose_step(p)))
             rc = allocate(p);
     }
@@ -155,6 +168,11 @@ const ddtk_delays *ddtk_direct_plan_delays(const ddtk_direct_plan *plan)
 const ddtk_channels *ddtk_direct_plan_channels(const ddtk_direct_plan *plan)
 {
     return &plan->ch;
+}
+
+const char *ddtk_direct_plan_backend(const ddtk_direct_plan *plan)
+{
+    return plan->gpu ? "gpu" : "cpu";
 }
 
 /* --zerodm: subtract each spectrum's mean over the live channels. */
@@ -242,6 +260,8 @@ int ddtk_direct_plan_execute(ddtk_direct_plan *p, ddtk_outset *out, ddtk_run_sta
     ddtk_progress prog;
     int rc = DDTK_OK;
 
+    if (p->gpu)
+        return ddtk_gpu_direct_execute(p->gpu, out, stats);
     ddtk_progress_start(&prog, "samples", p->in->nsamples, p->opt.quiet, p->opt.verbose);
     for (;;) {
         int64_t got;
@@ -291,6 +311,7 @@ void ddtk_direct_plan_destroy(ddtk_direct_plan *p)
 {
     if (!p)
         return;
+    ddtk_gpu_direct_destroy(p->gpu);
     ddtk_channels_free(&p->ch);
     ddtk_delays_free(&p->dl);
     free(p->raw);
