@@ -29,14 +29,17 @@ namespace ddgpu {
 /* ---- configurations -------------------------------------------------------- */
 
 struct Cfg {
-    int nw, dpw, nreg, dch;
+    int nw, dpw, nreg, dch, minb;
 };
 
-/* Lane kernel configurations: warps, DMs per warp, words per thread, channels per pass. */
-#define LANE_CONFIGS(X) X(0, 8, 2, 8, 8) X(1, 8, 2, 4, 16) X(2, 16, 1, 8, 8) X(3, 8, 4, 4, 8) \
-    X(4, 4, 4, 8, 8)
-#define FLOAT_CONFIGS(X) X(0, 8, 2, 8, 8) X(1, 8, 2, 4, 8) X(2, 16, 1, 8, 8) X(3, 8, 4, 4, 8)
-#define AS_CFG(i, nw, dpw, nreg, dch) { nw, dpw, nreg, dch },
+/* Configurations: warps, DMs per warp, words per thread, channels per pass,
+ * and the blocks per SM the register allocation must allow (occupancy). */
+#define LANE_CONFIGS(X) X(0, 8, 2, 8, 8, 1) X(1, 8, 2, 4, 16, 1) X(2, 16, 1, 8, 8, 1) \
+    X(3, 8, 4, 4, 8, 1) X(4, 4, 4, 8, 8, 1) X(5, 8, 2, 8, 8, 4) X(6, 8, 2, 8, 16, 3) \
+    X(7, 8, 1, 8, 16, 4)
+#define FLOAT_CONFIGS(X) X(0, 8, 2, 8, 8, 1) X(1, 8, 2, 4, 8, 1) X(2, 16, 1, 8, 8, 1) \
+    X(3, 8, 4, 4, 8, 1)
+#define AS_CFG(i, nw, dpw, nreg, dch, minb) { nw, dpw, nreg, dch, minb },
 static const Cfg lane_cfgs[] = { LANE_CONFIGS(AS_CFG) };
 static const Cfg float_cfgs[] = { FLOAT_CONFIGS(AS_CFG) };
 
@@ -248,8 +251,8 @@ __device__ __forceinline__ void stage_lanes(const DirectArgs &a, int b, int c0, 
     }
 }
 
-template <typename T, int NW, int DPW, int NREG, int DCH>
-__global__ void __launch_bounds__(NW * 32) lane_kernel(DirectArgs a)
+template <typename T, int NW, int DPW, int NREG, int DCH, int MINB>
+__global__ void __launch_bounds__(NW * 32, MINB) lane_kernel(DirectArgs a)
 {
     constexpr int BD = NW * DPW, TWW = 32 * NREG;
     extern __shared__ uint32_t smem[];
@@ -345,8 +348,8 @@ __device__ __forceinline__ void add_group(float (&acc)[DPW][NREG], const float *
     }
 }
 
-template <typename T, int NW, int DPW, int NREG, int DCH>
-__global__ void __launch_bounds__(NW * 32) float_kernel(DirectArgs a)
+template <typename T, int NW, int DPW, int NREG, int DCH, int MINB>
+__global__ void __launch_bounds__(NW * 32, MINB) float_kernel(DirectArgs a)
 {
     static_assert(DCH % 4 == 0, "passes must keep the CPU's groups of four channels");
     constexpr int BD = NW * DPW, TW = 32 * NREG;
@@ -461,11 +464,10 @@ cudaError_t launch_fallback(Storage s, int bd, const DirectArgs &a, cudaStream_t
 
 typedef void (*kernel_fn)(DirectArgs);
 
-#define LANE_FN(T, i, nw, dpw, nreg, dch) lane_kernel<T, nw, dpw, nreg, dch>,
-#define LANE_U8(i, nw, dpw, nreg, dch) LANE_FN(uint8_t, i, nw, dpw, nreg, dch)
-#define LANE_U16(i, nw, dpw, nreg, dch) LANE_FN(uint16_t, i, nw, dpw, nreg, dch)
-#define FLOAT_U16(i, nw, dpw, nreg, dch) float_kernel<uint16_t, nw, dpw, nreg, dch>,
-#define FLOAT_F32(i, nw, dpw, nreg, dch) float_kernel<float, nw, dpw, nreg, dch>,
+#define LANE_U8(i, nw, dpw, nreg, dch, minb) lane_kernel<uint8_t, nw, dpw, nreg, dch, minb>,
+#define LANE_U16(i, nw, dpw, nreg, dch, minb) lane_kernel<uint16_t, nw, dpw, nreg, dch, minb>,
+#define FLOAT_U16(i, nw, dpw, nreg, dch, minb) float_kernel<uint16_t, nw, dpw, nreg, dch, minb>,
+#define FLOAT_F32(i, nw, dpw, nreg, dch, minb) float_kernel<float, nw, dpw, nreg, dch, minb>,
 static const kernel_fn lane_fns[2][sizeof lane_cfgs / sizeof lane_cfgs[0]] = {
     { LANE_CONFIGS(LANE_U8) }, { LANE_CONFIGS(LANE_U16) } };
 static const kernel_fn float_fns[2][sizeof float_cfgs / sizeof float_cfgs[0]] = {

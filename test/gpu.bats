@@ -37,7 +37,7 @@ same_output() {
 }
 
 sim() {
-    fbsim -q -o in.fil --tsamp 64e-6 --nsamples 5000 --pulse 0.1,60,0.002,20 "$@"
+    fbsim -q --force -o in.fil --tsamp 64e-6 --nsamples 5000 --pulse 0.1,60,0.002,20 "$@"
 }
 
 @test "gpu: 1/2/4/8-bit input, descending band, bit-identical" {
@@ -116,6 +116,7 @@ sim() {
     need_gpu
     sim --nbits 8 --nchans 128 --fch1 1500 --foff -2 --nsamples 30000
     printf '%s\n' 0 400 900 1500 2000 2500 > dms.txt
+    mkdir -p v
     run dd_direct in.fil --backend gpu --dm-list dms.txt --prefix v/x -v
     [ "$status" -eq 0 ]
     [[ "$output" == *"by the cached fallback"* ]]
