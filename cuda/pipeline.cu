@@ -493,7 +493,8 @@ extern "C" int ddtk_gpu_direct_execute(ddtk_gpu_direct *g, ddtk_outset *out, ddt
     stats->tobs = (double)g->in->samples_read * g->in->hdr.tsamp;
     stats->backend = "gpu";
     if (!rc && g->opt.verbose)
-        ddtk_msg("GPU times: H2D %.4f s, unpack %.4f s, kernels %.4f s, D2H %.4f s, wall %.4f s; "
+        ddtk_msg("GPU times: H2D %.4f s, overlap copy + unpack (with waits on the other stream) "
+                 "%.4f s, kernels %.4f s, D2H %.4f s, wall %.4f s; "
                  "%.3g sample-adds/s in the kernels", g->t_h2d, g->t_unpack, g->t_kernel, g->t_d2h,
                  stats->wall, g->t_kernel > 0 ? (double)g->dl->ndm * total_out * g->dl->nchan
                                                 / g->t_kernel : 0.0);
