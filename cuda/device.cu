@@ -1,5 +1,5 @@
 /*
- * device.cu - GPU discovery for the CUDA build: counting and listing devices.
+ * device.cu - GPU discovery for the CUDA build: counting, listing and checking devices.
  */
 #include <cuda_runtime.h>
 
@@ -40,4 +40,32 @@ extern "C" int ddtk_gpu_list(FILE *fp)
                 prop.multiProcessorCount);
     }
     return DDTK_OK;
+}
+
+extern "C" int ddtk_gpu_usable(int index, char *name, size_t n, char *why, size_t nwhy)
+{
+    int count = 0;
+    cudaDeviceProp prop;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (n)
+        name[0] = '\0';
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(why, nwhy, "no usable GPU (%s)", cudaGetErrorString(err));
+        return 0;
+    }
+    if (index >= count) {
+        if (count == 0)
+            snprintf(why, nwhy, "no usable GPU (no CUDA devices)");
+        else
+            snprintf(why, nwhy, "--gpu %d: only %d GPU%s visible", index, count,
+                     count == 1 ? "" : "s");
+        return 0;
+    }
+    if ((err = cudaGetDeviceProperties(&prop, index)) != cudaSuccess) {
+        snprintf(why, nwhy, "GPU %d: %s", index, cudaGetErrorString(err));
+        return 0;
+    }
+    snprintf(name, n, "%s", prop.name);
+    return 1;
 }

@@ -14,7 +14,7 @@ enum {
     OPT_PREFIX = 1000, OPT_FORMAT, OPT_DM, OPT_DM_MIN, OPT_DM_MAX, OPT_DM_STEP, OPT_DM_LIST,
     OPT_TOL, OPT_PULSE_WIDTH, OPT_KILLFILE, OPT_ZERODM, OPT_REF_FREQ, OPT_KDM, OPT_ROUNDING,
     OPT_GULP, OPT_MAX_MEM, OPT_THREADS, OPT_BACKEND, OPT_GPU, OPT_LIST_GPUS, OPT_FORCE,
-    OPT_POL, OPT_PAD, OPT_EVEN, OPT_VERSION, OPT_PLAN, OPT_SCRUNCH
+    OPT_POL, OPT_PAD, OPT_EVEN, OPT_DISCARD, OPT_VERSION, OPT_PLAN, OPT_SCRUNCH
 };
 
 static const struct option common_options[] = {
@@ -45,6 +45,7 @@ static const struct option common_options[] = {
     { "pol", required_argument, 0, OPT_POL },
     { "pad", no_argument, 0, OPT_PAD },
     { "even", no_argument, 0, OPT_EVEN },
+    { "discard", no_argument, 0, OPT_DISCARD },
     { "quiet", no_argument, 0, 'q' },
     { "verbose", no_argument, 0, 'v' },
     { "help", no_argument, 0, 'h' },
@@ -76,6 +77,7 @@ const char ddtk_ddcli_help[] =
     "  --pad                    pad each series to the input length with its mean\n"
     "  --even                   trim each series to an even length (PRESTO)\n"
     "  --force                  overwrite existing outputs\n"
+    "  --discard                dedisperse but write no output (benchmarks)\n"
     "\n"
     "Dedispersion:\n"
     "  --kdm K                  dispersion constant (default 4148.741601 s MHz^2 pc^-1 cm^3)\n"
@@ -211,6 +213,7 @@ static int common_option(ddtk_ddargs *a, int code, const char *arg)
         break;
     case OPT_LIST_GPUS: a->list_gpus = 1; break;
     case OPT_FORCE: a->out.force = 1; break;
+    case OPT_DISCARD: a->out.discard = 1; break;
     case OPT_POL:
         if (strcmp(arg, "sum") == 0)
             a->opt.pol = DDTK_POL_SUM;

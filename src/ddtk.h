@@ -229,6 +229,7 @@ typedef struct ddtk_outspec {
     const char *prefix;           /* --prefix, NULL if not given */
     const char *default_prefix;   /* used for several DMs when prefix is NULL */
     int force, even;
+    int discard;                  /* --discard: compute, write nothing (benchmarks) */
 } ddtk_outspec;
 
 typedef struct ddtk_outset {
@@ -326,6 +327,8 @@ int ddtk_direct_plan_create(ddtk_direct_plan **plan, ddtk_input *in,
                             const double *dms, int ndm, const ddtk_options *opt);
 const ddtk_delays *ddtk_direct_plan_delays(const ddtk_direct_plan *plan);
 const ddtk_channels *ddtk_direct_plan_channels(const ddtk_direct_plan *plan);
+/* "cpu" or "gpu": where the plan runs (--backend auto decides at plan time). */
+const char *ddtk_direct_plan_backend(const ddtk_direct_plan *plan);
 /* Stream the whole input through the plan into the outputs. */
 int ddtk_direct_plan_execute(ddtk_direct_plan *plan, ddtk_outset *out,
                              ddtk_run_stats *stats);
@@ -336,10 +339,20 @@ void ddtk_direct_plan_destroy(ddtk_direct_plan *plan);
 void ddtk_direct_cpu(const float *in, size_t istride, int nchan, int64_t nout,
                      const int32_t *delay, int ndm, float *out, size_t ostride);
 
-/* GPU availability (cuda/device.cu when built with CUDA, else none). */
+/* GPU availability (cuda/device.cu when built with CUDA, else gpu_none.c). */
 int ddtk_gpu_count(void);
 int ddtk_gpu_list(FILE *fp);
 int ddtk_have_cuda(void);
+/* 1 if GPU `index` can be used; else 0 with the reason in why. name gets its name. */
+int ddtk_gpu_usable(int index, char *name, size_t n, char *why, size_t nwhy);
+
+/* GPU direct dedispersion (cuda/pipeline.cu; in a CPU-only build create fails):
+ * the backend of ddtk_direct_plan_execute when the plan runs on the GPU. */
+typedef struct ddtk_gpu_direct ddtk_gpu_direct;
+int ddtk_gpu_direct_create(ddtk_gpu_direct **g, ddtk_input *in, const ddtk_channels *ch,
+                           const ddtk_delays *dl, int pol, const ddtk_options *opt);
+int ddtk_gpu_direct_execute(ddtk_gpu_direct *g, ddtk_outset *out, ddtk_run_stats *stats);
+void ddtk_gpu_direct_destroy(ddtk_gpu_direct *g);
 
 /* ---- command-line plumbing (cli.c, progress.c) --------------------------- */
 

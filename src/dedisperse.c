@@ -7,6 +7,10 @@
  * 1/2/4-bit data), so every output sample is computed exactly once from
  * fully covered input. Memory is bounded by the gulp, not the file length.
  * The final partial gulp is always processed.
+ *
+ * On the GPU backend (--backend gpu, or auto with a usable GPU) the plan hands
+ * the whole run to the CUDA driver (cuda/pipeline.cu) after the shared
+ * channel and delay tables are built; nothing below the dispatch runs then.
  */
 #include "ddtk.h"
 #include "scrunch.h"
@@ -34,6 +38,7 @@ struct ddtk_direct_plan {
     float *buf, *out;
     double *sums;               /* per DM, for --pad */
     ddtk_scrunch *sc;           /* time scrunching (scrunch.c), NULL if none */
+    ddtk_gpu_direct *gpu;       /* non-NULL: the run is on the GPU */
 };
 
 static int64_t round_up(int64_t x, int64_t m)
@@ -83,12 +88,18 @@ static int allocate(ddtk_direct_plan *p)
     return p->raw && p->out && p->sums ? DDTK_OK : DDTK_ESYS;
 }
 
-static int check_backend(const ddtk_options *opt)
+/* *use_gpu: --backend gpu (a failure without a usable GPU), or auto with one. */
+static int check_backend(const ddtk_options *opt, int *use_gpu)
 {
-    if (opt->backend == DDTK_BACKEND_GPU)
-        return ddtk_fail(DDTK_ESYS, "--backend gpu: the GPU direct kernel is not available "
-                         "in this build; use --backend cpu");
-    if (opt->backend == DDTK_BACKEND_AUTO && opt->verbose)
+    char name[256], why[256];
+    *use_gpu = 0;
+    if (opt->backend != DDTK_BACKEND_CPU)
+        *use_gpu = ddtk_gpu_usable(opt->gpu, name, sizeof name, why, sizeof why);
+    if (opt->backend == DDTK_BACKEND_GPU && !*use_gpu)
+        return ddtk_fail(DDTK_ESYS, "--backend gpu: %s", why);
+    if (*use_gpu && opt->verbose)
+        ddtk_msg("using GPU %d: %s", opt->gpu, name);
+    else if (opt->backend == DDTK_BACKEND_AUTO && opt->verbose)
         ddtk_msg("note: --backend auto uses the CPU (%d thread%s)",
 #ifdef _OPENMP
                  omp_get_max_threads(), omp_get_max_threads() == 1 ? "" : "s"
@@ -115,6 +126,20 @@ static int set_keep(ddtk_direct_plan *p, const double *dms, int ndm)
     return rc;
 }
 
+/* Time scrunching runs on the CPU: auto falls back to it, gpu is refused. */
+static int scrunch_backend(const ddtk_direct_plan *p, int *use_gpu)
+{
+    if (!p->sc || !*use_gpu)
+        return DDTK_OK;
+    if (p->opt.backend == DDTK_BACKEND_GPU)
+        return ddtk_fail(DDTK_EUSAGE, "time scrunching (--scrunch auto, or a plan with "
+                         "downsampling) runs on the CPU backend; use --backend cpu or auto");
+    *use_gpu = 0;
+    if (p->opt.verbose)
+        ddtk_msg("note: time scrunching runs on the CPU backend");
+    return DDTK_OK;
+}
+
 static int load_killfile(ddtk_direct_plan *p, uint8_t **kill)
 {
     *kill = NULL;
@@ -131,7 +156,7 @@ int ddtk_direct_plan_create(ddtk_direct_plan **plan, ddtk_input *in,
 {
     ddtk_direct_plan *p = ddtk_calloc(1, sizeof *p, "plan");
     uint8_t *kill = NULL;
-    int rc;
+    int rc, use_gpu = 0;
     *plan = NULL;
     if (!p)
         return DDTK_ESYS;
@@ -139,12 +164,12 @@ int ddtk_direct_plan_create(ddtk_direct_plan **plan, ddtk_input *in,
     p->opt = *opt;
     if (ndm < 1)
         rc = ddtk_fail(DDTK_EUSAGE, "no DMs to dedisperse");
-    else if (!(rc = check_backend(opt)) && !(rc = ddtk_resolve_pol(&in->hdr, opt->pol, in->name, &p->pol))
+    else if (!(rc = check_backend(opt, &use_gpu)) && !(rc = ddtk_resolve_pol(&in->hdr, opt->pol, in->name, &p->pol))
              && !(rc = load_killfile(p, &kill))
              && !(rc = ddtk_channels_init(&p->ch, &in->hdr, kill, opt->fref))
              && !(rc = ddtk_delays_init(&p->dl, &p->ch, in->hdr.tsamp, dms, ndm, opt->kdm,
                                         opt->rounding))
-             && !(rc = set_keep(p, dms, ndm))) {
+             && !(rc = set_keep(p, dms, ndm)) && !(rc = scrunch_backend(p, &use_gpu))) {
         if (in->nsamples == 0)
             rc = ddtk_fail(DDTK_EDATA, "%s: no data after the header (shorter than one sample)",
                            in->name);
@@ -152,6 +177,8 @@ int ddtk_direct_plan_create(ddtk_direct_plan **plan, ddtk_input *in,
             rc = ddtk_fail(DDTK_EDATA, "%s: %lld samples is not longer than the maximum delay "
                            "(%d samples at DM %g)", in->name, (long long)in->nsamples,
                            p->dl.maxdelay, dms[ndm - 1]);
+        else if (use_gpu)
+            rc = ddtk_gpu_direct_create(&p->gpu, in, &p->ch, &p->dl, p->pol, opt);
         else if (!(rc = choose_step(p)) && !(rc = allocate(p)) && p->sc)
             rc = ddtk_scrunch_alloc(p->sc, p->keep, p->step);
     }
@@ -177,6 +204,11 @@ const ddtk_delays *ddtk_direct_plan_delays(const ddtk_direct_plan *plan)
 const ddtk_channels *ddtk_direct_plan_channels(const ddtk_direct_plan *plan)
 {
     return &plan->ch;
+}
+
+const char *ddtk_direct_plan_backend(const ddtk_direct_plan *plan)
+{
+    return plan->gpu ? "gpu" : "cpu";
 }
 
 /* --zerodm: subtract each spectrum's mean over the live channels. */
@@ -264,6 +296,8 @@ int ddtk_direct_plan_execute(ddtk_direct_plan *p, ddtk_outset *out, ddtk_run_sta
     ddtk_progress prog;
     int rc = DDTK_OK;
 
+    if (p->gpu)
+        return ddtk_gpu_direct_execute(p->gpu, out, stats);
     ddtk_progress_start(&prog, "samples", p->in->nsamples, p->opt.quiet, p->opt.verbose);
     for (;;) {
         int64_t got;
@@ -321,6 +355,7 @@ void ddtk_direct_plan_destroy(ddtk_direct_plan *p)
 {
     if (!p)
         return;
+    ddtk_gpu_direct_destroy(p->gpu);
     ddtk_channels_free(&p->ch);
     ddtk_delays_free(&p->dl);
     free(p->raw);

@@ -279,6 +279,8 @@ int ddtk_outset_open(ddtk_outset *o, const double *dms, int ndm,
         return DDTK_ESYS;
     for (int i = 0; i < ndm; i++)
         o->f[i].dm = dms[i];
+    if (spec->discard)
+        return DDTK_OK;         /* no files: writes only count samples */
     if (ndm == 1 && !spec->output && format == DDTK_FMT_TIM && !spec->prefix) {
         o->to_stdout = 1;
         o->f[0].fp = stdout;
@@ -307,7 +309,7 @@ fail:
 int ddtk_outset_write(ddtk_outset *o, int i, const float *x, int64_t n)
 {
     ddtk_series_file *f = &o->f[i];
-    if (n > 0 && fwrite(x, sizeof *x, (size_t)n, f->fp) != (size_t)n)
+    if (n > 0 && !o->spec.discard && fwrite(x, sizeof *x, (size_t)n, f->fp) != (size_t)n)
         return ddtk_fail(DDTK_ESYS, "%s: write error: %s",
                          f->path ? f->path : "stdout", strerror(errno));
     f->nwritten += n;
@@ -363,6 +365,11 @@ static int drop_last_sample(ddtk_series_file *f)
 int ddtk_outset_close(ddtk_outset *o)
 {
     int rc = DDTK_OK;
+    if (o->spec.discard) {
+        free(o->f);
+        o->f = NULL;
+        return DDTK_OK;
+    }
     if (o->to_stdout) {
         if (fflush(stdout) != 0 || ferror(stdout))
             rc = ddtk_fail(DDTK_ESYS, "stdout: write error: %s", strerror(errno));

@@ -15,16 +15,17 @@ static void help(void)
            "for each DM trial, writing one time series per DM.\n\n%s", ddtk_ddcli_help);
 }
 
-static char *run_notes(const ddtk_ddargs *a, const ddtk_channels *ch, int nkilled)
+static char *run_notes(const ddtk_ddargs *a, const ddtk_channels *ch, int nkilled,
+                       const char *backend)
 {
     char *notes = malloc(1024);
     if (notes)
         snprintf(notes, 1024,
-                 "Dedispersed by ddtk %s dd_direct (direct algorithm, cpu backend)\n"
+                 "Dedispersed by ddtk %s dd_direct (direct algorithm, %s backend)\n"
                  "Dispersion constant %.10g s MHz^2 pc^-1 cm^3, reference frequency %.6f MHz, "
                  "delays rounded %s\n"
                  "Killed channels: %d of %d%s%s%s%s",
-                 DDTK_VERSION, a->opt.kdm, ch->fref,
+                 DDTK_VERSION, backend, a->opt.kdm, ch->fref,
                  a->opt.rounding == DDTK_ROUND_FLOOR ? "down (floor)" : "to nearest",
                  nkilled, ch->nchans, a->opt.zerodm ? "\nZero-DM filter applied" : "",
                  a->opt.pad ? "\nPadded to the input length with the series mean" : "",
@@ -43,7 +44,7 @@ static int dedisperse(ddtk_ddargs *a, ddtk_input *in)
     if (rc || (rc = ddtk_direct_plan_create(&plan, in, a->dms.dm, a->dms.n, &a->opt)))
         return rc;
     const ddtk_channels *ch = ddtk_direct_plan_channels(plan);
-    char *notes = run_notes(a, ch, ch->nchans - ch->nlive);
+    char *notes = run_notes(a, ch, ch->nchans - ch->nlive, ddtk_direct_plan_backend(plan));
     ddtk_series_meta meta = {
         .in = &in->hdr, .tsamp = in->hdr.tsamp, .fref = ch->fref, .flow = ch->fmin,
         .bandwidth = ch->chan_bw * ch->nchans, .chan_bw = ch->chan_bw, .nchans = ch->nchans,

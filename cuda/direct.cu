@@ -1,0 +1,506 @@
+/*
+ * direct.cu - GPU direct-dedispersion kernels: device-side unpacking of raw
+ * SIGPROC samples into channel rows, --zerodm, the shared-memory kernels
+ * (Novotny et al. 2023, Algorithm 3) and the cache-based fallback kernel.
+ *
+ * Shared-memory kernels: a block owns DMS_PER_BLOCK DM trials (one or more per
+ * warp) times one time tile. For each pass of DCH channels it stages, per
+ * channel, the input the whole block needs (starting at the smallest delay
+ * of its DMs, `lo`, and `span` samples longer than the tile) in shared
+ * memory; each thread then adds NREG words per DM from shared memory into
+ * registers. A warp is one DM, so the per-channel shift is warp-uniform and
+ * consecutive lanes read consecutive words (no bank conflicts).
+ *
+ * Lane kernel (integers of 8 bits or less): shared word w holds samples w
+ * (low 16 bits) and w + tile_words (high 16 bits) of the tile, so one 32-bit
+ * load and add advances two output samples whatever the delay. Lanes are
+ * spilled into 32-bit partial sums every `spill_stages` passes, before
+ * 65535 could be exceeded. Integer sums are exact, so the result equals the
+ * CPU's float sums bit for bit while those stay below 2^24.
+ *
+ * Float kernel and fallback: float accumulation in exactly the CPU's order
+ * (cpu/direct.c: groups of four channels, (a+b)+(x+y), added to the running
+ * sum; leftover channels one by one), so they reproduce the CPU bit for bit.
+ */
+#include "direct.cuh"
+
+namespace ddgpu {
+
+/* ---- configurations -------------------------------------------------------- */
+
+struct Cfg {
+    int nw, dpw, nreg, dch, minb;
+};
+
+/* Configurations: warps, DMs per warp, words per thread, channels per pass,
+ * and the blocks per SM the register allocation must allow (occupancy). */
+#define LANE_CONFIGS(X) X(0, 8, 2, 8, 8, 1) X(1, 8, 2, 4, 16, 1) X(2, 16, 1, 8, 8, 1) \
+    X(3, 8, 4, 4, 8, 1) X(4, 4, 4, 8, 8, 1) X(5, 8, 2, 8, 8, 4) X(6, 8, 2, 8, 16, 3) \
+    X(7, 8, 1, 8, 16, 4)
+#define FLOAT_CONFIGS(X) X(0, 8, 2, 8, 8, 1) X(1, 8, 2, 4, 8, 1) X(2, 16, 1, 8, 8, 1) \
+    X(3, 8, 4, 4, 8, 1)
+#define AS_CFG(i, nw, dpw, nreg, dch, minb) { nw, dpw, nreg, dch, minb },
+static const Cfg lane_cfgs[] = { LANE_CONFIGS(AS_CFG) };
+static const Cfg float_cfgs[] = { FLOAT_CONFIGS(AS_CFG) };
+
+int config_count(KernelKind k)
+{
+    return k == K_LANES ? (int)(sizeof lane_cfgs / sizeof lane_cfgs[0])
+                        : (int)(sizeof float_cfgs / sizeof float_cfgs[0]);
+}
+
+ConfigInfo config_info(KernelKind k, int i)
+{
+    const Cfg &c = k == K_LANES ? lane_cfgs[i] : float_cfgs[i];
+    ConfigInfo info;
+    info.dms_per_block = c.nw * c.dpw;
+    info.tile_words = 32 * c.nreg;
+    info.tile_samples = k == K_LANES ? 2 * info.tile_words : info.tile_words;
+    info.chans_per_stage = c.dch;
+    info.threads = 32 * c.nw;
+    return info;
+}
+
+/* Defaults from the H100 sweep of bench/gpu (bench/gpu-results.md): for the
+ * lane kernel, capping registers at 64 for four blocks per SM (config 5) beat
+ * every uncapped shape (6.4e12 against 3.6e12 sample-adds/s on aa-high).
+ * Pre-Ampere parts have less shared memory and fewer registers per SM. */
+int default_config(KernelKind k, int major)
+{
+    if (k == K_LANES)
+        return major >= 8 ? 5 : 1;
+    return major >= 8 ? 0 : 1;
+}
+
+size_t shared_bytes(KernelKind k, int config, int rowlen)
+{
+    ConfigInfo c = config_info(k, config);
+    return (size_t)c.chans_per_stage * ((size_t)rowlen + (size_t)c.dms_per_block) * 4;
+}
+
+int storage_bytes(Storage s)
+{
+    return s == ST_U8 ? 1 : s == ST_U16 ? 2 : 4;
+}
+
+Encoding choose_encoding(int nbits, int sgn, int polsum, int zerodm)
+{
+    Encoding e;
+    int npol = polsum ? 2 : 1;
+    if (zerodm || nbits == 32 || (nbits == 16 && polsum)) {
+        e.storage = ST_F32;
+        e.kind = K_FLOAT;
+        e.bias = 0;
+        e.maxval = 0;
+    } else if (nbits == 16) {
+        e.storage = ST_U16;
+        e.kind = K_FLOAT;
+        e.bias = sgn ? 32768 : 0;
+        e.maxval = 65535;
+    } else {
+        int sgn8 = nbits == 8 && sgn;
+        e.kind = K_LANES;
+        e.bias = sgn8 ? 128 * npol : 0;
+        e.maxval = ((1 << nbits) - 1) * npol;
+        e.storage = e.maxval <= 255 ? ST_U8 : ST_U16;
+    }
+    return e;
+}
+
+/* ---- unpacking --------------------------------------------------------------- */
+
+__device__ __forceinline__ int int_element(const uint8_t *raw, int64_t e, int nbits, int sgn)
+{
+    if (nbits <= 4) {
+        int64_t bit = e * nbits;
+        return (raw[bit >> 3] >> (bit & 7)) & ((1 << nbits) - 1);
+    }
+    if (nbits == 8)
+        return sgn ? (int)(int8_t)raw[e] : (int)raw[e];
+    uint16_t v = (uint16_t)(raw[2 * e] | (raw[2 * e + 1] << 8));
+    return sgn ? (int)(int16_t)v : (int)v;
+}
+
+/* One sample as the CPU's ddtk_unpack computes it (float), or its integer code. */
+__device__ __forceinline__ float float_sample(const UnpackArgs &u, int64_t e)
+{
+    if (u.nbits == 32) {
+        const float *f = reinterpret_cast<const float *>(u.raw);
+        return u.pol < 0 ? f[e] + f[e + u.nchans] : f[e + (int64_t)u.pol * u.nchans];
+    }
+    if (u.pol < 0)
+        return (float)int_element(u.raw, e, u.nbits, u.sgn)
+             + (float)int_element(u.raw, e + u.nchans, u.nbits, u.sgn);
+    return (float)int_element(u.raw, e + (int64_t)u.pol * u.nchans, u.nbits, u.sgn);
+}
+
+__device__ __forceinline__ uint32_t int_sample(const UnpackArgs &u, int64_t e)
+{
+    int v = u.pol < 0 ? int_element(u.raw, e, u.nbits, u.sgn)
+                            + int_element(u.raw, e + u.nchans, u.nbits, u.sgn)
+                      : int_element(u.raw, e + (int64_t)u.pol * u.nchans, u.nbits, u.sgn);
+    return (uint32_t)(v + u.enc.bias);
+}
+
+/* 32x32 (spectrum, channel) tiles transposed through shared memory, so raw
+ * reads run along channels and row writes along time. */
+template <typename T>
+__global__ void __launch_bounds__(256) unpack_kernel(UnpackArgs u)
+{
+    __shared__ uint32_t tile[32][33];
+    const int64_t s0 = (int64_t)blockIdx.x * 32;
+    const int c0 = blockIdx.y * 32, tx = threadIdx.x, ty = threadIdx.y;
+    const int64_t per_spectrum = (int64_t)u.nchans * u.nifs;
+    for (int s = ty; s < 32; s += 8) {
+        int c = c0 + tx;
+        uint32_t v = 0;
+        if (c < u.nchans && s0 + s < u.n) {
+            int64_t e = (s0 + s) * per_spectrum + c;
+            v = u.enc.storage == ST_F32 ? __float_as_uint(float_sample(u, e)) : int_sample(u, e);
+        }
+        tile[tx][s] = v;
+    }
+    __syncthreads();
+    T *rows = static_cast<T *>(u.rows);
+    for (int k = ty; k < 32; k += 8) {
+        int c = c0 + k;
+        if (c >= u.nchans || s0 + tx >= u.n)
+            continue;
+        int r = u.rowmap[c];
+        if (r < 0)
+            continue;
+        uint32_t v = tile[k][tx];
+        T *dst = rows + (int64_t)r * u.stride + u.col + s0 + tx;
+        if constexpr (sizeof(T) == 4)
+            *dst = __uint_as_float(v);
+        else
+            *dst = (T)v;
+    }
+}
+
+cudaError_t launch_unpack(const UnpackArgs &u, cudaStream_t st)
+{
+    dim3 block(32, 8), grid((unsigned)((u.n + 31) / 32), (unsigned)((u.nchans + 31) / 32));
+    if (u.enc.storage == ST_U8)
+        unpack_kernel<uint8_t><<<grid, block, 0, st>>>(u);
+    else if (u.enc.storage == ST_U16)
+        unpack_kernel<uint16_t><<<grid, block, 0, st>>>(u);
+    else
+        unpack_kernel<float><<<grid, block, 0, st>>>(u);
+    return cudaGetLastError();
+}
+
+/* Same arithmetic and order as the CPU's zero_dm(): double sum over rows. */
+__global__ void zerodm_kernel(float *rows, int64_t stride, int nrows, int64_t col, int64_t n)
+{
+    int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n)
+        return;
+    float *x = rows + col + t;
+    double mean = 0;
+    for (int r = 0; r < nrows; r++)
+        mean += x[(int64_t)r * stride];
+    mean /= nrows;
+    for (int r = 0; r < nrows; r++)
+        x[(int64_t)r * stride] -= (float)mean;
+}
+
+cudaError_t launch_zerodm(float *rows, int64_t stride, int nrows, int64_t col, int64_t n,
+                          cudaStream_t st)
+{
+    zerodm_kernel<<<(unsigned)((n + 255) / 256), 256, 0, st>>>(rows, stride, nrows, col, n);
+    return cudaGetLastError();
+}
+
+/* ---- shared-memory kernels ------------------------------------------------- */
+
+template <typename T>
+__device__ __forceinline__ float to_float(T v, int bias)
+{
+    if constexpr (sizeof(T) == 4)
+        return v;
+    else
+        return (float)((int)v - bias);
+}
+
+/* Stage per channel k of this pass the delay of each DM of the block
+ * relative to lo (shift[k][dm]); missing DMs reuse the last one. */
+template <int BD, int DCH>
+__device__ __forceinline__ void stage_shifts(const DirectArgs &a, int b, int c0, int *shift)
+{
+    for (int i = threadIdx.x; i < DCH * BD; i += blockDim.x) {
+        int k = i / BD, d = min(b * BD + i % BD, a.ndm - 1), c = c0 + k;
+        shift[i] = c < a.nchan ? a.delay[(int64_t)d * a.nchan + c] - a.lo[(int64_t)b * a.nchan + c]
+                               : 0;
+    }
+}
+
+/* Lane tile: word w of channel k = sample w | sample w + TWW << 16, from lo on. */
+template <typename T, int TWW, int DCH>
+__device__ __forceinline__ void stage_lanes(const DirectArgs &a, int b, int c0, int64_t t0,
+                                            uint32_t *tile)
+{
+    const T *rows = static_cast<const T *>(a.rows);
+    for (int k = 0; k < DCH; k++) {
+        int c = c0 + k;
+        uint32_t *dst = tile + k * a.rowlen;
+        if (c >= a.nchan) {
+            for (int w = threadIdx.x; w < a.rowlen; w += blockDim.x)
+                dst[w] = 0;
+            continue;
+        }
+        const T *src = rows + (int64_t)c * a.stride + t0 + a.lo[(int64_t)b * a.nchan + c];
+        for (int w = threadIdx.x; w < a.rowlen; w += blockDim.x)
+            dst[w] = (uint32_t)__ldg(src + w) | ((uint32_t)__ldg(src + w + TWW) << 16);
+    }
+}
+
+template <typename T, int NW, int DPW, int NREG, int DCH, int MINB>
+__global__ void __launch_bounds__(NW * 32, MINB) lane_kernel(DirectArgs a)
+{
+    constexpr int BD = NW * DPW, TWW = 32 * NREG;
+    extern __shared__ uint32_t smem[];
+    uint32_t *tile = smem;
+    int *shift = reinterpret_cast<int *>(smem + DCH * a.rowlen);
+    const int b = a.blocks[blockIdx.x], warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t t0 = (int64_t)blockIdx.y * 2 * TWW;
+    uint32_t acc[DPW][NREG];
+    int lo16[DPW][NREG], hi16[DPW][NREG];
+#pragma unroll
+    for (int dd = 0; dd < DPW; dd++)
+#pragma unroll
+        for (int i = 0; i < NREG; i++)
+            acc[dd][i] = 0, lo16[dd][i] = 0, hi16[dd][i] = 0;
+
+    int passes = 0;
+    for (int c0 = 0; c0 < a.nchan; c0 += DCH) {
+        __syncthreads();
+        stage_shifts<BD, DCH>(a, b, c0, shift);
+        stage_lanes<T, TWW, DCH>(a, b, c0, t0, tile);
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < DCH; k++) {
+            const uint32_t *row = tile + k * a.rowlen + lane;
+#pragma unroll
+            for (int dd = 0; dd < DPW; dd++) {
+                const uint32_t *p = row + shift[k * BD + warp * DPW + dd];
+#pragma unroll
+                for (int i = 0; i < NREG; i++)
+                    acc[dd][i] += p[i * 32];
+            }
+        }
+        if (++passes == a.spill_stages || c0 + DCH >= a.nchan) {
+            passes = 0;
+#pragma unroll
+            for (int dd = 0; dd < DPW; dd++)
+#pragma unroll
+                for (int i = 0; i < NREG; i++) {
+                    lo16[dd][i] += (int)(acc[dd][i] & 0xffffu);
+                    hi16[dd][i] += (int)(acc[dd][i] >> 16);
+                    acc[dd][i] = 0;
+                }
+        }
+    }
+#pragma unroll
+    for (int dd = 0; dd < DPW; dd++) {
+        int d = b * BD + warp * DPW + dd;
+        if (d >= a.ndm)
+            continue;
+        float *out = a.out + (int64_t)d * a.ostride + t0 + lane;
+#pragma unroll
+        for (int i = 0; i < NREG; i++) {
+            int64_t t = t0 + lane + i * 32;
+            if (t < a.nout)
+                out[i * 32] = (float)(lo16[dd][i] - a.bias_total);
+            if (t + TWW < a.nout)
+                out[i * 32 + TWW] = (float)(hi16[dd][i] - a.bias_total);
+        }
+    }
+}
+
+template <typename T, int TW, int DCH>
+__device__ __forceinline__ void stage_floats(const DirectArgs &a, int b, int c0, int64_t t0,
+                                             float *tile)
+{
+    const T *rows = static_cast<const T *>(a.rows);
+    for (int k = 0; k < DCH; k++) {
+        int c = c0 + k;
+        float *dst = tile + k * a.rowlen;
+        if (c >= a.nchan)
+            continue;           /* never read: the pass stops at nchan */
+        const T *src = rows + (int64_t)c * a.stride + t0 + a.lo[(int64_t)b * a.nchan + c];
+        for (int w = threadIdx.x; w < a.rowlen; w += blockDim.x)
+            dst[w] = to_float<T>(__ldg(src + w), a.bias);
+    }
+}
+
+/* One group of four channels (k..k+3), in the CPU's association. */
+template <int BD, int DPW, int NREG>
+__device__ __forceinline__ void add_group(float (&acc)[DPW][NREG], const float *tile, int rowlen,
+                                          const int *shift, int k, int warp, int lane)
+{
+#pragma unroll
+    for (int dd = 0; dd < DPW; dd++) {
+        const int m = warp * DPW + dd;
+        const float *p0 = tile + (k + 0) * rowlen + shift[(k + 0) * BD + m] + lane;
+        const float *p1 = tile + (k + 1) * rowlen + shift[(k + 1) * BD + m] + lane;
+        const float *p2 = tile + (k + 2) * rowlen + shift[(k + 2) * BD + m] + lane;
+        const float *p3 = tile + (k + 3) * rowlen + shift[(k + 3) * BD + m] + lane;
+#pragma unroll
+        for (int i = 0; i < NREG; i++)
+            acc[dd][i] += (p0[i * 32] + p1[i * 32]) + (p2[i * 32] + p3[i * 32]);
+    }
+}
+
+template <typename T, int NW, int DPW, int NREG, int DCH, int MINB>
+__global__ void __launch_bounds__(NW * 32, MINB) float_kernel(DirectArgs a)
+{
+    static_assert(DCH % 4 == 0, "passes must keep the CPU's groups of four channels");
+    constexpr int BD = NW * DPW, TW = 32 * NREG;
+    extern __shared__ float fsmem[];
+    float *tile = fsmem;
+    int *shift = reinterpret_cast<int *>(fsmem + DCH * a.rowlen);
+    const int b = a.blocks[blockIdx.x], warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t t0 = (int64_t)blockIdx.y * TW;
+    float acc[DPW][NREG];
+#pragma unroll
+    for (int dd = 0; dd < DPW; dd++)
+#pragma unroll
+        for (int i = 0; i < NREG; i++)
+            acc[dd][i] = 0.0f;
+
+    for (int c0 = 0; c0 < a.nchan; c0 += DCH) {
+        __syncthreads();
+        stage_shifts<BD, DCH>(a, b, c0, shift);
+        stage_floats<T, TW, DCH>(a, b, c0, t0, tile);
+        __syncthreads();
+        const int nk = min(DCH, a.nchan - c0);
+        if (nk == DCH) {
+#pragma unroll
+            for (int k = 0; k < DCH; k += 4)
+                add_group<BD, DPW, NREG>(acc, tile, a.rowlen, shift, k, warp, lane);
+        } else {
+            int k = 0;
+            for (; k + 4 <= nk; k += 4)
+                add_group<BD, DPW, NREG>(acc, tile, a.rowlen, shift, k, warp, lane);
+            for (; k < nk; k++)
+#pragma unroll
+                for (int dd = 0; dd < DPW; dd++) {
+                    const float *p = tile + k * a.rowlen + shift[k * BD + warp * DPW + dd] + lane;
+#pragma unroll
+                    for (int i = 0; i < NREG; i++)
+                        acc[dd][i] += p[i * 32];
+                }
+        }
+    }
+#pragma unroll
+    for (int dd = 0; dd < DPW; dd++) {
+        int d = b * BD + warp * DPW + dd;
+        if (d >= a.ndm)
+            continue;
+        float *out = a.out + (int64_t)d * a.ostride + t0 + lane;
+#pragma unroll
+        for (int i = 0; i < NREG; i++)
+            if (t0 + lane + i * 32 < a.nout)
+                out[i * 32] = acc[dd][i];
+    }
+}
+
+/* ---- fallback: no staging, input through L1/L2 -------------------------- */
+
+constexpr int FB_WARPS = 8, FB_NREG = 8;
+
+template <typename T>
+__global__ void __launch_bounds__(FB_WARPS * 32) fallback_kernel(DirectArgs a, int bd)
+{
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t t0 = (int64_t)blockIdx.y * 32 * FB_NREG + lane;
+    const T *rows = static_cast<const T *>(a.rows);
+    for (int m = warp; m < bd; m += FB_WARPS) {
+        const int d = a.blocks[blockIdx.x] * bd + m;
+        if (d >= a.ndm)
+            break;
+        const int32_t *delay = a.delay + (int64_t)d * a.nchan;
+        float acc[FB_NREG];
+#pragma unroll
+        for (int i = 0; i < FB_NREG; i++)
+            acc[i] = 0.0f;
+        int c = 0;
+        for (; c + 4 <= a.nchan; c += 4) {
+            const T *p0 = rows + (int64_t)c * a.stride + t0 + delay[c];
+            const T *p1 = rows + (int64_t)(c + 1) * a.stride + t0 + delay[c + 1];
+            const T *p2 = rows + (int64_t)(c + 2) * a.stride + t0 + delay[c + 2];
+            const T *p3 = rows + (int64_t)(c + 3) * a.stride + t0 + delay[c + 3];
+#pragma unroll
+            for (int i = 0; i < FB_NREG; i++)
+                acc[i] += (to_float<T>(__ldg(p0 + i * 32), a.bias) + to_float<T>(__ldg(p1 + i * 32), a.bias))
+                        + (to_float<T>(__ldg(p2 + i * 32), a.bias) + to_float<T>(__ldg(p3 + i * 32), a.bias));
+        }
+        for (; c < a.nchan; c++) {
+            const T *p = rows + (int64_t)c * a.stride + t0 + delay[c];
+#pragma unroll
+            for (int i = 0; i < FB_NREG; i++)
+                acc[i] += to_float<T>(__ldg(p + i * 32), a.bias);
+        }
+        float *out = a.out + (int64_t)d * a.ostride + t0;
+#pragma unroll
+        for (int i = 0; i < FB_NREG; i++)
+            if (t0 + i * 32 < a.nout)
+                out[i * 32] = acc[i];
+    }
+}
+
+cudaError_t launch_fallback(Storage s, int bd, const DirectArgs &a, cudaStream_t st)
+{
+    if (a.nblocks == 0)
+        return cudaSuccess;
+    dim3 grid((unsigned)a.nblocks, (unsigned)((a.nout + 32 * FB_NREG - 1) / (32 * FB_NREG)));
+    if (s == ST_U8)
+        fallback_kernel<uint8_t><<<grid, FB_WARPS * 32, 0, st>>>(a, bd);
+    else if (s == ST_U16)
+        fallback_kernel<uint16_t><<<grid, FB_WARPS * 32, 0, st>>>(a, bd);
+    else
+        fallback_kernel<float><<<grid, FB_WARPS * 32, 0, st>>>(a, bd);
+    return cudaGetLastError();
+}
+
+/* ---- run-time selection of the compiled instances ------------------------- */
+
+typedef void (*kernel_fn)(DirectArgs);
+
+#define LANE_U8(i, nw, dpw, nreg, dch, minb) lane_kernel<uint8_t, nw, dpw, nreg, dch, minb>,
+#define LANE_U16(i, nw, dpw, nreg, dch, minb) lane_kernel<uint16_t, nw, dpw, nreg, dch, minb>,
+#define FLOAT_U16(i, nw, dpw, nreg, dch, minb) float_kernel<uint16_t, nw, dpw, nreg, dch, minb>,
+#define FLOAT_F32(i, nw, dpw, nreg, dch, minb) float_kernel<float, nw, dpw, nreg, dch, minb>,
+static const kernel_fn lane_fns[2][sizeof lane_cfgs / sizeof lane_cfgs[0]] = {
+    { LANE_CONFIGS(LANE_U8) }, { LANE_CONFIGS(LANE_U16) } };
+static const kernel_fn float_fns[2][sizeof float_cfgs / sizeof float_cfgs[0]] = {
+    { FLOAT_CONFIGS(FLOAT_U16) }, { FLOAT_CONFIGS(FLOAT_F32) } };
+
+/* The lane kernel reads u8/u16 rows, the float kernel u16/float rows. */
+static kernel_fn kernel_for(KernelKind k, int config, Storage s)
+{
+    if (k == K_LANES)
+        return lane_fns[s == ST_U8 ? 0 : 1][config];
+    return float_fns[s == ST_U16 ? 0 : 1][config];
+}
+
+cudaError_t prepare_kernels(KernelKind k, int config, Storage s, size_t smem)
+{
+    return cudaFuncSetAttribute(kernel_for(k, config, s),
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+}
+
+cudaError_t launch_shared(KernelKind k, int config, Storage s, const DirectArgs &a, size_t smem,
+                          cudaStream_t st)
+{
+    if (a.nblocks == 0)
+        return cudaSuccess;
+    ConfigInfo c = config_info(k, config);
+    dim3 grid((unsigned)a.nblocks, (unsigned)((a.nout + c.tile_samples - 1) / c.tile_samples));
+    void *args[] = { const_cast<DirectArgs *>(&a) };
+    return cudaLaunchKernel((const void *)kernel_for(k, config, s), grid, dim3(c.threads), args,
+                            smem, st);
+}
+
+}  // namespace ddgpu

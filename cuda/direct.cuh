@@ -1,0 +1,85 @@
+/*
+ * direct.cuh - the interface between the GPU pipeline (pipeline.cu) and the
+ * direct-dedispersion kernels (direct.cu): how raw samples are stored on the
+ * device, which kernel and tuning configuration a run uses, and the launchers.
+ */
+#ifndef DDTK_CUDA_DIRECT_CUH
+#define DDTK_CUDA_DIRECT_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace ddgpu {
+
+/* Element type of the device channel rows. */
+enum Storage { ST_U8 = 0, ST_U16 = 1, ST_F32 = 2 };
+
+/* The shared-memory kernels: packed 16-bit lanes (integers of 8 bits or less)
+ * and float accumulation (16-bit and float input, --zerodm). */
+enum KernelKind { K_LANES = 0, K_FLOAT = 1 };
+
+/* How raw samples become device rows: integers get `bias` added so that they
+ * are non-negative (signed data), and never exceed maxval. */
+struct Encoding {
+    Storage storage;
+    KernelKind kind;
+    int bias, maxval;
+};
+
+Encoding choose_encoding(int nbits, int sgn, int polsum, int zerodm);
+int storage_bytes(Storage s);
+
+/* A tuning configuration: DM trials per block, samples per block (time tile)
+ * and channels staged per shared-memory pass. */
+struct ConfigInfo {
+    int dms_per_block, tile_samples, tile_words, chans_per_stage, threads;
+};
+
+int config_count(KernelKind k);
+ConfigInfo config_info(KernelKind k, int index);
+/* Default configuration for a device of compute capability major.minor. */
+int default_config(KernelKind k, int major);
+
+/* Everything one gulp's kernels need. rows hold nchan live channels of
+ * `stride` elements, descending frequency; delay is [ndm][nchan]; lo is the
+ * smallest delay of each DM block per channel, [nblocks][nchan]. */
+struct DirectArgs {
+    const void *rows;
+    int64_t stride;
+    int nchan, ndm;
+    const int32_t *delay, *lo;
+    const int *blocks;          /* DM blocks this launch covers */
+    int nblocks;
+    int rowlen;                 /* shared row length in words: tile_words + span */
+    int bias_total;             /* bias times nchan, removed from integer sums */
+    int spill_stages;           /* lane kernel: stages between 16-bit lane spills */
+    int bias;                   /* per-sample bias (float and fallback kernels) */
+    float *out;
+    int64_t ostride, nout;
+};
+
+/* Shared-memory bytes a launch with this row length needs. */
+size_t shared_bytes(KernelKind k, int config, int rowlen);
+/* Largest shared memory one block may use on the current device (opt-in). */
+cudaError_t prepare_kernels(KernelKind k, int config, Storage s, size_t smem);
+cudaError_t launch_shared(KernelKind k, int config, Storage s, const DirectArgs &a,
+                          size_t smem, cudaStream_t st);
+cudaError_t launch_fallback(Storage s, int dms_per_block, const DirectArgs &a, cudaStream_t st);
+
+/* Unpack n raw spectra into rows at column col (rowmap: file channel -> row or -1). */
+struct UnpackArgs {
+    const uint8_t *raw;
+    int64_t n, col, stride;
+    int nchans, nifs, nbits, pol, sgn;
+    const int *rowmap;
+    void *rows;
+    Encoding enc;
+};
+cudaError_t launch_unpack(const UnpackArgs &u, cudaStream_t st);
+/* --zerodm on float rows: subtract each spectrum's mean over the live rows. */
+cudaError_t launch_zerodm(float *rows, int64_t stride, int nrows, int64_t col, int64_t n,
+                          cudaStream_t st);
+
+}  // namespace ddgpu
+
+#endif
