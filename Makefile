@@ -27,7 +27,6 @@ LIB_C := $(filter-out src/gpu_none.c src/%_gpu_none.c,$(wildcard src/*.c)) $(wil
 ifeq ($(CUDA),1)
 LIB_CU := $(wildcard cuda/*.cu)
 LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudart -lstdc++
-CFLAGS += -DDDTK_HAVE_CUDA
 else
 LIB_C += src/gpu_none.c $(wildcard src/*_gpu_none.c)
 endif
@@ -37,15 +36,20 @@ TOOLS := $(patsubst tools/%.c,bin/%,$(wildcard tools/*.c))
 UNIT_TESTS := $(patsubst test/unit/%.c,build/test/%,$(wildcard test/unit/*.c))
 TEST_HELPERS := $(patsubst test/helpers/%.c,build/test/%,$(wildcard test/helpers/*.c))
 HEADERS := $(wildcard src/*.h)
+# Switching CUDA=0/1 rebuilds everything: objects depend on this stamp.
+CONFIG_STAMP := build/config.cuda$(CUDA)
 
 .PHONY: all test unit bats demo bench install clean deps vecreport
 all: libddtk.a $(TOOLS)
 
-build/%.o: %.c $(HEADERS)
+$(CONFIG_STAMP):
+	@mkdir -p build && rm -f build/config.cuda* && touch $@
+
+build/%.o: %.c $(HEADERS) $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-build/%.o: %.cu $(HEADERS) $(wildcard cuda/*.cuh)
+build/%.o: %.cu $(HEADERS) $(wildcard cuda/*.cuh) $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 

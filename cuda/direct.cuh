@@ -1,6 +1,6 @@
 /*
  * direct.cuh - the interface between the GPU pipeline (pipeline.cu) and the
- * direct-dedispersion kernels (direct.cu): how raw samples are stored on the
+ * direct-dedispersion kernels (direct_gpu.cu): how raw samples are stored on the
  * device, which kernel and tuning configuration a run uses, and the launchers.
  */
 #ifndef DDTK_CUDA_DIRECT_CUH

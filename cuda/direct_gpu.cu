@@ -1,5 +1,5 @@
 /*
- * direct.cu - GPU direct-dedispersion kernels: device-side unpacking of raw
+ * direct_gpu.cu - GPU direct-dedispersion kernels: device-side unpacking of raw
  * SIGPROC samples into channel rows, --zerodm, the shared-memory kernels
  * (Novotny et al. 2023, Algorithm 3) and the cache-based fallback kernel.
  *
