@@ -23,7 +23,9 @@ for o in "--interp interbin" "--numharm 16" "--numharm 32 --zmax 50"; do
 done
 echo "== bats"
 timeout 200 bats test/fdas.bats
+for i in exact interbin; do DDTK_FDAS_GPU_MEM=16 bin/fdas -v --backend gpu --interp $i $f | head -3; done
 echo "== bench"
 timeout 300 bench/fdas --gpu
+which ncu nsys
 } > "$log" 2>&1
 cat "$log" | tail -60

@@ -34,37 +34,28 @@ __device__ __forceinline__ float2 root16(int n)
     return make_float2(c[n & 15], c[(n + 12) & 15]);
 }
 
-__host__ __device__ constexpr int ilog2(int n) { return n <= 1 ? 0 : 1 + ilog2(n / 2); }
-
-__host__ __device__ constexpr int bitrev(int i, int bits)
+/*
+ * In-register inverse DFT of the R points v[O + S i], i < R, in place and in
+ * natural order (recursive radix-2 decimation in time). Every index is a
+ * compile-time constant, so v stays in registers.
+ */
+template <int R, int S, int O>
+__device__ __forceinline__ void idft(float2 (&v)[16])
 {
-    int r = 0;
-    for (int b = 0; b < bits; b++)
-        r |= ((i >> b) & 1) << (bits - 1 - b);
-    return r;
-}
-
-/* In-register inverse DFT of R = 2..16 points (radix-2 decimation in time). */
-template <int R>
-__device__ __forceinline__ void idft(float2 *v)
-{
-    float2 t[R];
+    if constexpr (R > 1) {
+        idft<R / 2, 2 * S, O>(v);
+        idft<R / 2, 2 * S, O + S>(v);
+        float2 t[R];
 #pragma unroll
-    for (int i = 0; i < R; i++)
-        t[bitrev(i, ilog2(R))] = v[i];
+        for (int k = 0; k < R / 2; k++) {
+            float2 e = v[O + 2 * S * k], o = cmul(v[O + S + 2 * S * k], root16(k * (16 / R)));
+            t[k] = make_float2(e.x + o.x, e.y + o.y);
+            t[k + R / 2] = make_float2(e.x - o.x, e.y - o.y);
+        }
 #pragma unroll
-    for (int h = 1; h < R; h *= 2)
-#pragma unroll
-        for (int s = 0; s < R; s += 2 * h)
-#pragma unroll
-            for (int m = 0; m < h; m++) {
-                float2 a = t[s + m], b = cmul(t[s + m + h], root16(m * (8 / h)));
-                t[s + m] = make_float2(a.x + b.x, a.y + b.y);
-                t[s + m + h] = make_float2(a.x - b.x, a.y - b.y);
-            }
-#pragma unroll
-    for (int i = 0; i < R; i++)
-        v[i] = t[i];
+        for (int k = 0; k < R; k++)
+            v[O + S * k] = t[k];
+    }
 }
 
 /* Shared-memory index with one pad word per 32: the stride-16 writes of the
@@ -73,37 +64,39 @@ __device__ __forceinline__ int pad(int i) { return i + (i >> 5); }
 
 /*
  * One Stockham pass over L points with radix R after sub-transforms of size
- * NS: thread t owns j = t + q*T (q < 16/R), v[q*R + r] = X[j + r*L/R] on
- * entry. Twiddles exp(+2 pi i r k / (NS R)), k = j mod NS, come from tw (the
- * L-th roots of unity); outputs go to Y[(j - k) R + k + r NS] in shared memory.
+ * NS: thread t owns j = t + Q T (Q < 16/R), v[Q R + r] = X[j + r L/R] on
+ * entry. Twiddles exp(+2 pi i r k / (NS R)), k = j mod NS: the first from tw
+ * (the L-th roots of unity), the others by repeated products (error ~r ulp).
+ * Outputs go to Y[(j - k) R + k + r NS] in shared memory.
  */
-template <int L, int R, int NS>
-__device__ __forceinline__ void pass_out(float2 *v, const float2 *__restrict__ tw, float *sre,
-                                         float *sim)
+template <int L, int R, int NS, int Q = 0>
+__device__ __forceinline__ void pass_out(float2 (&v)[16], const float2 *__restrict__ tw,
+                                         float *sre, float *sim)
 {
-    constexpr int T = L / 16, J = 16 / R;
+    if constexpr (Q < 16 / R) {
+        int j = threadIdx.x + Q * (L / 16), k = j & (NS - 1);
+        if constexpr (NS > 1) {
+            float2 w1 = __ldg(tw + k * (L / (NS * R))), w = w1;
 #pragma unroll
-    for (int q = 0; q < J; q++) {
-        int j = threadIdx.x + q * T, k = j & (NS - 1);
-        float2 *w = v + q * R;
-        if (NS > 1) {
-#pragma unroll
-            for (int r = 1; r < R; r++)
-                w[r] = cmul(w[r], __ldg(tw + ((r * k * (L / (NS * R))) & (L - 1))));
+            for (int r = 1; r < R; r++) {
+                v[Q * R + r] = cmul(v[Q * R + r], w);
+                w = cmul(w, w1);
+            }
         }
-        idft<R>(w);
+        idft<R, 1, Q * R>(v);
         int base = (j - k) * R + k;
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            sre[pad(base + r * NS)] = w[r].x;
-            sim[pad(base + r * NS)] = w[r].y;
+            sre[pad(base + r * NS)] = v[Q * R + r].x;
+            sim[pad(base + r * NS)] = v[Q * R + r].y;
         }
+        pass_out<L, R, NS, Q + 1>(v, tw, sre, sim);
     }
 }
 
 /* Passes after the first: read X from shared memory, then pass_out in place. */
 template <int L, int NS>
-__device__ __forceinline__ void passes_from(float2 *v, const float2 *__restrict__ tw, float *sre,
+__device__ __forceinline__ void passes_from(float2 (&v)[16], const float2 *__restrict__ tw, float *sre,
                                             float *sim)
 {
     if constexpr (NS < L) {

@@ -171,7 +171,7 @@ INF
     for interp in exact interbin; do
         fdas -q --backend gpu --interp $interp psr40.tim > whole.tsv
         DDTK_FDAS_GPU_MEM=16 fdas -v --backend gpu --interp $interp psr40.tim \
-            > tiled.tsv 2> tiled.log
+            > tiled.tsv 2> tiled.log || { cat tiled.log; false; }
         cat tiled.log
         grep -q 'tiles of' tiled.log
         [ "$(wc -l < whole.tsv)" -gt 1 ]
