@@ -170,7 +170,7 @@ INF
     make_pulsar 40 19
     for interp in exact interbin; do
         fdas -q --backend gpu --interp $interp psr40.tim > whole.tsv
-        DDTK_FDAS_GPU_MEM=16 fdas -v --backend gpu --interp $interp psr40.tim \
+        DDTK_FDAS_GPU_MEM=32 fdas -v --backend gpu --interp $interp psr40.tim \
             > tiled.tsv 2> tiled.log || { cat tiled.log; false; }
         cat tiled.log
         grep -q 'tiles of' tiled.log
@@ -183,7 +183,7 @@ INF
                 print "differs: " $0; bad = 1 }
             END { exit bad }'
     done
-    run env DDTK_FDAS_GPU_MEM=16 fdas_gpucmp psr40.tim
+    run env DDTK_FDAS_GPU_MEM=32 fdas_gpucmp psr40.tim
     echo "$output"
     [ "$status" -eq 0 ]
 }
