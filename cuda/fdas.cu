@@ -1,33 +1,41 @@
 /*
  * fdas.cu - the fdas GPU backend: cuFFT for the long real FFT and the batched
- * block FFTs of the overlap-save correlation; kernels for de-meaning, red-noise
- * whitening, block loading, template multiply, power/interbinning, harmonic
- * summing and thresholding. The whole f-z plane stays on the device and only
- * hits (position, z row, stage, power) come back.
+ * forward FFTs of the spectrum blocks; kernels for de-meaning, red-noise
+ * whitening and block loading; the fused correlation kernel (fdas_corr.cuh)
+ * and the fused harmonic-sum/threshold kernel (fdas_harm.cuh); plane tiling
+ * when the plane does not fit in device memory; per-stage event timing. The
+ * f-z plane stays on the device and only hits come back.
  */
 #include <cuda_runtime.h>
 #include <cufft.h>
 
-extern "C" {
-#include "fdas_impl.h"
-}
+#include "fdas_corr.cuh"
+#include "fdas_harm.cuh"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #define MAX_HITS (1 << 20)
 #define RN_MAXLEN 256
+#define MIB 1048576.0
+
+enum { EV_START, EV_FFT, EV_RN, EV_T0, EV_T1, EV_T2, NEV };
 
 typedef struct gpu_state {
-    float *x, *plane;
-    cufftComplex *spec, *spread, *tmpl, *blk, *prod;
+    float *x;
+    float *plane;                 /* untiled: the whole plane; tiled: the tile buffers */
+    cufftComplex *spec, *spread, *tmpl, *blk;
+    float2 *tw;                   /* inverse twiddles exp(+2 pi i t / fftlen) */
     long long *rn_start;
     double *rn_mean, *rn_centre, *sum;
     ddtk_fdas_hit *hits;
     unsigned long long *nhits;
-    cufftHandle rfft, fwd, inv;
-    int chunk;                    /* blocks per batch */
-    int64_t nblocks;
+    cufftHandle rfft, fwd;
+    int blk_cap;                  /* spectrum blocks per forward-FFT batch */
+    int64_t tile;                 /* top positions per tile; 0: the plane is whole */
+    fdas::hs_view view[DDTK_FDAS_MAXHARM];   /* tiled: top tile, then each fraction */
+    cudaEvent_t ev[NEV];
 } gpu_state;
 
 static int cuda_fail(cudaError_t e, const char *what)
@@ -157,113 +165,6 @@ __global__ void k_load(const cufftComplex *spread, long long len, long long m_fi
     blk[idx] = m >= 0 && m < len ? spread[m] : make_cuFloatComplex(0, 0);
 }
 
-__global__ void k_multiply(const cufftComplex *blk, const cufftComplex *tmpl, int L, int nblk,
-                           int numz, cufftComplex *prod)
-{
-    long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    long long per_z = (long long)nblk * L;
-    if (idx >= per_z * numz)
-        return;
-    int zi = (int)(idx / per_z);
-    long long r = idx % per_z;
-    prod[idx] = cuCmulf(blk[r], tmpl[(long long)zi * L + r % L]);
-}
-
-__device__ float pw(cufftComplex v)
-{
-    return v.x * v.x + v.y * v.y;
-}
-
-/* Plane positions of each block: exact = every output, interbin = output + midpoint. */
-__global__ void k_power(const cufftComplex *prod, int L, int khalf, int uselen, int nblk,
-                        int numz, int res, long long p_first, int width, long long plane_len,
-                        float *plane)
-{
-    long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    long long per_z = (long long)nblk * width;
-    if (idx >= per_z * numz)
-        return;
-    int zi = (int)(idx / per_z);
-    long long r = idx % per_z;
-    int b = (int)(r / width), i = (int)(r % width);
-    long long p = p_first + (long long)b * width + i;
-    if (p >= plane_len)
-        return;
-    const cufftComplex *y = prod + ((long long)zi * nblk + b) * L + khalf;
-    float v;
-    if (res == 2) {
-        v = pw(y[i]);
-    } else if (i % 2 == 0) {
-        v = pw(y[i / 2]);
-    } else {
-        cufftComplex a = y[i / 2], c = y[i / 2 + 1];
-        const float k = (float)(M_PI / 4);
-        v = pw(make_cuFloatComplex(k * (a.x - c.x), k * (a.y - c.y)));
-    }
-    plane[(long long)zi * plane_len + p] = v;
-}
-
-struct hs_args {
-    const float *plane;
-    long long plane_len, plo, phi;
-    int numz, zmax, nstages;
-    double rlo, rhi;
-    float cut[DDTK_FDAS_MAXSTAGES];
-    ddtk_fdas_hit *hits;
-    unsigned long long *nhits;
-};
-
-/*
- * One thread per top-plane position: walk every z row, add the subharmonic
- * fractions stage by stage (same order as the CPU), keep the best z per stage,
- * and emit a hit per stage above its cut.
- */
-__global__ void k_harmsum(hs_args a)
-{
-    long long pp = a.plo + blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (pp >= a.phi)
-        return;
-    float best[DDTK_FDAS_MAXSTAGES];
-    int bestz[DDTK_FDAS_MAXSTAGES];
-    for (int s = 0; s < a.nstages; s++) {
-        best[s] = a.cut[s];
-        bestz[s] = -1;
-    }
-    for (int zi = 0; zi < a.numz; zi++) {
-        float acc = a.plane[(long long)zi * a.plane_len + pp];
-        if (acc > best[0]) {
-            best[0] = acc;
-            bestz[0] = zi;
-        }
-        for (int s = 1; s < a.nstages; s++) {
-            int den = 1 << s;
-            for (int k = 1; k < den; k += 2) {
-                long long q = ddtk_fdas_frac_pos(pp, k, den);
-                int zk = ddtk_fdas_frac_zi(zi, a.zmax, k, den);
-                acc += a.plane[(long long)zk * a.plane_len + q];
-            }
-            if (acc > best[s]) {
-                best[s] = acc;
-                bestz[s] = zi;
-            }
-        }
-    }
-    for (int s = 0; s < a.nstages; s++) {
-        double scale = 2.0 * (1 << s);
-        if (bestz[s] < 0 || pp < ceil(scale * a.rlo) || pp > floor(scale * a.rhi))
-            continue;
-        unsigned long long at = atomicAdd(a.nhits, 1ULL);
-        if (at < MAX_HITS) {
-            ddtk_fdas_hit h;
-            h.p = pp;
-            h.zi = bestz[s];
-            h.stage = s;
-            h.power = best[s];
-            a.hits[at] = h;
-        }
-    }
-}
-
 /* ---- host side ------------------------------------------------------------ */
 
 static unsigned grid(long long n, int threads)
@@ -271,40 +172,161 @@ static unsigned grid(long long n, int threads)
     return (unsigned)((n + threads - 1) / threads);
 }
 
-static int alloc_all(ddtk_fdas_plan *p, gpu_state *g)
+static int frac_zlo(const ddtk_fdas_plan *p, int f)
 {
-    size_t L = (size_t)p->fftlen, plane = (size_t)p->numz * (size_t)p->plane_len * sizeof(float);
+    return ddtk_fdas_frac_zi(0, p->zmax, p->frac[f].num, p->frac[f].den);
+}
+
+static int frac_zhi(const ddtk_fdas_plan *p, int f)
+{
+    return ddtk_fdas_frac_zi(p->numz - 1, p->zmax, p->frac[f].num, p->frac[f].den);
+}
+
+/* Floats of the tile buffers for tiles of w top positions; row strides into ld. */
+static size_t tile_floats(const ddtk_fdas_plan *p, int64_t w, long long *ld)
+{
+    size_t n = (size_t)p->numz * w;
+    if (ld)
+        ld[0] = w;
+    for (int f = 0; f < p->nfrac; f++) {
+        long long q = w * p->frac[f].num / p->frac[f].den + 4;
+        if (ld)
+            ld[f + 1] = q;
+        n += (size_t)(frac_zhi(p, f) - frac_zlo(p, f) + 1) * q;
+    }
+    return n;
+}
+
+static double blk_bytes(const ddtk_fdas_plan *p, int64_t nblk)
+{
+    return (double)nblk * p->fftlen * sizeof(cufftComplex);
+}
+
+/* DDTK_FDAS_GPU_MEM (MiB) caps the plane and its work buffers (a tuning and test knob). */
+static double mem_cap(void)
+{
+    const char *s = getenv("DDTK_FDAS_GPU_MEM");
+    double v = s ? atof(s) : 0;
+    return v > 0 ? v * MIB : INFINITY;
+}
+
+/* The whole plane if it fits, else the widest tile (a multiple of 2 blocks) that does. */
+static int plan_tiles(ddtk_fdas_plan *p, gpu_state *g, size_t fixed)
+{
     size_t free_b = 0, total_b = 0;
     CU(cudaMemGetInfo(&free_b, &total_b), "memory query");
-    g->nblocks = (p->plane_len + p->width - 1) / p->width;
-    size_t per_block = (size_t)p->numz * L * sizeof(cufftComplex);
-    g->chunk = (int)fmax(1.0, fmin((double)g->nblocks, (512.0 * 1048576) / per_block));
-    size_t need = plane + (size_t)g->chunk * per_block + 64 * 1048576;
-    if (need > free_b)
-        return ddtk_fail(DDTK_ESYS, "GPU: the f-z plane needs %.1f GiB, %.1f GiB free; "
-                         "use --backend cpu or a shorter series", need / 1073741824.0,
-                         free_b / 1073741824.0);
+    /* 256 MiB stays free for the cuFFT work areas */
+    double avail = fmin((double)free_b - (double)fixed - 256 * MIB, mem_cap());
+    int64_t width = p->width, nblk = (p->plane_len + width - 1) / width;
+    g->tile = 0;
+    g->blk_cap = (int)nblk;
+    if (4.0 * p->numz * p->plane_len + blk_bytes(p, nblk) <= avail)
+        return DDTK_OK;
+    int64_t step = 2 * width, w = (p->phi - p->plo + step - 1) / step * step;
+    double need;
+    while ((need = 4.0 * tile_floats(p, w, NULL) + blk_bytes(p, w / width + 2)) > avail) {
+        if (w <= step)
+            return ddtk_fail(DDTK_ESYS, "GPU: %.0f MiB of device memory is too little for "
+                             "one plane tile of %d templates (%.0f MiB); use --backend cpu",
+                             fmax(avail, 0) / MIB, p->numz, need / MIB);
+        w = (w / 2 + step - 1) / step * step;
+    }
+    g->tile = w;
+    g->blk_cap = (int)(w / width + 2);
+    return DDTK_OK;
+}
+
+static void tile_views(const ddtk_fdas_plan *p, gpu_state *g)
+{
+    long long ld[DDTK_FDAS_MAXHARM];
+    tile_floats(p, g->tile, ld);
+    const float *base = g->plane;
+    g->view[0] = fdas::hs_view{ base, ld[0], 0, 0 };
+    base += (size_t)p->numz * ld[0];
+    for (int f = 0; f < p->nfrac; f++) {
+        g->view[f + 1] = fdas::hs_view{ base, ld[f + 1], 0, frac_zlo(p, f) };
+        base += (size_t)(frac_zhi(p, f) - frac_zlo(p, f) + 1) * ld[f + 1];
+    }
+}
+
+static int alloc_all(ddtk_fdas_plan *p, gpu_state *g)
+{
+    size_t L = (size_t)p->fftlen, nb = (size_t)p->nbins;
+    size_t fixed = sizeof(float) * p->n + sizeof(cufftComplex) * (nb + 1 + p->res * nb + L * p->numz) +
+                   sizeof(float2) * L + sizeof(ddtk_fdas_hit) * MAX_HITS;
+    int rc = plan_tiles(p, g, fixed);
+    if (rc)
+        return rc;
+    size_t plane = g->tile ? tile_floats(p, g->tile, NULL) : (size_t)p->numz * p->plane_len;
     CU(cudaMalloc(&g->x, sizeof(float) * p->n), "alloc");
-    CU(cudaMalloc(&g->spec, sizeof(cufftComplex) * (p->nbins + 1)), "alloc");
-    CU(cudaMalloc(&g->spread, sizeof(cufftComplex) * p->res * p->nbins), "alloc");
+    CU(cudaMalloc(&g->spec, sizeof(cufftComplex) * (nb + 1)), "alloc");
+    CU(cudaMalloc(&g->spread, sizeof(cufftComplex) * p->res * nb), "alloc");
     CU(cudaMalloc(&g->tmpl, sizeof(cufftComplex) * L * p->numz), "alloc");
-    CU(cudaMalloc(&g->blk, sizeof(cufftComplex) * L * g->chunk), "alloc");
-    CU(cudaMalloc(&g->prod, per_block * g->chunk), "alloc");
-    CU(cudaMalloc(&g->plane, plane), "alloc plane");
+    CU(cudaMalloc(&g->tw, sizeof(float2) * L), "alloc");
+    CU(cudaMalloc(&g->blk, (size_t)blk_bytes(p, g->blk_cap)), "alloc");
+    CU(cudaMalloc(&g->plane, sizeof(float) * plane), "alloc plane");
     CU(cudaMalloc(&g->rn_start, sizeof(long long) * (p->rn_nblocks + 1)), "alloc");
     CU(cudaMalloc(&g->rn_mean, sizeof(double) * p->rn_nblocks), "alloc");
     CU(cudaMalloc(&g->rn_centre, sizeof(double) * p->rn_nblocks), "alloc");
     CU(cudaMalloc(&g->sum, sizeof(double)), "alloc");
     CU(cudaMalloc(&g->hits, sizeof(ddtk_fdas_hit) * MAX_HITS), "alloc");
     CU(cudaMalloc(&g->nhits, sizeof(unsigned long long)), "alloc");
+    for (int i = 0; i < NEV; i++)
+        CU(cudaEventCreate(&g->ev[i]), "event");
+    if (g->tile)
+        tile_views(p, g);
+    if (g->tile && p->cfg.verbose)
+        ddtk_msg("GPU: the %.0f MiB plane does not fit; tiles of %lld positions (%.0f MiB)",
+                 4.0 * p->numz * p->plane_len / MIB, (long long)g->tile, 4.0 * plane / MIB);
     return DDTK_OK;
 }
 
-static int plan_ffts(ddtk_fdas_plan *p, gpu_state *g)
+template <int L>
+static cudaError_t corr_prepare()
 {
-    CUFFT(cufftPlan1d(&g->rfft, (int)p->n, CUFFT_R2C, 1), "R2C plan");
-    CUFFT(cufftPlan1d(&g->fwd, p->fftlen, CUFFT_C2C, g->chunk), "block plan");
-    CUFFT(cufftPlan1d(&g->inv, p->fftlen, CUFFT_C2C, g->chunk * p->numz), "batched plan");
+    return cudaFuncSetAttribute(fdas::k_corr<L>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)fdas::corr_smem<L>());
+}
+
+template <int L>
+static cudaError_t corr_launch(const fdas::corr_args &a, int nb)
+{
+    fdas::k_corr<L><<<dim3(nb, (a.nz + fdas::ZPER - 1) / fdas::ZPER), L / 16,
+                      fdas::corr_smem<L>()>>>(a);
+    return cudaGetLastError();
+}
+
+/* The block lengths plan_blocks can choose (zmax <= 1200). */
+static cudaError_t corr_dispatch(int L, const fdas::corr_args *a, int nb)
+{
+    switch (L) {
+    case 2048: return a ? corr_launch<2048>(*a, nb) : corr_prepare<2048>();
+    case 4096: return a ? corr_launch<4096>(*a, nb) : corr_prepare<4096>();
+    case 8192: return a ? corr_launch<8192>(*a, nb) : corr_prepare<8192>();
+    case 16384: return a ? corr_launch<16384>(*a, nb) : corr_prepare<16384>();
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+static int upload_constants(ddtk_fdas_plan *p, gpu_state *g)
+{
+    int L = p->fftlen;
+    float2 *tw = (float2 *)malloc(sizeof(float2) * L);
+    if (!tw)
+        return ddtk_fail(DDTK_ESYS, "out of memory");
+    for (int t = 0; t < L; t++)
+        tw[t] = make_float2((float)cos(2 * M_PI * t / L), (float)sin(2 * M_PI * t / L));
+    cudaError_t e = cudaMemcpy(g->tw, tw, sizeof(float2) * L, cudaMemcpyHostToDevice);
+    free(tw);
+    CU(e, "upload twiddles");
+    CU(cudaMemcpy(g->tmpl, p->templates, sizeof(cufftComplex) * L * p->numz,
+                  cudaMemcpyHostToDevice), "upload templates");
+    CU(cudaMemcpy(g->rn_start, p->rn_start, sizeof(long long) * (p->rn_nblocks + 1),
+                  cudaMemcpyHostToDevice), "upload red-noise blocks");
+    if (corr_dispatch(L, NULL, 0) != cudaSuccess)
+        return ddtk_fail(DDTK_ESYS, "GPU: %d-point blocks need %zu KiB of shared memory, more "
+                         "than this GPU gives a block; lower --zmax or use --backend cpu", L,
+                         2 * sizeof(float) * (size_t)(L + L / 32 + 1) / 1024);
     return DDTK_OK;
 }
 
@@ -316,80 +338,153 @@ extern "C" int ddtk_fdas_gpu_init(ddtk_fdas_plan *p)
     p->gpu = g;
     CU(cudaSetDevice(p->cfg.gpu), "select device");
     int rc = alloc_all(p, g);
-    if (rc || (rc = plan_ffts(p, g)))
+    if (rc)
         return rc;
-    CU(cudaMemcpy(g->tmpl, p->templates, sizeof(cufftComplex) * p->fftlen * p->numz,
-                  cudaMemcpyHostToDevice), "upload templates");
-    CU(cudaMemcpy(g->rn_start, p->rn_start, sizeof(long long) * (p->rn_nblocks + 1),
-                  cudaMemcpyHostToDevice), "upload red-noise blocks");
-    return DDTK_OK;
+    CUFFT(cufftPlan1d(&g->rfft, (int)p->n, CUFFT_R2C, 1), "R2C plan");
+    CUFFT(cufftPlan1d(&g->fwd, p->fftlen, CUFFT_C2C, g->blk_cap), "block plan");
+    return upload_constants(p, g);
 }
 
 static int whiten(ddtk_fdas_plan *p, gpu_state *g, const float *x)
 {
-    double t0 = ddtk_now();
+    CU(cudaEventRecord(g->ev[EV_START]), "event");
     CU(cudaMemcpy(g->x, x, sizeof(float) * p->n, cudaMemcpyHostToDevice), "upload series");
-    CU(cudaMemset(g->sum, 0, sizeof(double)), "memset");
+    CU(cudaMemsetAsync(g->sum, 0, sizeof(double)), "memset");
     k_sum<<<512, 256>>>(g->x, p->n, g->sum);
     k_subtract<<<grid(p->n, 256), 256>>>(g->x, p->n, g->sum);
     CUFFT(cufftExecR2C(g->rfft, g->x, g->spec), "R2C");
-    CU(cudaDeviceSynchronize(), "FFT");
-    double t1 = ddtk_now();
-    p->times.fft = t1 - t0;
+    CU(cudaEventRecord(g->ev[EV_FFT]), "event");
     k_rn_medians<<<grid(p->rn_nblocks, 128), 128>>>(g->spec, g->rn_start, p->rn_nblocks,
                                                    g->rn_mean, g->rn_centre);
     k_rn_apply<<<grid(p->nbins, 256), 256>>>(g->spec, p->nbins, g->rn_mean, g->rn_centre,
                                               p->rn_nblocks, g->spread, p->res);
-    CU(cudaDeviceSynchronize(), "red-noise whitening");
-    p->times.rednoise = ddtk_now() - t1;
+    CU(cudaEventRecord(g->ev[EV_RN]), "event");
+    CU(cudaGetLastError(), "red-noise whitening");
     return DDTK_OK;
 }
 
-static int correlate(ddtk_fdas_plan *p, gpu_state *g)
+/*
+ * Plane rows [z0, z1) at positions [q0, q0 + nq) into out (row stride ld),
+ * q0 even when interbinning: spectrum blocks are loaded and forward
+ * transformed a batch at a time, then correlated with every row.
+ */
+static int corr_region(ddtk_fdas_plan *p, gpu_state *g, int64_t q0, int64_t nq, int z0, int z1,
+                       float *out, long long ld)
 {
-    double t0 = ddtk_now();
-    int L = p->fftlen, step = p->uselen;
-    for (int64_t b0 = 0; b0 < g->nblocks; b0 += g->chunk) {
-        int nb = g->chunk;   /* a full batch always: blocks past the end are ignored */
-        long long m_first = b0 * step - p->khalf;
-        k_load<<<grid((long long)nb * L, 256), 256>>>(g->spread, (long long)p->res * p->nbins,
-                                                      m_first, step, L, nb, g->blk);
-        CUFFT(cufftExecC2C(g->fwd, g->blk, g->blk, CUFFT_FORWARD), "block FFT");
-        k_multiply<<<grid((long long)nb * L * p->numz, 256), 256>>>(g->blk, g->tmpl, L, nb,
-                                                                     p->numz, g->prod);
-        CUFFT(cufftExecC2C(g->inv, g->prod, g->prod, CUFFT_INVERSE), "inverse FFTs");
-        k_power<<<grid((long long)nb * p->width * p->numz, 256), 256>>>(
-            g->prod, L, p->khalf, p->uselen, nb, p->numz, p->res, b0 * p->width, p->width,
-            p->plane_len, g->plane);
+    int L = p->fftlen;
+    int64_t nb = (nq + p->width - 1) / p->width, m0 = p->res == 2 ? q0 : q0 / 2;
+    for (int64_t b0 = 0; b0 < nb; b0 += g->blk_cap) {
+        int n = (int)(nb - b0 < g->blk_cap ? nb - b0 : g->blk_cap);
+        /* the batch FFT always transforms blk_cap blocks; those past n are ignored */
+        k_load<<<grid((long long)n * L, 256), 256>>>(g->spread, (long long)p->res * p->nbins,
+                                                      m0 + b0 * p->uselen - p->khalf,
+                                                      p->uselen, L, n, g->blk);
+        CUFFT(cufftExecC2C(g->fwd, g->blk, g->blk, CUFFT_FORWARD), "block FFTs");
+        fdas::corr_args a = { (const float2 *)g->blk, (const float2 *)g->tmpl, g->tw, z0,
+                              z1 - z0, p->khalf, p->uselen, p->width, p->res,
+                              nq - b0 * p->width, out + b0 * p->width, ld };
+        CU(corr_dispatch(L, &a, n), "correlation kernel");
     }
-    CU(cudaDeviceSynchronize(), "correlation");
-    p->times.correlate = ddtk_now() - t0;
     return DDTK_OK;
 }
 
-static int harmsum(ddtk_fdas_plan *p, gpu_state *g)
+/* Fill what the harmonic sums of top positions [P0, P1) read: the whole plane
+ * once when untiled, else the top tile and each fraction's band of rows. */
+static int fill_tile(ddtk_fdas_plan *p, gpu_state *g, int64_t P0, int64_t P1)
 {
-    double t0 = ddtk_now();
-    hs_args a;
+    if (!g->tile)
+        return corr_region(p, g, 0, p->plane_len, 0, p->numz, g->plane, p->plane_len);
+    g->view[0].p0 = P0;
+    int rc = corr_region(p, g, P0, P1 - P0, 0, p->numz, (float *)g->view[0].base, g->view[0].ld);
+    for (int f = 0; f < p->nfrac && !rc; f++) {
+        fdas::hs_view *v = &g->view[f + 1];
+        int64_t lo = ddtk_fdas_frac_pos(P0, p->frac[f].num, p->frac[f].den);
+        int64_t hi = ddtk_fdas_frac_pos(P1 - 1, p->frac[f].num, p->frac[f].den);
+        v->p0 = p->res == 1 ? lo & ~(int64_t)1 : lo;
+        rc = corr_region(p, g, v->p0, hi - v->p0 + 1, v->zlo, frac_zhi(p, f) + 1,
+                         (float *)v->base, v->ld);
+    }
+    return rc;
+}
+
+template <int NS>
+static void hs_launch(const fdas::hs_args &a)
+{
+    constexpr int per = fdas::HS_THREADS * fdas::hs_np<NS>();
+    fdas::k_harmsum<NS, fdas::hs_np<NS>()>
+        <<<grid(a.phi - a.plo, per), fdas::HS_THREADS>>>(a);
+}
+
+static int harmsum_tile(ddtk_fdas_plan *p, gpu_state *g, int64_t P0, int64_t P1)
+{
+    fdas::hs_args a;
     memset(&a, 0, sizeof a);
-    a.plane = g->plane;
-    a.plane_len = p->plane_len;
-    a.plo = p->plo;
-    a.phi = p->phi;
+    fdas::hs_view whole = { g->plane, p->plane_len, 0, 0 };
+    a.top = g->tile ? g->view[0] : whole;
+    for (int f = 0; f < p->nfrac; f++)
+        a.frac[f] = g->tile ? g->view[f + 1] : whole;
+    a.plo = P0;
+    a.phi = P1;
+    for (int s = 0; s < p->nstages; s++) {
+        double scale = 2.0 * (1 << s);
+        a.slo[s] = (long long)ceil(scale * p->rlo);
+        a.shi[s] = (long long)floor(scale * p->rhi);
+        a.cut[s] = p->powcut[s];
+    }
     a.numz = p->numz;
     a.zmax = p->zmax;
-    a.nstages = p->nstages;
-    a.rlo = p->rlo;
-    a.rhi = p->rhi;
-    for (int s = 0; s < p->nstages; s++)
-        a.cut[s] = p->powcut[s];
     a.hits = g->hits;
     a.nhits = g->nhits;
-    CU(cudaMemset(g->nhits, 0, sizeof(unsigned long long)), "memset");
-    k_harmsum<<<grid(p->phi - p->plo, 128), 128>>>(a);
-    CU(cudaDeviceSynchronize(), "harmonic sums");
-    double t1 = ddtk_now();
-    p->times.harmsum = t1 - t0;
+    a.max_hits = MAX_HITS;
+    switch (p->nstages) {
+    case 1: hs_launch<1>(a); break;
+    case 2: hs_launch<2>(a); break;
+    case 3: hs_launch<3>(a); break;
+    case 4: hs_launch<4>(a); break;
+    case 5: hs_launch<5>(a); break;
+    default: hs_launch<6>(a); break;
+    }
+    CU(cudaGetLastError(), "harmonic-sum kernel");
+    return DDTK_OK;
+}
+
+static float elapsed_ms(gpu_state *g, int a, int b)
+{
+    float ms = 0;
+    cudaEventElapsedTime(&ms, g->ev[a], g->ev[b]);
+    return ms;
+}
+
+/* Tile by tile (one tile when the plane is whole): correlate, then sum and threshold. */
+static int search_tiles(ddtk_fdas_plan *p, gpu_state *g)
+{
+    CU(cudaMemsetAsync(g->nhits, 0, sizeof(unsigned long long)), "memset");
+    int64_t w = g->tile ? g->tile : p->phi - p->plo;
+    double corr = 0, sum = 0;
+    for (int64_t P0 = p->plo; P0 < p->phi; P0 += w) {
+        int64_t P1 = P0 + w < p->phi ? P0 + w : p->phi;
+        int rc;
+        CU(cudaEventRecord(g->ev[EV_T0]), "event");
+        if ((rc = fill_tile(p, g, P0, P1)))
+            return rc;
+        CU(cudaEventRecord(g->ev[EV_T1]), "event");
+        if ((rc = harmsum_tile(p, g, P0, P1)))
+            return rc;
+        CU(cudaEventRecord(g->ev[EV_T2]), "event");
+        CU(cudaEventSynchronize(g->ev[EV_T2]), "correlation and harmonic sums");
+        corr += elapsed_ms(g, EV_T0, EV_T1);
+        sum += elapsed_ms(g, EV_T1, EV_T2);
+    }
+    p->times.fft = elapsed_ms(g, EV_START, EV_FFT) / 1e3;
+    p->times.rednoise = elapsed_ms(g, EV_FFT, EV_RN) / 1e3;
+    p->times.correlate = corr / 1e3;
+    p->times.harmsum = sum / 1e3;
+    return DDTK_OK;
+}
+
+static int fetch_hits(ddtk_fdas_plan *p, gpu_state *g)
+{
+    double t0 = ddtk_now();
     unsigned long long n = 0;
     CU(cudaMemcpy(&n, g->nhits, sizeof n, cudaMemcpyDeviceToHost), "hit count");
     if (n > MAX_HITS)
@@ -406,7 +501,7 @@ static int harmsum(ddtk_fdas_plan *p, gpu_state *g)
     CU(cudaMemcpy(p->hits.h, g->hits, sizeof(ddtk_fdas_hit) * n, cudaMemcpyDeviceToHost),
        "hits");
     p->hits.n = (int64_t)n;
-    p->times.candidates = ddtk_now() - t1;
+    p->times.candidates = ddtk_now() - t0;
     return DDTK_OK;
 }
 
@@ -415,7 +510,7 @@ extern "C" int ddtk_fdas_gpu_search(ddtk_fdas_plan *p, const float *x)
     gpu_state *g = (gpu_state *)p->gpu;
     int rc;
     CU(cudaSetDevice(p->cfg.gpu), "select device");
-    if ((rc = whiten(p, g, x)) || (rc = correlate(p, g)) || (rc = harmsum(p, g)))
+    if ((rc = whiten(p, g, x)) || (rc = search_tiles(p, g)) || (rc = fetch_hits(p, g)))
         return rc;
     p->spec_on_host = 0;
     return DDTK_OK;
@@ -429,13 +524,31 @@ extern "C" int ddtk_fdas_gpu_sync_spectrum(ddtk_fdas_plan *p)
     return DDTK_OK;
 }
 
+/* Tiled: the plane is not held, so the requested band is correlated again. */
+static int plane_band(ddtk_fdas_plan *p, gpu_state *g, int zi0, int zi1, int64_t p0, int64_t np,
+                      float *out)
+{
+    int64_t q0 = p->res == 1 ? p0 & ~(int64_t)1 : p0, nq = p0 + np - q0;
+    float *tmp = NULL;
+    CU(cudaMalloc(&tmp, sizeof(float) * (size_t)nq * (zi1 - zi0)), "alloc plane band");
+    int rc = corr_region(p, g, q0, nq, zi0, zi1, tmp, nq);
+    cudaError_t e = rc ? cudaSuccess
+                       : cudaMemcpy2D(out, sizeof(float) * np, tmp + (p0 - q0), sizeof(float) * nq,
+                                      sizeof(float) * np, zi1 - zi0, cudaMemcpyDeviceToHost);
+    cudaFree(tmp);
+    CU(e, "plane band");
+    return rc;
+}
+
 extern "C" int ddtk_fdas_gpu_plane(ddtk_fdas_plan *p, int zi0, int zi1, int64_t p0, int64_t np,
                                    float *out)
 {
     gpu_state *g = (gpu_state *)p->gpu;
-    for (int zi = zi0; zi < zi1; zi++)
-        CU(cudaMemcpy(out + (size_t)(zi - zi0) * np, g->plane + (size_t)zi * p->plane_len + p0,
-                      sizeof(float) * np, cudaMemcpyDeviceToHost), "plane");
+    if (g->tile)
+        return plane_band(p, g, zi0, zi1, p0, np, out);
+    CU(cudaMemcpy2D(out, sizeof(float) * np, g->plane + (size_t)zi0 * p->plane_len + p0,
+                    sizeof(float) * p->plane_len, sizeof(float) * np, zi1 - zi0,
+                    cudaMemcpyDeviceToHost), "plane");
     return DDTK_OK;
 }
 
@@ -448,9 +561,10 @@ extern "C" void ddtk_fdas_gpu_free(ddtk_fdas_plan *p)
         cufftDestroy(g->rfft);
     if (g->fwd)
         cufftDestroy(g->fwd);
-    if (g->inv)
-        cufftDestroy(g->inv);
-    void *bufs[] = { g->x, g->plane, g->spec, g->spread, g->tmpl, g->blk, g->prod, g->rn_start,
+    for (int i = 0; i < NEV; i++)
+        if (g->ev[i])
+            cudaEventDestroy(g->ev[i]);
+    void *bufs[] = { g->x, g->plane, g->spec, g->spread, g->tmpl, g->tw, g->blk, g->rn_start,
                      g->rn_mean, g->rn_centre, g->sum, g->hits, g->nhits };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         cudaFree(bufs[i]);

@@ -162,3 +162,28 @@ INF
     echo "$output"
     [ "$status" -eq 0 ]
 }
+
+@test "fdas: GPU plane tiling (DDTK_FDAS_GPU_MEM) gives the untiled candidates" {
+    if ! fdas --list-gpus | grep -q '^0'; then
+        skip "no GPU"
+    fi
+    make_pulsar 40 19
+    for interp in exact interbin; do
+        fdas -q --backend gpu --interp $interp psr40.tim > whole.tsv
+        DDTK_FDAS_GPU_MEM=32 fdas -v --backend gpu --interp $interp psr40.tim \
+            > tiled.tsv 2> tiled.log || { cat tiled.log; false; }
+        cat tiled.log
+        grep -q 'tiles of' tiled.log
+        [ "$(wc -l < whole.tsv)" -gt 1 ]
+        [ "$(wc -l < whole.tsv)" -eq "$(wc -l < tiled.tsv)" ]
+        # same rank, numharm, r, z; sigma and power equal to rounding
+        paste whole.tsv tiled.tsv | awk -F'\t' -v n="$(head -1 whole.tsv | awk -F'\t' '{ print NF }')" '
+            NR > 1 && ($1 != $(n + 1) || $4 != $(n + 4) || $7 != $(n + 7) || $8 != $(n + 8) ||
+                       ($2 - $(n + 2))^2 > 1e-6 || ($3 - $(n + 3))^2 > 1e-4 * $3^2) {
+                print "differs: " $0; bad = 1 }
+            END { exit bad }'
+    done
+    run env DDTK_FDAS_GPU_MEM=32 fdas_gpucmp psr40.tim
+    echo "$output"
+    [ "$status" -eq 0 ]
+}

@@ -256,9 +256,9 @@ static void summary(const args *a, ddtk_fdas_plan *plan, const ddtk_fdas_series 
              g.numz, g.zmax, g.numharm, ncand, ddtk_fdas_backend_name(plan), t->total,
              s->n * s->tsamp / t->total);
     if (a->cfg.verbose)
-        ddtk_msg("stages: fft %.3f s, rednoise %.3f s, correlation %.3f s, harmonic sums "
-                 "%.3f s, candidates %.3f s", t->fft, t->rednoise, t->correlate, t->harmsum,
-                 t->candidates);
+        ddtk_msg("stages (ms): fft %.3f, rednoise %.3f, correlation %.3f, harmonic sums "
+                 "%.3f, candidates %.3f", 1e3 * t->fft, 1e3 * t->rednoise, 1e3 * t->correlate,
+                 1e3 * t->harmsum, 1e3 * t->candidates);
 }
 
 static int search_one(args *a, const char *path, int ninputs, ddtk_fdas_plan **plan,

@@ -1,0 +1,173 @@
+/*
+ * fdas_corr.cuh - the fused correlation kernel of the fdas GPU backend.
+ *
+ * One thread block takes one forward-transformed spectrum block and a run of
+ * z rows. Per row it multiplies by the template spectrum while loading, does
+ * the inverse FFT in shared memory (Stockham autosort: radix-16 passes held in
+ * registers, one radix-2/4/8 pass where fftlen is not a power of 16), and
+ * writes the powers (exact) or powers and interbins of the useful outputs
+ * straight into the plane. Only the plane is written to device memory: no
+ * product buffer, no separate multiply and power kernels (the custom-FFT
+ * scheme of Dimoudi et al. 2018).
+ */
+#ifndef DDTK_FDAS_CORR_CUH
+#define DDTK_FDAS_CORR_CUH
+
+#include <cuda_runtime.h>
+
+namespace fdas {
+
+constexpr int ZPER = 8;           /* z rows per thread block */
+
+__device__ __forceinline__ float2 cmul(float2 a, float2 b)
+{
+    return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+
+/* exp(+2 pi i n / 16); n is a compile-time constant after unrolling. */
+__device__ __forceinline__ float2 root16(int n)
+{
+    const float c[16] = { 1.0f, 0.923879533f, 0.707106781f, 0.382683432f,
+                          0.0f, -0.382683432f, -0.707106781f, -0.923879533f,
+                          -1.0f, -0.923879533f, -0.707106781f, -0.382683432f,
+                          0.0f, 0.382683432f, 0.707106781f, 0.923879533f };
+    return make_float2(c[n & 15], c[(n + 12) & 15]);
+}
+
+/*
+ * In-register inverse DFT of the R points v[O + S i], i < R, in place and in
+ * natural order (recursive radix-2 decimation in time). Every index is a
+ * compile-time constant, so v stays in registers.
+ */
+template <int R, int S, int O>
+__device__ __forceinline__ void idft(float2 (&v)[16])
+{
+    if constexpr (R > 1) {
+        idft<R / 2, 2 * S, O>(v);
+        idft<R / 2, 2 * S, O + S>(v);
+        float2 t[R];
+#pragma unroll
+        for (int k = 0; k < R / 2; k++) {
+            float2 e = v[O + 2 * S * k], o = cmul(v[O + S + 2 * S * k], root16(k * (16 / R)));
+            t[k] = make_float2(e.x + o.x, e.y + o.y);
+            t[k + R / 2] = make_float2(e.x - o.x, e.y - o.y);
+        }
+#pragma unroll
+        for (int k = 0; k < R; k++)
+            v[O + S * k] = t[k];
+    }
+}
+
+/* Shared-memory index with one pad word per 32: the stride-16 writes of the
+ * first pass would otherwise hit two banks. */
+__device__ __forceinline__ int pad(int i) { return i + (i >> 5); }
+
+/*
+ * One Stockham pass over L points with radix R after sub-transforms of size
+ * NS: thread t owns j = t + Q T (Q < 16/R), v[Q R + r] = X[j + r L/R] on
+ * entry. Twiddles exp(+2 pi i r k / (NS R)), k = j mod NS: the first from tw
+ * (the L-th roots of unity), the others by repeated products (error ~r ulp).
+ * Outputs go to Y[(j - k) R + k + r NS] in shared memory.
+ */
+template <int L, int R, int NS, int Q = 0>
+__device__ __forceinline__ void pass_out(float2 (&v)[16], const float2 *__restrict__ tw,
+                                         float *sre, float *sim)
+{
+    if constexpr (Q < 16 / R) {
+        int j = threadIdx.x + Q * (L / 16), k = j & (NS - 1);
+        if constexpr (NS > 1) {
+            float2 w1 = __ldg(tw + k * (L / (NS * R))), w = w1;
+#pragma unroll
+            for (int r = 1; r < R; r++) {
+                v[Q * R + r] = cmul(v[Q * R + r], w);
+                w = cmul(w, w1);
+            }
+        }
+        idft<R, 1, Q * R>(v);
+        int base = (j - k) * R + k;
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            sre[pad(base + r * NS)] = v[Q * R + r].x;
+            sim[pad(base + r * NS)] = v[Q * R + r].y;
+        }
+        pass_out<L, R, NS, Q + 1>(v, tw, sre, sim);
+    }
+}
+
+/* Passes after the first: read X from shared memory, then pass_out in place. */
+template <int L, int NS>
+__device__ __forceinline__ void passes_from(float2 (&v)[16], const float2 *__restrict__ tw, float *sre,
+                                            float *sim)
+{
+    if constexpr (NS < L) {
+        constexpr int R = L / NS >= 16 ? 16 : L / NS, T = L / 16, J = 16 / R;
+#pragma unroll
+        for (int q = 0; q < J; q++)
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                int i = pad(threadIdx.x + q * T + r * (L / R));
+                v[q * R + r] = make_float2(sre[i], sim[i]);
+            }
+        __syncthreads();
+        pass_out<L, R, NS>(v, tw, sre, sim);
+        __syncthreads();
+        passes_from<L, NS * R>(v, tw, sre, sim);
+    }
+}
+
+__device__ __forceinline__ float pw2(float x, float y) { return x * x + y * y; }
+
+struct corr_args {
+    const float2 *blk;            /* forward FFTs of the batch's spectrum blocks */
+    const float2 *tmpl;           /* numz x L template spectra (/ L) */
+    const float2 *tw;             /* exp(+2 pi i t / L), t < L */
+    int z0, nz;                   /* template rows z0 .. z0+nz-1 -> output rows 0 .. nz-1 */
+    int khalf, uselen, width, res;
+    long long nq;                 /* output positions left from this batch's first */
+    float *out;                   /* first position of the batch, row 0 */
+    long long ld;                 /* output row stride */
+};
+
+/* grid.x: blocks of the batch; grid.y: runs of ZPER rows. Block size L/16. */
+template <int L>
+__global__ void __launch_bounds__(L / 16) k_corr(const corr_args a)
+{
+    extern __shared__ float smem[];
+    constexpr int T = L / 16;
+    float *sre = smem, *sim = smem + pad(L) + 1;
+    const float2 *blk = a.blk + (size_t)blockIdx.x * L;
+    float2 x[16], v[16];
+#pragma unroll
+    for (int r = 0; r < 16; r++)
+        x[r] = __ldg(blk + threadIdx.x + r * T);
+    long long q0 = (long long)blockIdx.x * a.width;
+    int zend = min(a.nz, (int)(blockIdx.y + 1) * ZPER);
+    for (int row = blockIdx.y * ZPER; row < zend; row++) {
+        const float2 *t = a.tmpl + (size_t)(a.z0 + row) * L;
+#pragma unroll
+        for (int r = 0; r < 16; r++)
+            v[r] = cmul(x[r], __ldg(t + threadIdx.x + r * T));
+        __syncthreads();          /* the previous row's outputs have been read */
+        pass_out<L, 16, 1>(v, a.tw, sre, sim);
+        __syncthreads();
+        passes_from<L, 16>(v, a.tw, sre, sim);
+        float *o = a.out + (size_t)row * a.ld + q0;
+        long long lim = min((long long)a.width, a.nq - q0);
+        const float kib = 0.785398163f;               /* pi / 4 */
+        for (int i = threadIdx.x; i < lim; i += T) {
+            int m = a.khalf + (a.res == 2 ? i : i >> 1);
+            float re = sre[pad(m)], im = sim[pad(m)];
+            if (a.res == 1 && (i & 1))
+                o[i] = pw2(kib * (re - sre[pad(m + 1)]), kib * (im - sim[pad(m + 1)]));
+            else
+                o[i] = pw2(re, im);
+        }
+    }
+}
+
+template <int L>
+constexpr size_t corr_smem() { return 2 * sizeof(float) * (size_t)(L + L / 32 + 1); }
+
+} // namespace fdas
+
+#endif
