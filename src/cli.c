@@ -11,6 +11,7 @@
 #include <string.h>
 
 const char *ddtk_progname = "ddtk";
+const char *const ddtk_backend_names[] = { "auto", "cpu", "gpu", NULL };
 
 void ddtk_set_progname(const char *argv0)
 {
@@ -40,6 +41,58 @@ int ddtk_getopt(int argc, char **argv, const char *shortopts, const struct optio
             rc = handler(code, optarg, ctx);
     }
     return rc;
+}
+
+int ddtk_bad_option(const char *opt, const char *arg, const char *why)
+{
+    return ddtk_fail(DDTK_EUSAGE, "%s '%s': %s (see --help)", opt, arg, why);
+}
+
+int ddtk_opt_double(const char *opt, const char *arg, double *v)
+{
+    return ddtk_parse_double(arg, v) ? ddtk_bad_option(opt, arg, "not a number") : DDTK_OK;
+}
+
+int ddtk_opt_int64(const char *opt, const char *arg, int64_t lo, int64_t hi, int64_t *v)
+{
+    if (ddtk_parse_int64(arg, v) || *v < lo || *v > hi) {
+        char why[96];
+        snprintf(why, sizeof why, "expected a whole number from %lld to %lld",
+                 (long long)lo, (long long)hi);
+        return ddtk_bad_option(opt, arg, why);
+    }
+    return DDTK_OK;
+}
+
+int ddtk_opt_int(const char *opt, const char *arg, int lo, int hi, int *v)
+{
+    int64_t x;
+    int rc = ddtk_opt_int64(opt, arg, lo, hi, &x);
+    if (!rc)
+        *v = (int)x;
+    return rc;
+}
+
+int ddtk_opt_choice(const char *opt, const char *arg, const char *const *names, int *v)
+{
+    char why[128] = "expected ";
+    for (int i = 0; names[i]; i++) {
+        if (strcmp(arg, names[i]) == 0) {
+            *v = i;
+            return DDTK_OK;
+        }
+        snprintf(why + strlen(why), sizeof why - strlen(why), "%s%s", i ? " or " : "", names[i]);
+    }
+    return ddtk_bad_option(opt, arg, why);
+}
+
+int ddtk_one_input(int argc, char **argv, const char **input)
+{
+    *input = optind < argc ? argv[optind++] : NULL;
+    if (optind < argc)
+        return ddtk_fail(DDTK_EUSAGE, "one input file only ('%s' is extra; see --help)",
+                         argv[optind]);
+    return DDTK_OK;
 }
 
 void ddtk_msg(const char *fmt, ...)

@@ -117,110 +117,55 @@ void ddtk_ddargs_free(ddtk_ddargs *a)
     free(a->downsamp);
 }
 
-static int usage_error(const char *fmt, const char *arg)
-{
-    char msg[512];
-    snprintf(msg, sizeof msg, fmt, arg);
-    return ddtk_fail(DDTK_EUSAGE, "%s (see --help)", msg);
-}
+static const char *const formats[] = { "tim", "dat", NULL };
+static const char *const scrunch_modes[] = { "none", "auto", NULL };
+static const char *const roundings[] = { "nearest", "floor", NULL };
 
-static int number(const char *arg, const char *opt, double *v)
+/* A number that must be > 0. */
+static int positive(const char *opt, const char *arg, double *v)
 {
-    if (ddtk_parse_double(arg, v))
-        return usage_error(opt, arg);
-    return DDTK_OK;
-}
-
-static int int_option(const char *arg, const char *what, int64_t lo, int64_t *v)
-{
-    if (ddtk_parse_int64(arg, v) || *v < lo)
-        return usage_error(what, arg);
-    return DDTK_OK;
-}
-
-static int choose(const char *arg, const char *a0, const char *a1, const char *a2, int *v)
-{
-    const char *names[] = { a0, a1, a2 };
-    for (int i = 0; i < 3; i++)
-        if (names[i] && strcmp(arg, names[i]) == 0) {
-            *v = i;
-            return DDTK_OK;
-        }
-    return DDTK_EUSAGE;
+    int rc = ddtk_opt_double(opt, arg, v);
+    return rc ? rc : *v > 0 ? DDTK_OK : ddtk_bad_option(opt, arg, "must be > 0");
 }
 
 static int common_option(ddtk_ddargs *a, int code, const char *arg)
 {
-    int64_t n;
-    int rc = DDTK_OK;
     switch (code) {
     case 'o': a->out.output = arg; break;
     case OPT_PREFIX: a->out.prefix = arg; break;
-    case OPT_FORMAT:
-        if (choose(arg, "tim", "dat", NULL, &a->out.format))
-            return usage_error("--format '%s': expected tim or dat", arg);
-        break;
+    case OPT_FORMAT: return ddtk_opt_choice("--format", arg, formats, &a->out.format);
     case OPT_DM: a->dm_given = 1; return ddtk_dmlist_parse(&a->dms, arg);
-    case OPT_DM_MIN: return number(arg, "--dm-min '%s': not a number", &a->dm_min);
-    case OPT_DM_MAX: return number(arg, "--dm-max '%s': not a number", &a->dm_max);
-    case OPT_DM_STEP: return number(arg, "--dm-step '%s': not a number", &a->dm_step);
+    case OPT_DM_MIN: return ddtk_opt_double("--dm-min", arg, &a->dm_min);
+    case OPT_DM_MAX: return ddtk_opt_double("--dm-max", arg, &a->dm_max);
+    case OPT_DM_STEP: return ddtk_opt_double("--dm-step", arg, &a->dm_step);
     case OPT_DM_LIST: a->dm_list_file = arg; break;
     case OPT_PLAN: a->plan_file = arg; break;
-    case OPT_SCRUNCH:
-        if (choose(arg, "none", "auto", NULL, &a->scrunch))
-            return usage_error("--scrunch '%s': expected auto or none", arg);
-        break;
-    case OPT_TOL: a->tol_given = 1; return number(arg, "--tol '%s': not a number", &a->tol);
+    case OPT_SCRUNCH: return ddtk_opt_choice("--scrunch", arg, scrunch_modes, &a->scrunch);
+    case OPT_TOL: a->tol_given = 1; return ddtk_opt_double("--tol", arg, &a->tol);
     case OPT_PULSE_WIDTH:
         a->tol_given = 1;
-        return number(arg, "--pulse-width '%s': not a number", &a->pulse_width);
+        return ddtk_opt_double("--pulse-width", arg, &a->pulse_width);
     case OPT_KILLFILE: a->opt.killfile = arg; break;
     case OPT_ZERODM: a->opt.zerodm = 1; break;
-    case OPT_REF_FREQ:
-        if ((rc = number(arg, "--ref-freq '%s': not a number", &a->opt.fref)))
-            return rc;
-        if (!(a->opt.fref > 0))
-            return usage_error("--ref-freq '%s': must be > 0 MHz", arg);
-        break;
-    case OPT_KDM:
-        if ((rc = number(arg, "--kdm '%s': not a number", &a->opt.kdm)))
-            return rc;
-        if (!(a->opt.kdm > 0))
-            return usage_error("--kdm '%s': must be > 0", arg);
-        break;
-    case OPT_ROUNDING:
-        if (choose(arg, "nearest", "floor", NULL, &a->opt.rounding))
-            return usage_error("--rounding '%s': expected nearest or floor", arg);
-        break;
-    case OPT_GULP:
-        rc = int_option(arg, "--gulp '%s': expected a number of spectra >= 1", 1, &a->opt.gulp);
-        break;
+    case OPT_REF_FREQ: return positive("--ref-freq", arg, &a->opt.fref);
+    case OPT_KDM: return positive("--kdm", arg, &a->opt.kdm);
+    case OPT_ROUNDING: return ddtk_opt_choice("--rounding", arg, roundings, &a->opt.rounding);
+    case OPT_GULP: return ddtk_opt_int64("--gulp", arg, 1, INT64_MAX / 2, &a->opt.gulp);
     case OPT_MAX_MEM:
         if (ddtk_parse_size(arg, &a->opt.max_mem))
-            return usage_error("--max-mem '%s': expected a size such as 512M or 4G", arg);
+            return ddtk_bad_option("--max-mem", arg, "expected a size such as 512M or 4G");
         break;
-    case OPT_THREADS:
-        rc = int_option(arg, "--threads '%s': expected a number >= 1", 1, &n);
-        a->opt.threads = (int)n;
-        break;
-    case OPT_BACKEND:
-        if (choose(arg, "auto", "cpu", "gpu", &a->opt.backend))
-            return usage_error("--backend '%s': expected cpu, gpu or auto", arg);
-        break;
-    case OPT_GPU:
-        rc = int_option(arg, "--gpu '%s': expected a GPU index >= 0", 0, &n);
-        a->opt.gpu = (int)n;
-        break;
+    case OPT_THREADS: return ddtk_opt_int("--threads", arg, 1, 4096, &a->opt.threads);
+    case OPT_BACKEND: return ddtk_opt_choice("--backend", arg, ddtk_backend_names, &a->opt.backend);
+    case OPT_GPU: return ddtk_opt_int("--gpu", arg, 0, 1023, &a->opt.gpu);
     case OPT_LIST_GPUS: a->list_gpus = 1; break;
     case OPT_FORCE: a->out.force = 1; break;
     case OPT_DISCARD: a->out.discard = 1; break;
     case OPT_POL:
         if (strcmp(arg, "sum") == 0)
             a->opt.pol = DDTK_POL_SUM;
-        else {
-            rc = int_option(arg, "--pol '%s': expected sum or an IF index", 0, &n);
-            a->opt.pol = (int)n;
-        }
+        else
+            return ddtk_opt_int("--pol", arg, 0, 1023, &a->opt.pol);
         break;
     case OPT_PAD: a->opt.pad = 1; break;
     case OPT_EVEN: a->out.even = 1; break;
@@ -228,7 +173,7 @@ static int common_option(ddtk_ddargs *a, int code, const char *arg)
     case 'v': a->opt.verbose = 1; break;
     default: return -1;
     }
-    return rc;
+    return DDTK_OK;
 }
 
 typedef struct parse_ctx {
@@ -260,13 +205,7 @@ int ddtk_ddargs_parse(ddtk_ddargs *a, int argc, char **argv,
     parse_ctx p = { a, handler, ctx };
     int rc = ddtk_getopt(argc, argv, ":o:qvh", opts, OPT_VERSION, help, any_option, &p);
     free(opts);
-    if (rc)
-        return rc;
-    if (optind < argc)
-        a->input = argv[optind++];
-    if (optind < argc)
-        return usage_error("one input file only ('%s' is extra)", argv[optind]);
-    return DDTK_OK;
+    return rc ? rc : ddtk_one_input(argc, argv, &a->input);
 }
 
 /* The input's name without directory or suffix, as the default output prefix. */

@@ -295,6 +295,8 @@ void ddtk_sim_levels(int nbits, int sgn, double *mean, double *sigma);
 /* ---- dedispersion driver (dedisperse.c) ---------------------------------- */
 
 enum { DDTK_BACKEND_AUTO = 0, DDTK_BACKEND_CPU = 1, DDTK_BACKEND_GPU = 2 };
+/* "auto", "cpu", "gpu" in enum order, NULL-terminated, for ddtk_opt_choice. */
+extern const char *const ddtk_backend_names[];
 
 typedef struct ddtk_options {
     double kdm, fref;
@@ -371,6 +373,17 @@ typedef int (*ddtk_option_handler)(int code, const char *arg, void *ctx);
  */
 int ddtk_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
                 int version_code, void (*help)(void), ddtk_option_handler handler, void *ctx);
+
+/* Option values: each returns DDTK_OK or records the usage error
+ * "OPT 'ARG': WHY (see --help)" and returns DDTK_EUSAGE. */
+int ddtk_bad_option(const char *opt, const char *arg, const char *why);
+int ddtk_opt_double(const char *opt, const char *arg, double *v);
+int ddtk_opt_int(const char *opt, const char *arg, int lo, int hi, int *v);
+int ddtk_opt_int64(const char *opt, const char *arg, int64_t lo, int64_t hi, int64_t *v);
+/* arg must be one of the NULL-terminated names; *v gets its index. */
+int ddtk_opt_choice(const char *opt, const char *arg, const char *const *names, int *v);
+/* The single input operand left after the options (NULL: stdin). */
+int ddtk_one_input(int argc, char **argv, const char **input);
 
 extern const char *ddtk_progname;
 void ddtk_set_progname(const char *argv0);

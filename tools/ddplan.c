@@ -68,73 +68,47 @@ static void help(void)
         "  -h, --help               this help   --version      print the version\n");
 }
 
-static int usage(const char *fmt, const char *arg)
-{
-    char msg[256];
-    snprintf(msg, sizeof msg, fmt, arg);
-    return ddtk_fail(DDTK_EUSAGE, "%s (see --help)", msg);
-}
-
-static int number(const char *arg, const char *opt, double *v)
-{
-    return ddtk_parse_double(arg, v) ? usage(opt, arg) : DDTK_OK;
-}
-
-static int count(const char *arg, const char *opt, int64_t lo, int64_t *v)
-{
-    return ddtk_parse_int64(arg, v) || *v < lo || *v > (int64_t)1 << 40 ? usage(opt, arg) : DDTK_OK;
-}
-
-static int word(const char *arg, const char *a, const char *b, const char *opt, int *v)
-{
-    if (strcmp(arg, a) && strcmp(arg, b))
-        return usage(opt, arg);
-    *v = strcmp(arg, b) == 0;
-    return DDTK_OK;
-}
+static const char *const modes[] = { "tol", "ranges", NULL };
+static const char *const scrunch_modes[] = { "none", "auto", NULL };
 
 static int option(int code, const char *arg, void *ctx)
 {
     args *a = ctx;
-    int64_t n;
-    int rc = DDTK_OK;
     switch (code) {
-    case OPT_NCHANS: rc = count(arg, "--nchans '%s': expected a count >= 1", 1, &n); a->nchans = (int)n; break;
-    case OPT_FCH1: return number(arg, "--fch1 '%s': not a number", &a->fch1);
-    case OPT_FOFF: return number(arg, "--foff '%s': not a number", &a->foff);
-    case OPT_TSAMP: return number(arg, "--tsamp '%s': not a number", &a->tsamp);
-    case OPT_NSAMPLES: return count(arg, "--nsamples '%s': expected a count >= 1", 1, &a->nsamples);
-    case OPT_TOBS: return number(arg, "--tobs '%s': not a number", &a->tobs);
-    case OPT_NBITS: rc = count(arg, "--nbits '%s': expected 1..32", 1, &n); a->nbits = (int)n; break;
-    case OPT_DM_MIN: return number(arg, "--dm-min '%s': not a number", &a->dm_min);
-    case OPT_DM_MAX: return number(arg, "--dm-max '%s': not a number", &a->dm_max);
-    case OPT_MODE: return word(arg, "tol", "ranges", "--mode '%s': expected tol or ranges", &a->ranges);
-    case OPT_TOL: return number(arg, "--tol '%s': not a number", &a->tol);
-    case OPT_WIDTH: return number(arg, "--pulse-width '%s': not a number", &a->width);
-    case OPT_NSUB: rc = count(arg, "--nsub '%s': expected a count >= 1", 1, &n); a->nsub = (int)n; break;
-    case OPT_SCRUNCH: return word(arg, "none", "auto", "--scrunch '%s': expected auto or none", &a->scrunch);
+    case OPT_NCHANS: return ddtk_opt_int("--nchans", arg, 1, 1 << 24, &a->nchans);
+    case OPT_FCH1: return ddtk_opt_double("--fch1", arg, &a->fch1);
+    case OPT_FOFF: return ddtk_opt_double("--foff", arg, &a->foff);
+    case OPT_TSAMP: return ddtk_opt_double("--tsamp", arg, &a->tsamp);
+    case OPT_NSAMPLES: return ddtk_opt_int64("--nsamples", arg, 1, (int64_t)1 << 40, &a->nsamples);
+    case OPT_TOBS: return ddtk_opt_double("--tobs", arg, &a->tobs);
+    case OPT_NBITS: return ddtk_opt_int("--nbits", arg, 1, 32, &a->nbits);
+    case OPT_DM_MIN: return ddtk_opt_double("--dm-min", arg, &a->dm_min);
+    case OPT_DM_MAX: return ddtk_opt_double("--dm-max", arg, &a->dm_max);
+    case OPT_MODE: return ddtk_opt_choice("--mode", arg, modes, &a->ranges);
+    case OPT_TOL: return ddtk_opt_double("--tol", arg, &a->tol);
+    case OPT_WIDTH: return ddtk_opt_double("--pulse-width", arg, &a->width);
+    case OPT_NSUB: return ddtk_opt_int("--nsub", arg, 1, 1 << 24, &a->nsub);
+    case OPT_SCRUNCH: return ddtk_opt_choice("--scrunch", arg, scrunch_modes, &a->scrunch);
     case OPT_DM_LIST: a->dm_list = arg; break;
     case OPT_PLAN: a->plan = arg; break;
     case OPT_KDM:
-        if ((rc = number(arg, "--kdm '%s': not a number", &a->kdm)) || !(a->kdm > 0))
-            return usage("--kdm '%s': must be > 0", arg);
+        if (ddtk_opt_double("--kdm", arg, &a->kdm))
+            return DDTK_EUSAGE;
+        if (!(a->kdm > 0))
+            return ddtk_bad_option("--kdm", arg, "must be > 0");
         break;
     case OPT_FORCE: a->force = 1; break;
     case 'q': a->quiet = 1; break;
     case 'v': a->verbose = 1; break;
     default: return DDTK_EUSAGE;
     }
-    return rc;
+    return DDTK_OK;
 }
 
 static int parse(args *a, int argc, char **argv)
 {
     int rc = ddtk_getopt(argc, argv, ":qvh", options, OPT_VERSION, help, option, a);
-    if (!rc && optind < argc)
-        a->input = argv[optind++];
-    if (!rc && optind < argc)
-        rc = usage("one input file only ('%s' is extra)", argv[optind]);
-    return rc;
+    return rc ? rc : ddtk_one_input(argc, argv, &a->input);
 }
 
 static int check(const args *a)

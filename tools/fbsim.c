@@ -91,11 +91,6 @@ typedef struct args {
     int nsamples_given, tim, freq_table, force, verbose, nchans_given, nbits_given;
 } args;
 
-static int bad(const char *opt, const char *arg, const char *why)
-{
-    return ddtk_fail(DDTK_EUSAGE, "%s '%s': %s (see --help)", opt, arg, why);
-}
-
 /* Parse "a,b,c[,d...]" into exactly min..max doubles. */
 static int parse_tuple(const char *opt, const char *arg, double *v, int min, int max, int *n)
 {
@@ -104,12 +99,12 @@ static int parse_tuple(const char *opt, const char *arg, double *v, int min, int
     for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         if (*n == max || ddtk_parse_double(tok, &v[*n])) {
             free(copy);
-            return bad(opt, arg, "expected comma-separated numbers");
+            return ddtk_bad_option(opt, arg, "expected comma-separated numbers");
         }
         (*n)++;
     }
     free(copy);
-    return *n < min ? bad(opt, arg, "too few values") : DDTK_OK;
+    return *n < min ? ddtk_bad_option(opt, arg, "too few values") : DDTK_OK;
 }
 
 static int add_pulse(args *a, const char *arg)
@@ -119,7 +114,7 @@ static int add_pulse(args *a, const char *arg)
     if (rc)
         return rc;
     if (v[1] < 0 || v[2] <= 0)
-        return bad("--pulse", arg, "need dm >= 0 and width > 0");
+        return ddtk_bad_option("--pulse", arg, "need dm >= 0 and width > 0");
     ddtk_sim_pulse *p = realloc(a->sim.pulses, (size_t)(a->sim.npulses + 1) * sizeof *p);
     if (!p)
         return ddtk_fail(DDTK_ESYS, "out of memory");
@@ -135,7 +130,7 @@ static int add_pulsar(args *a, const char *arg)
     if (rc)
         return rc;
     if (v[0] <= 0 || v[1] < 0 || v[2] <= 0 || v[2] >= 1)
-        return bad("--pulsar", arg, "need period > 0, dm >= 0 and 0 < duty < 1");
+        return ddtk_bad_option("--pulsar", arg, "need period > 0, dm >= 0 and 0 < duty < 1");
     ddtk_sim_pulsar *p = realloc(a->sim.pulsars, (size_t)(a->sim.npulsars + 1) * sizeof *p);
     if (!p)
         return ddtk_fail(DDTK_ESYS, "out of memory");
@@ -144,65 +139,52 @@ static int add_pulsar(args *a, const char *arg)
     return DDTK_OK;
 }
 
-static int int_arg(const char *opt, const char *arg, int64_t lo, int64_t hi, int64_t *v)
-{
-    if (ddtk_parse_int64(arg, v) || *v < lo || *v > hi)
-        return bad(opt, arg, "out of range");
-    return DDTK_OK;
-}
-
-static int dbl_arg(const char *opt, const char *arg, double *v)
-{
-    return ddtk_parse_double(arg, v) ? bad(opt, arg, "not a number") : DDTK_OK;
-}
-
 static int option(int code, const char *arg, void *ctx)
 {
     args *a = ctx;
     ddtk_header *h = &a->sim.hdr;
-    int64_t n = 0;
-    int rc = DDTK_OK;
+    int64_t seed;
     switch (code) {
     case 'o': a->output = arg; break;
-    case OPT_NCHANS: rc = int_arg("--nchans", arg, 1, 1 << 20, &n); h->nchans = (int)n;
-        a->nchans_given = 1; break;
-    case OPT_NBITS: rc = int_arg("--nbits", arg, 1, 32, &n); h->nbits = (int)n;
-        a->nbits_given = 1; break;
-    case OPT_TSAMP: rc = dbl_arg("--tsamp", arg, &h->tsamp); break;
-    case OPT_TOBS: rc = dbl_arg("--tobs", arg, &a->tobs); break;
-    case OPT_NSAMPLES: rc = int_arg("--nsamples", arg, 1, INT64_MAX, &a->sim.nsamples);
-        a->nsamples_given = 1; break;
-    case OPT_FCH1: rc = dbl_arg("--fch1", arg, &h->fch1); break;
-    case OPT_FOFF: rc = dbl_arg("--foff", arg, &h->foff); break;
-    case OPT_NIFS: rc = int_arg("--nifs", arg, 1, 16, &n); h->nifs = (int)n; break;
+    case OPT_NCHANS: a->nchans_given = 1; return ddtk_opt_int("--nchans", arg, 1, 1 << 20, &h->nchans);
+    case OPT_NBITS: a->nbits_given = 1; return ddtk_opt_int("--nbits", arg, 1, 32, &h->nbits);
+    case OPT_TSAMP: return ddtk_opt_double("--tsamp", arg, &h->tsamp);
+    case OPT_TOBS: return ddtk_opt_double("--tobs", arg, &a->tobs);
+    case OPT_NSAMPLES:
+        a->nsamples_given = 1;
+        return ddtk_opt_int64("--nsamples", arg, 1, INT64_MAX, &a->sim.nsamples);
+    case OPT_FCH1: return ddtk_opt_double("--fch1", arg, &h->fch1);
+    case OPT_FOFF: return ddtk_opt_double("--foff", arg, &h->foff);
+    case OPT_NIFS: return ddtk_opt_int("--nifs", arg, 1, 16, &h->nifs);
     case OPT_SIGNED: h->signed_data = 1; break;
-    case OPT_SEED: rc = int_arg("--seed", arg, 0, ((int64_t)1 << 48) - 1, &n);
-        a->sim.seed = (unsigned long)n;
+    case OPT_SEED:
+        if (ddtk_opt_int64("--seed", arg, 0, ((int64_t)1 << 48) - 1, &seed))
+            return DDTK_EUSAGE;
+        a->sim.seed = (unsigned long)seed;
         break;
-    case OPT_PULSE: rc = add_pulse(a, arg); break;
-    case OPT_PULSAR: rc = add_pulsar(a, arg); break;
+    case OPT_PULSE: return add_pulse(a, arg);
+    case OPT_PULSAR: return add_pulsar(a, arg);
     case OPT_TIM: a->tim = 1; break;
     case OPT_FREQ_TABLE: a->freq_table = 1; break;
     case OPT_SOURCE:
         if (strlen(arg) < 1 || strlen(arg) > 79)
-            return bad("--source", arg, "must be 1 to 79 characters");
+            return ddtk_bad_option("--source", arg, "must be 1 to 79 characters");
         strcpy(h->source_name, arg);
         break;
-    case OPT_TSTART: rc = dbl_arg("--tstart", arg, &h->tstart); break;
-    case OPT_TELESCOPE: rc = int_arg("--telescope-id", arg, 0, 1000, &n); h->telescope_id = (int)n;
-        break;
-    case OPT_MACHINE: rc = int_arg("--machine-id", arg, 0, 1000, &n); h->machine_id = (int)n; break;
-    case OPT_RAJ: rc = dbl_arg("--src-raj", arg, &h->src_raj); break;
-    case OPT_DEJ: rc = dbl_arg("--src-dej", arg, &h->src_dej); break;
-    case OPT_MEAN: rc = dbl_arg("--mean", arg, &a->sim.mean); break;
-    case OPT_SIGMA: rc = dbl_arg("--sigma", arg, &a->sim.sigma); break;
-    case OPT_KDM: rc = dbl_arg("--kdm", arg, &a->sim.kdm); break;
+    case OPT_TSTART: return ddtk_opt_double("--tstart", arg, &h->tstart);
+    case OPT_TELESCOPE: return ddtk_opt_int("--telescope-id", arg, 0, 1000, &h->telescope_id);
+    case OPT_MACHINE: return ddtk_opt_int("--machine-id", arg, 0, 1000, &h->machine_id);
+    case OPT_RAJ: return ddtk_opt_double("--src-raj", arg, &h->src_raj);
+    case OPT_DEJ: return ddtk_opt_double("--src-dej", arg, &h->src_dej);
+    case OPT_MEAN: return ddtk_opt_double("--mean", arg, &a->sim.mean);
+    case OPT_SIGMA: return ddtk_opt_double("--sigma", arg, &a->sim.sigma);
+    case OPT_KDM: return ddtk_opt_double("--kdm", arg, &a->sim.kdm);
     case OPT_FORCE: a->force = 1; break;
     case 'q': break;
     case 'v': a->verbose = 1; break;
-    default: return bad("option", arg ? arg : "?", "unknown");
+    default: return ddtk_fail(DDTK_EUSAGE, "unknown option (see --help)");
     }
-    return rc;
+    return DDTK_OK;
 }
 
 static void defaults(args *a)

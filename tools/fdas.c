@@ -77,48 +77,8 @@ typedef struct args {
     const char *output;
 } args;
 
-static int bad(const char *opt, const char *arg, const char *why)
-{
-    return ddtk_fail(DDTK_EUSAGE, "%s '%s': %s (see --help)", opt, arg, why);
-}
-
-static int num(const char *opt, const char *arg, double *v)
-{
-    return ddtk_parse_double(arg, v) ? bad(opt, arg, "not a number") : DDTK_OK;
-}
-
-static int integer(const char *opt, const char *arg, int lo, int hi, int *v)
-{
-    int64_t x;
-    if (ddtk_parse_int64(arg, &x) || x < lo || x > hi)
-        return bad(opt, arg, "out of range");
-    *v = (int)x;
-    return DDTK_OK;
-}
-
-static int choice(const char *opt, const char *arg, const char *a, const char *b, int *v)
-{
-    if (strcmp(arg, a) == 0)
-        *v = 0;
-    else if (strcmp(arg, b) == 0)
-        *v = 1;
-    else
-        return bad(opt, arg, "unknown value");
-    return DDTK_OK;
-}
-
-static int backend(const char *arg, int *v)
-{
-    if (strcmp(arg, "cpu") == 0)
-        *v = DDTK_BACKEND_CPU;
-    else if (strcmp(arg, "gpu") == 0)
-        *v = DDTK_BACKEND_GPU;
-    else if (strcmp(arg, "auto") == 0)
-        *v = DDTK_BACKEND_AUTO;
-    else
-        return bad("--backend", arg, "expected cpu, gpu or auto");
-    return DDTK_OK;
-}
+static const char *const formats[] = { "tsv", "presto", NULL };
+static const char *const interps[] = { "exact", "interbin", NULL };
 
 static int option(int code, const char *arg, void *ctx)
 {
@@ -131,26 +91,26 @@ static int option(int code, const char *arg, void *ctx)
     }
     case OPT_ZMAX:
         a->zmax_given = 1;
-        return num("--zmax", arg, &c->zmax) ? DDTK_EUSAGE :
-               c->zmax < 0 ? bad("--zmax", arg, "must be >= 0") : DDTK_OK;
-    case OPT_NUMHARM: return integer("--numharm", arg, 1, 32, &c->numharm);
-    case OPT_SIGMA: return num("--sigma", arg, &c->sigma);
-    case OPT_FORMAT: return choice("--format", arg, "tsv", "presto", &a->format);
-    case OPT_INTERP: return choice("--interp", arg, "exact", "interbin", &c->interp);
-    case OPT_FLO: return num("--flo", arg, &c->flo);
-    case OPT_FHI: return num("--fhi", arg, &c->fhi);
-    case OPT_AMIN: a->have_amin = 1; return num("--accel-min", arg, &a->amin);
-    case OPT_AMAX: a->have_amax = 1; return num("--accel-max", arg, &a->amax);
+        return ddtk_opt_double("--zmax", arg, &c->zmax) ? DDTK_EUSAGE :
+               c->zmax < 0 ? ddtk_bad_option("--zmax", arg, "must be >= 0") : DDTK_OK;
+    case OPT_NUMHARM: return ddtk_opt_int("--numharm", arg, 1, 32, &c->numharm);
+    case OPT_SIGMA: return ddtk_opt_double("--sigma", arg, &c->sigma);
+    case OPT_FORMAT: return ddtk_opt_choice("--format", arg, formats, &a->format);
+    case OPT_INTERP: return ddtk_opt_choice("--interp", arg, interps, &c->interp);
+    case OPT_FLO: return ddtk_opt_double("--flo", arg, &c->flo);
+    case OPT_FHI: return ddtk_opt_double("--fhi", arg, &c->fhi);
+    case OPT_AMIN: a->have_amin = 1; return ddtk_opt_double("--accel-min", arg, &a->amin);
+    case OPT_AMAX: a->have_amax = 1; return ddtk_opt_double("--accel-max", arg, &a->amax);
     case 'o': a->output = arg; return DDTK_OK;
-    case OPT_BACKEND: return backend(arg, &c->backend);
-    case OPT_GPU: return integer("--gpu", arg, 0, 1024, &c->gpu);
-    case OPT_THREADS: return integer("--threads", arg, 1, 4096, &c->threads);
+    case OPT_BACKEND: return ddtk_opt_choice("--backend", arg, ddtk_backend_names, &c->backend);
+    case OPT_GPU: return ddtk_opt_int("--gpu", arg, 0, 1024, &c->gpu);
+    case OPT_THREADS: return ddtk_opt_int("--threads", arg, 1, 4096, &c->threads);
     case OPT_NO_HARM: c->harm_remove = 0; return DDTK_OK;
     case OPT_FORCE: a->force = 1; return DDTK_OK;
     case 'q': a->quiet = 1; return DDTK_OK;
     case 'v': c->verbose = 1; return DDTK_OK;
     }
-    return bad("option", arg ? arg : "?", "unknown");
+    return ddtk_fail(DDTK_EUSAGE, "unknown option (see --help)");
 }
 
 /* --accel-min/max: z = a f T^2 / c at the top of the fundamental range. */

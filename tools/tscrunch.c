@@ -67,29 +67,22 @@ static void help(void)
         "  -h, --help           this help      --version       print the version\n");
 }
 
-static int usage(const char *fmt, const char *arg)
-{
-    char msg[256];
-    snprintf(msg, sizeof msg, fmt, arg);
-    return ddtk_fail(DDTK_EUSAGE, "%s (see --help)", msg);
-}
-
 static int option(int code, const char *arg, void *ctx)
 {
     args *a = ctx;
-    int64_t v;
     switch (code) {
     case 'n':
-        if (ddtk_parse_int64(arg, &a->n) || a->n < 1)
-            return usage("-n '%s': expected a whole number of samples >= 1", arg);
-        break;
+        return ddtk_opt_int64("-n", arg, 1, (int64_t)1 << 40, &a->n);
     case 'o': a->output = arg; break;
     case OPT_MEAN: a->mean = 1; break;
-    case OPT_NBITS_OUT:
-        if (ddtk_parse_int64(arg, &v) || (v != 8 && v != 16 && v != 32))
-            return usage("--nbits-out '%s': expected 8, 16 or 32", arg);
-        a->nbits_out = (int)v;
+    case OPT_NBITS_OUT: {
+        static const char *const widths[] = { "8", "16", "32", NULL };
+        int i;
+        if (ddtk_opt_choice("--nbits-out", arg, widths, &i))
+            return DDTK_EUSAGE;
+        a->nbits_out = 8 << i;
         break;
+    }
     case OPT_KEEP: a->keep = 1; break;
     case OPT_FORCE: a->force = 1; break;
     case 'q': a->quiet = 1; break;
@@ -102,10 +95,8 @@ static int option(int code, const char *arg, void *ctx)
 static int parse(args *a, int argc, char **argv)
 {
     int rc = ddtk_getopt(argc, argv, ":n:o:qvh", options, OPT_VERSION, help, option, a);
-    if (!rc && optind < argc)
-        a->input = argv[optind++];
-    if (!rc && optind < argc)
-        rc = usage("one input file only ('%s' is extra)", argv[optind]);
+    if (!rc)
+        rc = ddtk_one_input(argc, argv, &a->input);
     if (!rc && a->n == 0)
         rc = ddtk_fail(DDTK_EUSAGE, "-n N is required: the number of samples to add (see --help)");
     return rc;
