@@ -3,7 +3,7 @@
 #   make            libddtk.a and every tool into bin/
 #   make test       C unit tests and the bats suites
 #   make demo       the built-in demo observation
-#   make bench      CPU benchmarks (bench/)
+#   make bench      CPU benchmarks (bench/run, bench/scrunch, bench/fdas)
 #   make install PREFIX=/usr/local
 #   make CUDA=0     CPU-only build even where nvcc exists
 
@@ -80,9 +80,10 @@ demo: deps
 	@$(MAKE) --no-print-directory all $(TEST_HELPERS)
 	@scripts/demo
 
+# CPU benchmarks: dd_direct (htru, 100-DM sweep), time scrunching, fdas.
 bench: deps
 	@$(MAKE) --no-print-directory all $(TEST_HELPERS)
-	@bench/run
+	@bench/run && bench/scrunch && bench/fdas
 
 # Show which loops of the CPU kernels the compiler vectorised.
 vecreport:
