@@ -41,3 +41,9 @@ tools() { ls "$BIN"; }
         done
     done
 }
+
+@test "ensure-deps finds what the build already uses (no reinstall)" {
+    run "$BATS_TEST_DIRNAME/../scripts/ensure-deps"
+    [ "$status" -eq 0 ]
+    [[ "$output" != *missing* ]]
+}
