@@ -1,5 +1,5 @@
 /*
- * fdas.cu - the fdas GPU backend: cuFFT for the long real FFT and the batched
+ * fdas_gpu.cu - the fdas GPU backend: cuFFT for the long real FFT and the batched
  * forward FFTs of the spectrum blocks; kernels for de-meaning, red-noise
  * whitening and block loading; the fused correlation kernel (fdas_corr.cuh)
  * and the fused harmonic-sum/threshold kernel (fdas_harm.cuh); plane tiling
@@ -95,29 +95,7 @@ __global__ void k_rn_medians(const cufftComplex *spec, const long long *start, i
     int n = (int)(start[b + 1] - s);
     for (int i = 0; i < n; i++)
         v[i] = spec[s + i].x * spec[s + i].x + spec[s + i].y * spec[s + i].y;
-    int k = (n - 1) / 2, lo = 0, hi = n - 1;
-    while (lo < hi) {
-        float pivot = v[(lo + hi) / 2];
-        int i = lo, j = hi;
-        while (i <= j) {
-            while (v[i] < pivot)
-                i++;
-            while (v[j] > pivot)
-                j--;
-            if (i <= j) {
-                float t = v[i];
-                v[i++] = v[j];
-                v[j--] = t;
-            }
-        }
-        if (k <= j)
-            hi = j;
-        else if (k >= i)
-            lo = i;
-        else
-            break;
-    }
-    mean[b] = fmax(v[k] / M_LN2, 1e-30);
+    mean[b] = fmax(ddtk_fdas_select_median(v, n) / M_LN2, 1e-30);
     centre[b] = s + 0.5 * (n - 1);
 }
 
