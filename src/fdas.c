@@ -290,6 +290,13 @@ static void demean(ddtk_fdas_plan *p, const float *x)
         p->work[i] = x[i] - mean;
 }
 
+void ddtk_fdas_copy(float *dst, const float *src, int64_t n)
+{
+    #pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = src[i];
+}
+
 static void spread_spectrum(ddtk_fdas_plan *p)
 {
     float complex *src = (float complex *)p->spec, *dst = (float complex *)p->spread;

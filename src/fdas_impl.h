@@ -97,6 +97,9 @@ static inline DDTK_HD int ddtk_fdas_frac_zi(int zi, int zmax, int num, int den)
     return (zk + zmax) / 2;
 }
 
+/* dst[0..n) = src[0..n), split over the OpenMP threads (the GPU upload staging). */
+void ddtk_fdas_copy(float *dst, const float *src, int64_t n);
+
 /* GPU backend (cuda/fdas_gpu.cu, or src/fdas_gpu_none.c without CUDA). */
 int ddtk_fdas_gpu_init(ddtk_fdas_plan *p);
 int ddtk_fdas_gpu_search(ddtk_fdas_plan *p, const float *x);
