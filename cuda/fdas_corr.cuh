@@ -130,14 +130,13 @@ struct corr_args {
 
 /* Register budget per thread. The block spectrum is re-read per row (L1 hits)
  * instead of being held in 32 registers, so 64 registers fit without spills
- * and four 256-thread blocks share an SM (128 registers: two). */
-#ifndef FDAS_CORR_REGS
-#define FDAS_CORR_REGS 64
-#endif
+ * and four 256-thread blocks share an SM (128 registers: two; 80 measured no
+ * faster). */
+constexpr int CORR_REGS = 64;
 /* Blocks per SM for the launch bounds; 8192-point blocks would spill at 64
  * registers (their radix-2 pass), so they keep one 512-thread block's 128. */
 template <int L>
-constexpr int corr_minb() { return L >= 8192 ? 1 : 65536 / (FDAS_CORR_REGS * (L / 16)); }
+constexpr int corr_minb() { return L >= 8192 ? 1 : 65536 / (CORR_REGS * (L / 16)); }
 
 /* grid.x: blocks of the batch; grid.y: runs of ZPER rows. Block size L/16. */
 template <int L>

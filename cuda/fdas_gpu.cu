@@ -17,7 +17,7 @@
 #include <string.h>
 
 #define MAX_HITS (1 << 20)
-#define UPLOAD_CHUNK (1 << 19)    /* floats per staged upload (2 MiB) */
+#define UPLOAD_CHUNK (1 << 20)    /* floats per staged upload (4 MiB) */
 #define RN_MAXLEN 256
 #define MIB 1048576.0
 

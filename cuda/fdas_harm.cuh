@@ -16,14 +16,11 @@ extern "C" {
 namespace fdas {
 
 constexpr int HS_THREADS = 128;
-#ifndef FDAS_HS_MINB
-#define FDAS_HS_MINB 6
-#endif
-
-/* Resident blocks per SM for the launch bounds: six (80 registers) up to 8
- * harmonics; 16 and 32 harmonics would spill there and keep 128 registers. */
+/* Resident blocks per SM for the launch bounds: five (96 registers) up to 8
+ * harmonics (measured on the H100: 9.5 ms, six at 80 registers 10.0 ms, four
+ * 10.0 ms); 16 and 32 harmonics would spill there and keep 128 registers. */
 template <int NS>
-constexpr int hs_minb() { return NS <= 4 ? FDAS_HS_MINB : 4; }
+constexpr int hs_minb() { return NS <= 4 ? 5 : 4; }
 
 /* Plane rows [zlo, ..) at positions [p0, ..): element (zi, q) is base[(zi - zlo) ld + q - p0]. */
 struct hs_view {

@@ -97,7 +97,7 @@ static inline DDTK_HD int ddtk_fdas_frac_zi(int zi, int zmax, int num, int den)
     return (zk + zmax) / 2;
 }
 
-/* dst[0..n) = src[0..n), split over the OpenMP threads (the GPU upload staging). */
+/* dst[0..n) = src[0..n) on up to 4 OpenMP threads (the GPU upload staging). */
 void ddtk_fdas_copy(float *dst, const float *src, int64_t n);
 
 /* GPU backend (cuda/fdas_gpu.cu, or src/fdas_gpu_none.c without CUDA). */
