@@ -128,25 +128,32 @@ struct corr_args {
     long long ld;                 /* output row stride */
 };
 
+/* Register budget per thread. The block spectrum is re-read per row (L1 hits)
+ * instead of being held in 32 registers, so 64 registers fit without spills
+ * and four 256-thread blocks share an SM (128 registers: two; 80 measured no
+ * faster). */
+constexpr int CORR_REGS = 64;
+/* Blocks per SM for the launch bounds; 8192-point blocks would spill at 64
+ * registers (their radix-2 pass), so they keep one 512-thread block's 128. */
+template <int L>
+constexpr int corr_minb() { return L >= 8192 ? 1 : 65536 / (CORR_REGS * (L / 16)); }
+
 /* grid.x: blocks of the batch; grid.y: runs of ZPER rows. Block size L/16. */
 template <int L>
-__global__ void __launch_bounds__(L / 16) k_corr(const corr_args a)
+__global__ void __launch_bounds__(L / 16, corr_minb<L>()) k_corr(const corr_args a)
 {
     extern __shared__ float smem[];
     constexpr int T = L / 16;
     float *sre = smem, *sim = smem + pad(L) + 1;
     const float2 *blk = a.blk + (size_t)blockIdx.x * L;
-    float2 x[16], v[16];
-#pragma unroll
-    for (int r = 0; r < 16; r++)
-        x[r] = __ldg(blk + threadIdx.x + r * T);
+    float2 v[16];
     long long q0 = (long long)blockIdx.x * a.width;
     int zend = min(a.nz, (int)(blockIdx.y + 1) * ZPER);
     for (int row = blockIdx.y * ZPER; row < zend; row++) {
         const float2 *t = a.tmpl + (size_t)(a.z0 + row) * L;
 #pragma unroll
         for (int r = 0; r < 16; r++)
-            v[r] = cmul(x[r], __ldg(t + threadIdx.x + r * T));
+            v[r] = cmul(__ldg(blk + threadIdx.x + r * T), __ldg(t + threadIdx.x + r * T));
         __syncthreads();          /* the previous row's outputs have been read */
         pass_out<L, 16, 1>(v, a.tw, sre, sim);
         __syncthreads();

@@ -16,6 +16,11 @@ extern "C" {
 namespace fdas {
 
 constexpr int HS_THREADS = 128;
+/* Resident blocks per SM for the launch bounds: five (96 registers) up to 8
+ * harmonics (measured on the H100: 9.5 ms, six at 80 registers 10.0 ms, four
+ * 10.0 ms); 16 and 32 harmonics would spill there and keep 128 registers. */
+template <int NS>
+constexpr int hs_minb() { return NS <= 4 ? 5 : 4; }
 
 /* Plane rows [zlo, ..) at positions [p0, ..): element (zi, q) is base[(zi - zlo) ld + q - p0]. */
 struct hs_view {
@@ -34,79 +39,89 @@ struct hs_args {
     unsigned long long *nhits, max_hits;
 };
 
-/*
- * NP positions per thread, blockDim apart (coalesced along r). Per z row the
- * row address of each fraction is computed once and shared by the NP
- * positions; the fraction and stage loops unroll, so the z and position
- * mappings (divisions by 2^s) become shifts. The summation order is the
- * CPU's: top row, then each stage's fractions by increasing k.
- */
 /* Fraction f (stage order, then k) is k/2^s with s = log2(f + 1) + 1, k = 2 (f + 1 - 2^(s-1)) + 1. */
 __host__ __device__ constexpr int frac_stage(int f) { return f < 1 ? 1 : 1 + frac_stage((f - 1) / 2); }
 __host__ __device__ constexpr int frac_den(int f) { return 1 << frac_stage(f); }
 __host__ __device__ constexpr int frac_k(int f) { return 2 * (f + 1 - frac_den(f) / 2) + 1; }
 
+/* Floats a harmonic-sum launch may read past the end of its buffers: the
+ * positions of a thread's last block beyond phi are read, never emitted. */
+constexpr int HS_SLACK = 4 * HS_THREADS + 8;
+
+/* Keep the best power and its z row per stage (registers, NP positions). */
 template <int NS, int NP>
-__global__ void __launch_bounds__(HS_THREADS) k_harmsum(const hs_args a)
+struct hs_best {
+    float p[NS][NP];
+    int z[NS][NP];
+};
+
+/*
+ * NP positions per thread, HS_THREADS apart (coalesced along r). Position
+ * j's column in fraction k/d is column 0's plus j HS_THREADS k / d exactly
+ * (d divides HS_THREADS), so a thread keeps one column per fraction; the
+ * fraction and stage loops unroll, so the z mappings become shifts. Past phi
+ * the reads land in the buffers' HS_SLACK and nothing is emitted. The
+ * summation order is the CPU's: top row, then each stage's fractions by
+ * increasing k.
+ */
+template <int NS, int NP>
+__global__ void __launch_bounds__(HS_THREADS, hs_minb<NS>()) k_harmsum(const hs_args a)
 {
     constexpr int NF = (1 << (NS - 1)) - 1;
     long long first = a.plo + (long long)blockIdx.x * HS_THREADS * NP + threadIdx.x;
-    long long pp[NP];
-    int tcol[NP], col[NF > 0 ? NF : 1][NP], bestz[NS][NP];
-    float best[NS][NP];
+    int tcol = (int)(first - a.top.p0), col[NF > 0 ? NF : 1];
 #pragma unroll
-    for (int j = 0; j < NP; j++) {
-        pp[j] = min(first + j * HS_THREADS, a.phi - 1);    /* clamped ones emit nothing */
-        tcol[j] = (int)(pp[j] - a.top.p0);
+    for (int f = 0; f < NF; f++)
+        col[f] = (int)(ddtk_fdas_frac_pos(first, frac_k(f), frac_den(f)) - a.frac[f].p0);
+    hs_best<NS, NP> b;
 #pragma unroll
-        for (int f = 0; f < NF; f++)
-            col[f][j] = (int)(ddtk_fdas_frac_pos(pp[j], frac_k(f), frac_den(f)) - a.frac[f].p0);
+    for (int s = 0; s < NS; s++)
 #pragma unroll
-        for (int s = 0; s < NS; s++) {
-            best[s][j] = a.cut[s];
-            bestz[s][j] = -1;
+        for (int j = 0; j < NP; j++) {
+            b.p[s][j] = a.cut[s];
+            b.z[s][j] = -1;
         }
-    }
     for (int zi = 0; zi < a.numz; zi++) {
-        const float *trow = a.top.base + (long long)(zi - a.top.zlo) * a.top.ld;
+        const float *trow = a.top.base + (long long)(zi - a.top.zlo) * a.top.ld + tcol;
         float acc[NP];
 #pragma unroll
         for (int j = 0; j < NP; j++) {
-            acc[j] = __ldg(trow + tcol[j]);
-            if (acc[j] > best[0][j]) {
-                best[0][j] = acc[j];
-                bestz[0][j] = zi;
+            acc[j] = __ldg(trow + j * HS_THREADS);
+            if (acc[j] > b.p[0][j]) {
+                b.p[0][j] = acc[j];
+                b.z[0][j] = zi;
             }
         }
 #pragma unroll
         for (int f = 0; f < NF; f++) {
             int zk = ddtk_fdas_frac_zi(zi, a.zmax, frac_k(f), frac_den(f));
-            const float *row = a.frac[f].base + (long long)(zk - a.frac[f].zlo) * a.frac[f].ld;
+            const float *row = a.frac[f].base + (long long)(zk - a.frac[f].zlo) * a.frac[f].ld + col[f];
 #pragma unroll
             for (int j = 0; j < NP; j++)
-                acc[j] += __ldg(row + col[f][j]);
+                acc[j] += __ldg(row + j * (HS_THREADS * frac_k(f) / frac_den(f)));
             if (((f + 2) & (f + 1)) == 0) {          /* last fraction of stage s */
                 int s = frac_stage(f);
 #pragma unroll
                 for (int j = 0; j < NP; j++)
-                    if (acc[j] > best[s][j]) {
-                        best[s][j] = acc[j];
-                        bestz[s][j] = zi;
+                    if (acc[j] > b.p[s][j]) {
+                        b.p[s][j] = acc[j];
+                        b.z[s][j] = zi;
                     }
             }
         }
     }
 #pragma unroll
     for (int j = 0; j < NP; j++) {
-        if (first + j * HS_THREADS >= a.phi)
+        long long pos = first + j * HS_THREADS;
+        if (pos >= a.phi)
             continue;
 #pragma unroll
         for (int s = 0; s < NS; s++) {
-            if (bestz[s][j] < 0 || pp[j] < a.slo[s] || pp[j] > a.shi[s])
+            if (b.z[s][j] < 0 || pos < a.slo[s] || pos > a.shi[s])
                 continue;
             unsigned long long at = atomicAdd(a.nhits, 1ULL);
             if (at < a.max_hits)
-                a.hits[at] = ddtk_fdas_hit{ pp[j], bestz[s][j], s, best[s][j] };
+                a.hits[at] = ddtk_fdas_hit{ pos, b.z[s][j], s, b.p[s][j] };
         }
     }
 }

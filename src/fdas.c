@@ -243,33 +243,6 @@ void ddtk_fdas_plan_destroy(ddtk_fdas_plan *p)
     free(p);
 }
 
-float ddtk_fdas_select_median(float *v, int n)
-{
-    int k = (n - 1) / 2, lo = 0, hi = n - 1;
-    while (lo < hi) {
-        float pivot = v[(lo + hi) / 2];
-        int i = lo, j = hi;
-        while (i <= j) {
-            while (v[i] < pivot)
-                i++;
-            while (v[j] > pivot)
-                j--;
-            if (i <= j) {
-                float t = v[i];
-                v[i++] = v[j];
-                v[j--] = t;
-            }
-        }
-        if (k <= j)
-            hi = j;
-        else if (k >= i)
-            lo = i;
-        else
-            break;
-    }
-    return v[k];
-}
-
 /*
  * Each block's median power / ln 2 estimates the local mean power (the median
  * of an exponential distribution is ln 2 times its mean) at the block centre;
@@ -315,6 +288,15 @@ static void demean(ddtk_fdas_plan *p, const float *x)
     #pragma omp parallel for
     for (int64_t i = 0; i < p->n; i++)
         p->work[i] = x[i] - mean;
+}
+
+void ddtk_fdas_copy(float *dst, const float *src, int64_t n)
+{
+    /* a few threads, small dynamic pieces: a descheduled thread stalls no one */
+    int nt = omp_get_max_threads() < 4 ? omp_get_max_threads() : 4;
+    #pragma omp parallel for schedule(dynamic, 16384) num_threads(nt)
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = src[i];
 }
 
 static void spread_spectrum(ddtk_fdas_plan *p)

@@ -1,7 +1,7 @@
 /*
  * fdas_cands.c - from plane hits to the candidate list: fundamental r and z,
  * sigma after trials, clustering within +-15 bins, removal of harmonically
- * related candidates, sorting by sigma.
+ * related candidates, in sigma order.
  */
 #include "fdas_impl.h"
 
@@ -37,31 +37,88 @@ static ddtk_fdas_cand make_cand(const ddtk_fdas_plan *p, const ddtk_fdas_hit *h)
     return c;
 }
 
-/* Keep a candidate only if no stronger one lies within CLUSTER_BINS (sorted r list). */
-static int cluster(ddtk_fdas_cand *all, int64_t n, ddtk_fdas_cand *kept, int *nkept)
+/* Hits by stage, then power (descending), then position: within a stage sigma
+ * grows with power, so this is each stage's sigma order. */
+static int by_stage_power(const void *a, const void *b)
+{
+    const ddtk_fdas_hit *x = a, *y = b;
+    if (x->stage != y->stage)
+        return x->stage - y->stage;
+    if (x->power != y->power)
+        return x->power < y->power ? 1 : -1;
+    return (x->p > y->p) - (x->p < y->p);
+}
+
+static double hit_r(const ddtk_fdas_hit *h)
+{
+    return h->p / 2.0 / (1 << h->stage);
+}
+
+/* Whether a kept r (sorted rs[0..m)) lies within CLUSTER_BINS of r; *at: where r goes. */
+static int near_kept(const double *rs, int m, double r, int *at)
+{
+    int lo = 0, hi = m;                      /* first rs >= r - CLUSTER_BINS */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (rs[mid] < r - CLUSTER_BINS)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < m && rs[lo] <= r + CLUSTER_BINS)
+        return 1;
+    while (lo < m && rs[lo] < r)
+        lo++;
+    *at = lo;
+    return 0;
+}
+
+/*
+ * Greedy clustering in sigma order: a candidate is kept only if no kept one
+ * lies within CLUSTER_BINS. The stages' power-sorted hit lists are merged by
+ * sigma; a hit already near a kept candidate is passed over without its
+ * sigma (it could never be kept, and dropped hits decide nothing), so sigma
+ * is computed for about nstages hits per kept candidate instead of for every
+ * hit. The kept list equals that of sorting all hits by sigma.
+ */
+static int cluster(const ddtk_fdas_plan *p, ddtk_fdas_hit *h, int64_t n, ddtk_fdas_cand *kept,
+                   int *nkept)
 {
     double *rs = malloc(sizeof(double) * (size_t)(n + 1));
     if (!rs)
         return ddtk_fail(DDTK_ESYS, "out of memory for candidates");
-    int m = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double r = all[i].r;
-        int lo = 0, hi = m;                  /* first rs >= r - CLUSTER_BINS */
-        while (lo < hi) {
-            int mid = (lo + hi) / 2;
-            if (rs[mid] < r - CLUSTER_BINS)
-                lo = mid + 1;
-            else
-                hi = mid;
+    qsort(h, (size_t)n, sizeof *h, by_stage_power);
+    int64_t head[DDTK_FDAS_MAXSTAGES], end[DDTK_FDAS_MAXSTAGES] = { 0 };
+    for (int64_t i = 0; i < n; i++)
+        end[h[i].stage]++;
+    for (int s = 0; s < p->nstages; s++) {
+        head[s] = s ? end[s - 1] : 0;
+        end[s] += head[s];
+    }
+    ddtk_fdas_cand c[DDTK_FDAS_MAXSTAGES];
+    int have[DDTK_FDAS_MAXSTAGES] = { 0 }, m = 0, at[DDTK_FDAS_MAXSTAGES];
+    for (;;) {
+        int best = -1;
+        for (int s = 0; s < p->nstages; s++) {
+            while (head[s] < end[s] && near_kept(rs, m, hit_r(&h[head[s]]), &at[s])) {
+                head[s]++;
+                have[s] = 0;
+            }
+            if (head[s] >= end[s])
+                continue;
+            if (!have[s])
+                c[s] = make_cand(p, &h[head[s]]);
+            have[s] = 1;
+            if (best < 0 || by_sigma(&c[s], &c[best]) < 0)
+                best = s;
         }
-        if (lo < m && rs[lo] <= r + CLUSTER_BINS)
-            continue;
-        int at = lo;
-        while (at < m && rs[at] < r)
-            at++;
-        memmove(rs + at + 1, rs + at, sizeof(double) * (size_t)(m - at));
-        rs[at] = r;
-        kept[m++] = all[i];
+        if (best < 0)
+            break;
+        memmove(rs + at[best] + 1, rs + at[best], sizeof(double) * (size_t)(m - at[best]));
+        rs[at[best]] = c[best].r;
+        kept[m++] = c[best];
+        head[best]++;
+        have[best] = 0;
     }
     free(rs);
     *nkept = m;
@@ -101,19 +158,10 @@ int ddtk_fdas_candidates_build(ddtk_fdas_plan *p)
     p->ncands = 0;
     if (n == 0)
         return DDTK_OK;
-    ddtk_fdas_cand *all = malloc(sizeof *all * (size_t)n);
     ddtk_fdas_cand *kept = malloc(sizeof *kept * (size_t)n);
-    if (!all || !kept) {
-        free(all);
-        free(kept);
+    if (!kept)
         return ddtk_fail(DDTK_ESYS, "out of memory for %lld candidates", (long long)n);
-    }
-    #pragma omp parallel for
-    for (int64_t i = 0; i < n; i++)
-        all[i] = make_cand(p, &p->hits.h[i]);
-    qsort(all, (size_t)n, sizeof *all, by_sigma);
-    int m = 0, rc = cluster(all, n, kept, &m);
-    free(all);
+    int m = 0, rc = cluster(p, p->hits.h, n, kept, &m);
     if (rc) {
         free(kept);
         return rc;

@@ -1,6 +1,6 @@
 /*
  * fdas_impl.h - internals of the fdas plan shared by the driver (src/fdas.c),
- * the CPU kernels (cpu/fdas_cpu.c) and the CUDA kernels (cuda/fdas.cu).
+ * the CPU kernels (cpu/fdas_cpu.c) and the CUDA kernels (cuda/fdas_gpu.cu).
  *
  * Geometry. The whitened spectrum F[k], k < nbins, is "spread" to the
  * correlation resolution res (2 for exact half-bin interpolation, 1 for
@@ -15,6 +15,7 @@
 #define DDTK_FDAS_IMPL_H
 
 #include "fdas.h"
+#include "fdas_select.h"
 
 #include <stdlib.h>
 
@@ -62,7 +63,7 @@ struct ddtk_fdas_plan {
     ddtk_fdas_times times;
     int use_gpu;
     int spec_on_host;             /* spec holds the last whitened spectrum */
-    void *gpu;                    /* backend state of cuda/fdas.cu */
+    void *gpu;                    /* backend state of cuda/fdas_gpu.cu */
 };
 
 /* Hits -> sigma, clustering, harmonic removal, sorting (fdas_cands.c). */
@@ -70,8 +71,6 @@ int ddtk_fdas_candidates_build(ddtk_fdas_plan *p);
 
 /* Red-noise whitening on the CPU: spec[0..nbins) normalised in place. */
 void ddtk_fdas_rednoise_cpu(const ddtk_fdas_plan *p, float *spec);
-/* Median of v[0..n) (the lower middle element for even n); v is reordered. */
-float ddtk_fdas_select_median(float *v, int n);
 
 /* CPU kernels (cpu/fdas_cpu.c). */
 /* Plane rows [zi0, zi1) at positions [p0, p0 + width) into out (ld = width). */
@@ -81,12 +80,6 @@ void *ddtk_fdas_cpu_ws_new(const ddtk_fdas_plan *p);
 void ddtk_fdas_cpu_ws_free(void *ws);
 /* Correlate, harmonic-sum and threshold the whole plane; hits into p->hits. */
 int ddtk_fdas_cpu_search(ddtk_fdas_plan *p);
-
-#ifdef __CUDACC__
-#define DDTK_HD __host__ __device__
-#else
-#define DDTK_HD
-#endif
 
 /* Fraction index helpers shared by CPU and GPU: nearest half bin / even z. */
 static inline DDTK_HD int64_t ddtk_fdas_frac_pos(int64_t p, int num, int den)
@@ -104,7 +97,10 @@ static inline DDTK_HD int ddtk_fdas_frac_zi(int zi, int zmax, int num, int den)
     return (zk + zmax) / 2;
 }
 
-/* GPU backend (cuda/fdas.cu, or src/fdas_gpu_none.c without CUDA). */
+/* dst[0..n) = src[0..n) on up to 4 OpenMP threads (the GPU upload staging). */
+void ddtk_fdas_copy(float *dst, const float *src, int64_t n);
+
+/* GPU backend (cuda/fdas_gpu.cu, or src/fdas_gpu_none.c without CUDA). */
 int ddtk_fdas_gpu_init(ddtk_fdas_plan *p);
 int ddtk_fdas_gpu_search(ddtk_fdas_plan *p, const float *x);
 /* Copy the whitened spectrum of the last search back into spec. */

@@ -1,5 +1,5 @@
 /*
- * fdas.cu - the fdas GPU backend: cuFFT for the long real FFT and the batched
+ * fdas_gpu.cu - the fdas GPU backend: cuFFT for the long real FFT and the batched
  * forward FFTs of the spectrum blocks; kernels for de-meaning, red-noise
  * whitening and block loading; the fused correlation kernel (fdas_corr.cuh)
  * and the fused harmonic-sum/threshold kernel (fdas_harm.cuh); plane tiling
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #define MAX_HITS (1 << 20)
+#define UPLOAD_CHUNK (1 << 20)    /* floats per staged upload (4 MiB) */
 #define RN_MAXLEN 256
 #define MIB 1048576.0
 
@@ -24,6 +25,7 @@ enum { EV_START, EV_FFT, EV_RN, EV_T0, EV_T1, EV_T2, NEV };
 
 typedef struct gpu_state {
     float *x;
+    float *stage;                 /* pinned host copy of the series for the upload */
     float *plane;                 /* untiled: the whole plane; tiled: the tile buffers */
     cufftComplex *spec, *spread, *tmpl, *blk;
     float2 *tw;                   /* inverse twiddles exp(+2 pi i t / fftlen) */
@@ -95,29 +97,7 @@ __global__ void k_rn_medians(const cufftComplex *spec, const long long *start, i
     int n = (int)(start[b + 1] - s);
     for (int i = 0; i < n; i++)
         v[i] = spec[s + i].x * spec[s + i].x + spec[s + i].y * spec[s + i].y;
-    int k = (n - 1) / 2, lo = 0, hi = n - 1;
-    while (lo < hi) {
-        float pivot = v[(lo + hi) / 2];
-        int i = lo, j = hi;
-        while (i <= j) {
-            while (v[i] < pivot)
-                i++;
-            while (v[j] > pivot)
-                j--;
-            if (i <= j) {
-                float t = v[i];
-                v[i++] = v[j];
-                v[j--] = t;
-            }
-        }
-        if (k <= j)
-            hi = j;
-        else if (k >= i)
-            lo = i;
-        else
-            break;
-    }
-    mean[b] = fmax(v[k] / M_LN2, 1e-30);
+    mean[b] = fmax(ddtk_fdas_select_median(v, n) / M_LN2, 1e-30);
     centre[b] = s + 0.5 * (n - 1);
 }
 
@@ -259,12 +239,13 @@ static int alloc_all(ddtk_fdas_plan *p, gpu_state *g)
         return rc;
     size_t plane = g->tile ? tile_floats(p, g->tile, NULL) : (size_t)p->numz * p->plane_len;
     CU(cudaMalloc(&g->x, sizeof(float) * p->n), "alloc");
+    CU(cudaMallocHost(&g->stage, sizeof(float) * p->n), "alloc pinned series");
     CU(cudaMalloc(&g->spec, sizeof(cufftComplex) * (nb + 1)), "alloc");
     CU(cudaMalloc(&g->spread, sizeof(cufftComplex) * p->res * nb), "alloc");
     CU(cudaMalloc(&g->tmpl, sizeof(cufftComplex) * L * p->numz), "alloc");
     CU(cudaMalloc(&g->tw, sizeof(float2) * L), "alloc");
     CU(cudaMalloc(&g->blk, (size_t)blk_bytes(p, g->blk_cap)), "alloc");
-    CU(cudaMalloc(&g->plane, sizeof(float) * plane), "alloc plane");
+    CU(cudaMalloc(&g->plane, sizeof(float) * (plane + fdas::HS_SLACK)), "alloc plane");
     CU(cudaMalloc(&g->rn_start, sizeof(long long) * (p->rn_nblocks + 1)), "alloc");
     CU(cudaMalloc(&g->rn_mean, sizeof(double) * p->rn_nblocks), "alloc");
     CU(cudaMalloc(&g->rn_centre, sizeof(double) * p->rn_nblocks), "alloc");
@@ -345,10 +326,25 @@ extern "C" int ddtk_fdas_gpu_init(ddtk_fdas_plan *p)
     return upload_constants(p, g);
 }
 
+/* The series through pinned memory: chunk i's DMA runs while chunk i+1 is
+ * copied into the staging buffer (threaded), instead of a pageable copy. */
+static int upload(ddtk_fdas_plan *p, gpu_state *g, const float *x)
+{
+    for (int64_t i = 0; i < p->n; i += UPLOAD_CHUNK) {
+        int64_t m = p->n - i < UPLOAD_CHUNK ? p->n - i : UPLOAD_CHUNK;
+        ddtk_fdas_copy(g->stage + i, x + i, m);
+        CU(cudaMemcpyAsync(g->x + i, g->stage + i, sizeof(float) * m, cudaMemcpyHostToDevice),
+           "upload series");
+    }
+    return DDTK_OK;
+}
+
 static int whiten(ddtk_fdas_plan *p, gpu_state *g, const float *x)
 {
     CU(cudaEventRecord(g->ev[EV_START]), "event");
-    CU(cudaMemcpy(g->x, x, sizeof(float) * p->n, cudaMemcpyHostToDevice), "upload series");
+    int rc = upload(p, g, x);
+    if (rc)
+        return rc;
     CU(cudaMemsetAsync(g->sum, 0, sizeof(double)), "memset");
     k_sum<<<512, 256>>>(g->x, p->n, g->sum);
     k_subtract<<<grid(p->n, 256), 256>>>(g->x, p->n, g->sum);
@@ -568,6 +564,7 @@ extern "C" void ddtk_fdas_gpu_free(ddtk_fdas_plan *p)
                      g->rn_mean, g->rn_centre, g->sum, g->hits, g->nhits };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         cudaFree(bufs[i]);
+    cudaFreeHost(g->stage);
     free(g);
     p->gpu = NULL;
 }
