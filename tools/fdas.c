@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 enum {
@@ -215,10 +216,14 @@ static void summary(const args *a, ddtk_fdas_plan *plan, const ddtk_fdas_series 
              "fdas, %s backend, %.2f s wall, real-time factor %.1f", s->name, (long long)s->n,
              g.numz, g.zmax, g.numharm, ncand, ddtk_fdas_backend_name(plan), t->total,
              s->n * s->tsamp / t->total);
-    if (a->cfg.verbose)
+    if (a->cfg.verbose) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
         ddtk_msg("stages (ms): fft %.3f, rednoise %.3f, correlation %.3f, harmonic sums "
-                 "%.3f, candidates %.3f", 1e3 * t->fft, 1e3 * t->rednoise, 1e3 * t->correlate,
-                 1e3 * t->harmsum, 1e3 * t->candidates);
+                 "%.3f, candidates %.3f; peak memory %.1f MiB", 1e3 * t->fft,
+                 1e3 * t->rednoise, 1e3 * t->correlate, 1e3 * t->harmsum, 1e3 * t->candidates,
+                 ru.ru_maxrss / 1024.0);
+    }
 }
 
 static int search_one(args *a, const char *path, int ninputs, ddtk_fdas_plan **plan,
