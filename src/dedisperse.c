@@ -283,8 +283,11 @@ int ddtk_direct_plan_execute(ddtk_direct_plan *p, ddtk_outset *out, ddtk_run_sta
     ddtk_progress prog;
     int rc = DDTK_OK;
 
-    if (p->gpu)
-        return ddtk_gpu_direct_execute(p->gpu, out, stats);
+    if (p->gpu) {
+        rc = ddtk_gpu_direct_execute(p->gpu, out, stats);
+        stats->nkilled = p->nkilled;
+        return rc;
+    }
     ddtk_progress_start(&prog, "samples", p->in->nsamples, p->opt.quiet, p->opt.verbose);
     for (;;) {
         int64_t got;
