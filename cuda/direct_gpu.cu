@@ -1,8 +1,8 @@
 /*
  * direct_gpu.cu - GPU direct-dedispersion kernels: device-side unpacking of raw
  * SIGPROC samples into channel rows, --zerodm, the halving kernel of time
- * scrunching (Barsdell 2.1) and the row encoding of each level, the shared-memory kernels
- * (Novotny et al. 2023, Algorithm 3) and the cache-based fallback kernel.
+ * scrunching (Barsdell 2.1) and each level's row encoding, the shared-memory
+ * kernels (Novotny et al. 2023, Algorithm 3) and the cache-based fallback kernel.
  *
  * Shared-memory kernels: a block owns DMS_PER_BLOCK DM trials (one or more per
  * warp) times one time tile. For each pass of DCH channels it stages, per
