@@ -27,6 +27,11 @@ struct Encoding {
 };
 
 Encoding choose_encoding(int nbits, int sgn, int polsum, int zerodm);
+/* Rows of a time-scrunch level, each sample the sum of `factor` samples of
+ * base rows: integers grow (and their bias with them) into wider storage, and
+ * leave the lane kernel for the float kernel once a pass of the widest lane
+ * configuration could overflow a 16-bit lane; past 16 bits they become floats. */
+Encoding scrunched_encoding(Encoding base, int factor);
 int storage_bytes(Storage s);
 
 /* A tuning configuration: DM trials per block, samples per block (time tile)
@@ -76,6 +81,16 @@ struct UnpackArgs {
     Encoding enc;
 };
 cudaError_t launch_unpack(const UnpackArgs &u, cudaStream_t st);
+/* One step of the time-scrunch cascade: dst[r][t] = src[r][2t] + src[r][2t+1]
+ * for t < n over nrows rows, in dst's encoding (the CPU's float sum). */
+struct HalveArgs {
+    const void *src;
+    void *dst;
+    int64_t sstride, dstride, n;
+    int nrows;
+    Encoding in, out;
+};
+cudaError_t launch_halve(const HalveArgs &h, cudaStream_t st);
 /* --zerodm on float rows: subtract each spectrum's mean over the live rows. */
 cudaError_t launch_zerodm(float *rows, int64_t stride, int nrows, int64_t col, int64_t n,
                           cudaStream_t st);

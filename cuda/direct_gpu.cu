@@ -1,7 +1,8 @@
 /*
  * direct_gpu.cu - GPU direct-dedispersion kernels: device-side unpacking of raw
- * SIGPROC samples into channel rows, --zerodm, the shared-memory kernels
- * (Novotny et al. 2023, Algorithm 3) and the cache-based fallback kernel.
+ * SIGPROC samples into channel rows, --zerodm, the halving kernel of time
+ * scrunching (Barsdell 2.1) and each level's row encoding, the shared-memory
+ * kernels (Novotny et al. 2023, Algorithm 3) and the cache-based fallback kernel.
  *
  * Shared-memory kernels: a block owns DMS_PER_BLOCK DM trials (one or more per
  * warp) times one time tile. For each pass of DCH channels it stages, per
@@ -104,6 +105,32 @@ Encoding choose_encoding(int nbits, int sgn, int polsum, int zerodm)
         e.maxval = ((1 << nbits) - 1) * npol;
         e.storage = e.maxval <= 255 ? ST_U8 : ST_U16;
     }
+    return e;
+}
+
+static int widest_lane_pass()
+{
+    int most = 0;
+    for (const Cfg &c : lane_cfgs)
+        most = c.dch > most ? c.dch : most;
+    return most;
+}
+
+Encoding scrunched_encoding(Encoding base, int factor)
+{
+    Encoding e = base;
+    if (base.storage == ST_F32)
+        return e;
+    e.maxval = base.maxval * factor;
+    e.bias = base.bias * factor;
+    if (e.maxval <= 255)
+        e.storage = ST_U8;
+    else if (e.maxval <= 65535)
+        e.storage = ST_U16;
+    else
+        e.storage = ST_F32, e.bias = 0, e.maxval = 0;
+    if (e.maxval == 0 || e.maxval * widest_lane_pass() > 65535)
+        e.kind = K_FLOAT;
     return e;
 }
 
@@ -212,7 +239,7 @@ cudaError_t launch_zerodm(float *rows, int64_t stride, int nrows, int64_t col, i
     return cudaGetLastError();
 }
 
-/* ---- shared-memory kernels ------------------------------------------------- */
+/* ---- time scrunching: halving ------------------------------------------- */
 
 template <typename T>
 __device__ __forceinline__ float to_float(T v, int bias)
@@ -222,6 +249,52 @@ __device__ __forceinline__ float to_float(T v, int bias)
     else
         return (float)((int)v - bias);
 }
+
+/* Integers add exactly (their biases add too); floats add as the CPU does. */
+template <typename Ti, typename To>
+__global__ void __launch_bounds__(256) halve_kernel(HalveArgs h)
+{
+    const int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= h.n)
+        return;
+    const Ti *src = static_cast<const Ti *>(h.src);
+    To *dst = static_cast<To *>(h.dst);
+    for (int r = blockIdx.y; r < h.nrows; r += gridDim.y) {
+        const Ti *a = src + (int64_t)r * h.sstride + 2 * t;
+        if constexpr (sizeof(To) == 4)
+            dst[(int64_t)r * h.dstride + t] = to_float<Ti>(a[0], h.in.bias)
+                                            + to_float<Ti>(a[1], h.in.bias);
+        else
+            dst[(int64_t)r * h.dstride + t] = (To)((uint32_t)a[0] + (uint32_t)a[1]);
+    }
+}
+
+template <typename Ti>
+static void launch_halve_from(const HalveArgs &h, dim3 grid, cudaStream_t st)
+{
+    if (h.out.storage == ST_U8)
+        halve_kernel<Ti, uint8_t><<<grid, 256, 0, st>>>(h);
+    else if (h.out.storage == ST_U16)
+        halve_kernel<Ti, uint16_t><<<grid, 256, 0, st>>>(h);
+    else
+        halve_kernel<Ti, float><<<grid, 256, 0, st>>>(h);
+}
+
+cudaError_t launch_halve(const HalveArgs &h, cudaStream_t st)
+{
+    if (h.n <= 0)
+        return cudaSuccess;
+    dim3 grid((unsigned)((h.n + 255) / 256), (unsigned)(h.nrows < 65535 ? h.nrows : 65535));
+    if (h.in.storage == ST_U8)
+        launch_halve_from<uint8_t>(h, grid, st);
+    else if (h.in.storage == ST_U16)
+        launch_halve_from<uint16_t>(h, grid, st);
+    else
+        launch_halve_from<float>(h, grid, st);
+    return cudaGetLastError();
+}
+
+/* ---- shared-memory kernels ------------------------------------------------- */
 
 /* Stage per channel k of this pass the delay of each DM of the block
  * relative to lo (shift[k][dm]); missing DMs reuse the last one. */

@@ -10,6 +10,13 @@
  * and are unpacked there; the `keep` overlap moves device-to-device from the
  * other set's rows. Every CUDA call is checked; failures are DDTK_ESYS with
  * CUDA's message.
+ *
+ * Time scrunching (scrunch.h): the run is a cascade of levels, level k at
+ * factor 2^k with its own delay table, row encoding, kernel choice, DM blocks
+ * and buffers. Each gulp's unpacked rows are halved on the device level by
+ * level (as scrunch.c halves them on the CPU) and every level with DMs is
+ * dedispersed from its rows; output counts and writing come from scrunch.c.
+ * A run without scrunching is the one level of factor 1.
  */
 #include <cuda_runtime.h>
 
@@ -18,6 +25,7 @@
 
 extern "C" {
 #include "ddtk.h"
+#include "scrunch.h"
 }
 #include "direct.cuh"
 
@@ -27,35 +35,48 @@ using namespace ddgpu;
 #define MAX_STEP ((int64_t)1 << 22)       /* keeps the time-tile grid within 65535 */
 #define DEFAULT_MAX_MEM ((int64_t)2 << 30)
 #define SPAN_TILES 4                      /* shared tile: span <= 4 tile widths */
+#define MAX_LEVELS DDTK_SCRUNCH_MAX_LEVELS
 
-/* One of the two alternating buffer sets. */
+/* One time resolution: factor 2^k, its DMs' delays, kernel and DM blocks. */
+struct gpu_level {
+    const ddtk_delays *dl;      /* NULL: no DM at this factor (its rows feed the next) */
+    Encoding enc;
+    int config, nblocks, nshared, span;
+    ConfigInfo ci;
+    size_t smem;
+    int64_t stride, ostride;    /* device row and output pitches (elements) */
+    int64_t hpitch;             /* host output row: the most outputs one gulp gives */
+    int32_t *d_delay, *d_lo;
+    int *d_blocks;
+};
+
+/* One of the two alternating buffer sets, with rows and outputs per level. */
 struct gulp_set {
     cudaStream_t st;
     cudaEvent_t h2d0, h2d1, k0, k1, done, unpacked;
     uint8_t *hraw, *draw;
-    float *hout, *dout;
-    void *drows;
-    int64_t nout;
-    int issued, copied_in;
+    void *drows[MAX_LEVELS];
+    float *hout[MAX_LEVELS], *dout[MAX_LEVELS];
+    int64_t nout[MAX_LEVELS];
+    int issued;
 };
 
 struct ddtk_gpu_direct {
     ddtk_input *in;
     const ddtk_channels *ch;
-    const ddtk_delays *dl;
+    const ddtk_delays *dl;      /* every DM of the run at tsamp */
+    ddtk_scrunch *sc;           /* NULL: one level, dl */
     ddtk_options opt;
-    int pol, dev;
+    int pol, dev, env_config;
     cudaDeviceProp prop;
-    Encoding enc;
-    int config, nblocks, nshared, span;
-    ConfigInfo ci;
-    size_t smem;
-    int64_t keep, step, stride, ostride;
-    int64_t hpitch;             /* host output row: a last gulp may hold step + 7 outputs */
-    int32_t *d_delay, *d_lo;
-    int *d_blocks, *d_rowmap;
+    Encoding enc;               /* of the unpacked rows (level 0) */
+    int nlevels, first;         /* first: the finest level with DMs */
+    gpu_level lv[MAX_LEVELS];
+    int64_t keep, step;
+    int *d_rowmap;
     gulp_set set[2];
-    double *sums;
+    double *sums;               /* per DM, for --pad without scrunching */
+    double adds;
     double t_h2d, t_unpack, t_kernel, t_d2h;
 };
 
@@ -71,23 +92,23 @@ static int64_t round_up(int64_t x, int64_t m)
     return (x + m - 1) / m * m;
 }
 
-/* ---- plan: kernel choice and DM blocks ------------------------------------- */
+/* ---- plan: per level, kernel choice and DM blocks -------------------------- */
 
 /* Smallest delay of each DM block per channel, and each block's spread. */
-static int block_tables(ddtk_gpu_direct *g, int32_t **lo, int32_t **spans)
+static int block_tables(gpu_level *L, int32_t **lo, int32_t **spans)
 {
-    const int bd = g->ci.dms_per_block, nc = g->dl->nchan;
-    g->nblocks = (g->dl->ndm + bd - 1) / bd;
-    *lo = (int32_t *)ddtk_malloc((size_t)g->nblocks * nc * sizeof **lo, "GPU delay table");
-    *spans = (int32_t *)ddtk_calloc((size_t)g->nblocks, sizeof **spans, "GPU delay table");
+    const int bd = L->ci.dms_per_block, nc = L->dl->nchan;
+    L->nblocks = (L->dl->ndm + bd - 1) / bd;
+    *lo = (int32_t *)ddtk_malloc((size_t)L->nblocks * nc * sizeof **lo, "GPU delay table");
+    *spans = (int32_t *)ddtk_calloc((size_t)L->nblocks, sizeof **spans, "GPU delay table");
     if (!*lo || !*spans)
         return DDTK_ESYS;
-    for (int b = 0; b < g->nblocks; b++) {
-        int d0 = b * bd, d1 = d0 + bd < g->dl->ndm ? d0 + bd : g->dl->ndm;
+    for (int b = 0; b < L->nblocks; b++) {
+        int d0 = b * bd, d1 = d0 + bd < L->dl->ndm ? d0 + bd : L->dl->ndm;
         for (int c = 0; c < nc; c++) {
             int32_t mn = INT32_MAX, mx = INT32_MIN;
             for (int d = d0; d < d1; d++) {
-                int32_t v = g->dl->delay[(size_t)d * nc + c];
+                int32_t v = L->dl->delay[(size_t)d * nc + c];
                 mn = v < mn ? v : mn;
                 mx = v > mx ? v : mx;
             }
@@ -100,87 +121,160 @@ static int block_tables(ddtk_gpu_direct *g, int32_t **lo, int32_t **spans)
 }
 
 /* Shared-kernel blocks first, then the fallback's; the span sets the tile. */
-static int partition_blocks(ddtk_gpu_direct *g, const int32_t *spans, int *order)
+static void partition_blocks(const ddtk_gpu_direct *g, gpu_level *L, const int32_t *spans,
+                             int *order)
 {
     size_t limit = g->prop.sharedMemPerBlockOptin;
-    int max_span = SPAN_TILES * g->ci.tile_words;
-    while (max_span > 0 && shared_bytes(g->enc.kind, g->config, g->ci.tile_words + max_span) > limit)
+    int max_span = SPAN_TILES * L->ci.tile_words;
+    while (max_span > 0 && shared_bytes(L->enc.kind, L->config, L->ci.tile_words + max_span) > limit)
         max_span -= 32;
     int n = 0, span = 0;
-    for (int b = 0; b < g->nblocks; b++)
+    for (int b = 0; b < L->nblocks; b++)
         if (spans[b] <= max_span) {
             order[n++] = b;
             span = spans[b] > span ? spans[b] : span;
         }
-    g->nshared = n;
-    for (int b = 0; b < g->nblocks; b++)
+    L->nshared = n;
+    for (int b = 0; b < L->nblocks; b++)
         if (spans[b] > max_span)
             order[n++] = b;
-    g->span = (int)round_up(span, 4);
-    g->smem = shared_bytes(g->enc.kind, g->config, g->ci.tile_words + g->span);
-    if (g->nshared > 0)
-        CK(prepare_kernels(g->enc.kind, g->config, g->enc.storage, g->smem));
-    return DDTK_OK;
+    L->span = (int)round_up(span, 4);
+    L->smem = shared_bytes(L->enc.kind, L->config, L->ci.tile_words + L->span);
 }
 
-static int choose_config(ddtk_gpu_direct *g)
+/* DDTK_GPU_CONFIG (tuning runs, bench/gpu): a configuration of the rows' kernel. */
+static int read_env_config(ddtk_gpu_direct *g)
 {
-    g->config = default_config(g->enc.kind, g->prop.major);
-    const char *env = getenv("DDTK_GPU_CONFIG");   /* tuning runs (bench/gpu) */
-    if (env && *env) {
-        int c = atoi(env);
-        if (c < 0 || c >= config_count(g->enc.kind))
-            return ddtk_fail(DDTK_EUSAGE, "DDTK_GPU_CONFIG=%s: expected 0..%d", env,
-                             config_count(g->enc.kind) - 1);
-        g->config = c;
-    }
-    g->ci = config_info(g->enc.kind, g->config);
+    const char *env = getenv("DDTK_GPU_CONFIG");
+    g->env_config = -1;
+    if (!env || !*env)
+        return DDTK_OK;
+    int c = atoi(env);
+    if (c < 0 || c >= config_count(g->enc.kind))
+        return ddtk_fail(DDTK_EUSAGE, "DDTK_GPU_CONFIG=%s: expected 0..%d", env,
+                         config_count(g->enc.kind) - 1);
+    g->env_config = c;
     return DDTK_OK;
 }
 
-static int upload_tables(ddtk_gpu_direct *g)
+static void choose_config(const ddtk_gpu_direct *g, gpu_level *L)
+{
+    L->config = default_config(L->enc.kind, g->prop.major);
+    if (g->env_config >= 0 && L->enc.kind == g->enc.kind)
+        L->config = g->env_config;
+    L->ci = config_info(L->enc.kind, L->config);
+}
+
+static int upload(ddtk_gpu_direct *g, void **dst, const void *src, size_t bytes)
+{
+    CK(cudaMalloc(dst, bytes));
+    CK(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice));
+    return DDTK_OK;
+}
+
+static int upload_level(ddtk_gpu_direct *g, gpu_level *L)
 {
     int32_t *lo = NULL, *spans = NULL;
     int *order = NULL;
-    int rc = block_tables(g, &lo, &spans);
-    if (!rc && !(order = (int *)ddtk_malloc((size_t)g->nblocks * sizeof *order, "GPU DM blocks")))
+    int rc = block_tables(L, &lo, &spans);
+    if (!rc && !(order = (int *)ddtk_malloc((size_t)L->nblocks * sizeof *order, "GPU DM blocks")))
         rc = DDTK_ESYS;
     if (!rc)
-        rc = partition_blocks(g, spans, order);
-    size_t nc = (size_t)g->dl->nchan;
-    cudaError_t e = cudaSuccess;
-    if (!rc) {
-        const void *src[] = { g->dl->delay, lo, order, g->ch->row };
-        void **dst[] = { (void **)&g->d_delay, (void **)&g->d_lo, (void **)&g->d_blocks,
-                         (void **)&g->d_rowmap };
-        size_t bytes[] = { (size_t)g->dl->ndm * nc * 4, (size_t)g->nblocks * nc * 4,
-                           (size_t)g->nblocks * 4, (size_t)g->ch->nchans * 4 };
-        for (int i = 0; i < 4 && e == cudaSuccess; i++)
-            if ((e = cudaMalloc(dst[i], bytes[i])) == cudaSuccess)
-                e = cudaMemcpy(*dst[i], src[i], bytes[i], cudaMemcpyHostToDevice);
-        if (e != cudaSuccess)
-            rc = cuda_fail(g, "uploading the delay tables", e);
-    }
+        partition_blocks(g, L, spans, order);
+    size_t nc = (size_t)L->dl->nchan;
+    if (!rc)
+        rc = upload(g, (void **)&L->d_delay, L->dl->delay, (size_t)L->dl->ndm * nc * 4);
+    if (!rc)
+        rc = upload(g, (void **)&L->d_lo, lo, (size_t)L->nblocks * nc * 4);
+    if (!rc)
+        rc = upload(g, (void **)&L->d_blocks, order, (size_t)L->nblocks * sizeof *order);
     free(lo);
     free(spans);
     free(order);
     return rc;
 }
 
+/* A kernel instance gets the largest shared memory any level launches it with. */
+static int prepare_levels(ddtk_gpu_direct *g)
+{
+    for (int k = 0; k < g->nlevels; k++) {
+        const gpu_level *L = &g->lv[k];
+        if (!L->dl || !L->nshared)
+            continue;
+        size_t most = 0;
+        for (int j = 0; j < g->nlevels; j++) {
+            const gpu_level *M = &g->lv[j];
+            if (M->dl && M->nshared && M->enc.kind == L->enc.kind && M->config == L->config
+                && M->enc.storage == L->enc.storage && M->smem > most)
+                most = M->smem;
+        }
+        CK(prepare_kernels(L->enc.kind, L->config, L->enc.storage, most));
+    }
+    return DDTK_OK;
+}
+
+static int plan_levels(ddtk_gpu_direct *g)
+{
+    int rc = read_env_config(g);
+    g->nlevels = g->sc ? ddtk_scrunch_levels(g->sc) : 1;
+    g->first = -1;
+    for (int k = 0; !rc && k < g->nlevels; k++) {
+        gpu_level *L = &g->lv[k];
+        L->dl = g->sc ? ddtk_scrunch_level(g->sc, k) : g->dl;
+        L->enc = scrunched_encoding(g->enc, 1 << k);
+        if (!L->dl)
+            continue;
+        g->first = g->first < 0 ? k : g->first;
+        choose_config(g, L);
+        rc = upload_level(g, L);
+    }
+    if (!rc)
+        rc = upload(g, (void **)&g->d_rowmap, g->ch->row, (size_t)g->ch->nchans * sizeof(int));
+    return rc ? rc : prepare_levels(g);
+}
+
 /* ---- memory ---------------------------------------------------------------- */
 
-static int64_t row_stride(const ddtk_gpu_direct *g, int64_t step)
+/* Level k's rows: (keep + step) / 2^k spectra, and room for the last tiles,
+ * which may run one tile past the last output and read up to keep past it. */
+static int64_t row_stride(const ddtk_gpu_direct *g, int k, int64_t step)
 {
-    /* Tiles may run one tile past the last output; they read up to keep past it. */
-    return round_up(g->keep + step + 2 * g->ci.tile_samples + 256, 64);
+    const gpu_level *L = &g->lv[k];
+    int64_t tile = L->dl ? L->ci.tile_samples : 0;
+    return round_up(((g->keep + step) >> k) + 2 * tile + 256, 64);
+}
+
+/* The most outputs level k gives in one gulp (a last gulp may give more than step / 2^k). */
+static int64_t max_out(const ddtk_gpu_direct *g, int k, int64_t step)
+{
+    int64_t last = ((g->keep + step) >> k) - g->lv[k].dl->maxdelay;
+    return last > step >> k ? last : step >> k;
 }
 
 static void set_bytes(const ddtk_gpu_direct *g, int64_t step, int64_t *host, int64_t *dev)
 {
     int64_t raw = ddtk_input_bytes(g->in, g->keep + step);
-    *host = raw + (int64_t)g->dl->ndm * (step + 8) * 4;
-    *dev = raw + (int64_t)g->dl->nchan * row_stride(g, step) * storage_bytes(g->enc.storage)
-         + (int64_t)g->dl->ndm * round_up(step + 8, 64) * 4;
+    *host = *dev = raw;
+    for (int k = 0; k < g->nlevels; k++) {
+        const gpu_level *L = &g->lv[k];
+        *dev += (int64_t)g->ch->nlive * row_stride(g, k, step) * storage_bytes(L->enc.storage);
+        if (L->dl) {
+            *host += (int64_t)L->dl->ndm * max_out(g, k, step) * 4;
+            *dev += (int64_t)L->dl->ndm * round_up(max_out(g, k, step), 64) * 4;
+        }
+    }
+}
+
+static void set_pitches(ddtk_gpu_direct *g)
+{
+    for (int k = 0; k < g->nlevels; k++) {
+        gpu_level *L = &g->lv[k];
+        L->stride = row_stride(g, k, g->step);
+        if (L->dl) {
+            L->hpitch = max_out(g, k, g->step);
+            L->ostride = round_up(L->hpitch, 64);
+        }
+    }
 }
 
 static int choose_step(ddtk_gpu_direct *g)
@@ -207,30 +301,34 @@ static int choose_step(ddtk_gpu_direct *g)
                          "%.0f MiB free on GPU %d)", g->in->name, (long long)step, g->dl->maxdelay,
                          2 * host / 1048576.0, 2 * dev / 1048576.0, host_max / 1048576.0,
                          free_b / 1048576.0, g->dev);
+    if (g->sc)          /* every level's gulp starts on a whole scrunched sample */
+        step = round_up(step, ddtk_scrunch_max_factor(g->sc));
     g->step = step;
-    g->stride = row_stride(g, step);
-    g->ostride = round_up(step + 8, 64);
-    g->hpitch = step + 8;
+    set_pitches(g);
     return DDTK_OK;
 }
 
 static int allocate_set(ddtk_gpu_direct *g, gulp_set *s)
 {
     size_t raw = (size_t)ddtk_input_bytes(g->in, g->keep + g->step);
-    size_t rows = (size_t)g->dl->nchan * g->stride * storage_bytes(g->enc.storage);
-    size_t out = (size_t)g->dl->ndm * g->ostride * sizeof(float);
     CK(cudaStreamCreateWithFlags(&s->st, cudaStreamNonBlocking));
     cudaEvent_t *ev[] = { &s->h2d0, &s->h2d1, &s->k0, &s->k1, &s->done, &s->unpacked };
     for (int i = 0; i < 6; i++)
         CK(cudaEventCreate(ev[i]));
     CK(cudaHostAlloc((void **)&s->hraw, raw, cudaHostAllocDefault));
-    CK(cudaHostAlloc((void **)&s->hout, (size_t)g->dl->ndm * g->hpitch * sizeof(float),
-                     cudaHostAllocDefault));
     CK(cudaMalloc((void **)&s->draw, raw));
-    CK(cudaMalloc(&s->drows, rows));
-    CK(cudaMalloc((void **)&s->dout, out));
-    /* Columns past the data are read by the last tiles (their outputs are dropped). */
-    CK(cudaMemset(s->drows, 0, rows));
+    for (int k = 0; k < g->nlevels; k++) {
+        const gpu_level *L = &g->lv[k];
+        size_t rows = (size_t)g->ch->nlive * L->stride * storage_bytes(L->enc.storage);
+        CK(cudaMalloc(&s->drows[k], rows));
+        /* Columns past the data are read by the last tiles (their outputs are dropped). */
+        CK(cudaMemset(s->drows[k], 0, rows));
+        if (!L->dl)
+            continue;
+        CK(cudaHostAlloc((void **)&s->hout[k], (size_t)L->dl->ndm * L->hpitch * sizeof(float),
+                         cudaHostAllocDefault));
+        CK(cudaMalloc((void **)&s->dout[k], (size_t)L->dl->ndm * L->ostride * sizeof(float)));
+    }
     return DDTK_OK;
 }
 
@@ -249,17 +347,26 @@ static void report_plan(const ddtk_gpu_direct *g)
 {
     if (!g->opt.verbose)
         return;
-    ddtk_msg("GPU %d (%s, compute capability %d.%d): %s kernel config %d (%d DMs x %d samples "
-             "per block, %d channels per pass), %d of %d DM blocks in shared memory "
-             "(span %d), %d by the cached fallback; gulp %lld spectra",
-             g->dev, g->prop.name, g->prop.major, g->prop.minor,
-             g->enc.kind == K_LANES ? "16-bit-lane" : "float", g->config, g->ci.dms_per_block,
-             g->ci.tile_samples, g->ci.chans_per_stage, g->nshared, g->nblocks, g->span,
-             g->nblocks - g->nshared, (long long)g->step);
+    for (int k = 0; k < g->nlevels; k++) {
+        const gpu_level *L = &g->lv[k];
+        char level[64] = "";
+        if (!L->dl)
+            continue;
+        if (g->sc)
+            snprintf(level, sizeof level, ", scrunched x%d (%d DMs)", 1 << k, L->dl->ndm);
+        ddtk_msg("GPU %d (%s, compute capability %d.%d)%s: %s kernel config %d (%d DMs x %d "
+                 "samples per block, %d channels per pass), %d of %d DM blocks in shared memory "
+                 "(span %d), %d by the cached fallback; gulp %lld spectra",
+                 g->dev, g->prop.name, g->prop.major, g->prop.minor, level,
+                 L->enc.kind == K_LANES ? "16-bit-lane" : "float", L->config,
+                 L->ci.dms_per_block, L->ci.tile_samples, L->ci.chans_per_stage, L->nshared,
+                 L->nblocks, L->span, L->nblocks - L->nshared, (long long)g->step);
+    }
 }
 
 extern "C" int ddtk_gpu_direct_create(ddtk_gpu_direct **out, ddtk_input *in,
-                                      const ddtk_channels *ch, const ddtk_delays *dl, int pol,
+                                      const ddtk_channels *ch, const ddtk_delays *dl,
+                                      struct ddtk_scrunch *sc, int64_t keep, int pol,
                                       const ddtk_options *opt)
 {
     ddtk_gpu_direct *g = (ddtk_gpu_direct *)ddtk_calloc(1, sizeof *g, "GPU plan");
@@ -269,17 +376,16 @@ extern "C" int ddtk_gpu_direct_create(ddtk_gpu_direct **out, ddtk_input *in,
     g->in = in;
     g->ch = ch;
     g->dl = dl;
+    g->sc = sc;
     g->opt = *opt;
     g->pol = pol;
     g->dev = opt->gpu;
-    g->keep = round_up(dl->maxdelay, 8);
+    g->keep = keep;
     g->enc = choose_encoding(in->hdr.nbits, in->hdr.signed_data == 1, pol == DDTK_POL_SUM,
                              opt->zerodm);
     int rc = start_device(g);
     if (!rc)
-        rc = choose_config(g);
-    if (!rc)
-        rc = upload_tables(g);
+        rc = plan_levels(g);
     if (!rc)
         rc = choose_step(g);
     for (int i = 0; i < 2 && !rc; i++)
@@ -297,43 +403,45 @@ extern "C" int ddtk_gpu_direct_create(ddtk_gpu_direct **out, ddtk_input *in,
 
 /* ---- execution ------------------------------------------------------------- */
 
-static DirectArgs kernel_args(const ddtk_gpu_direct *g, const gulp_set *s)
+static DirectArgs kernel_args(const gpu_level *L, const gulp_set *s, int k)
 {
     DirectArgs a;
     memset(&a, 0, sizeof a);
-    a.rows = s->drows;
-    a.stride = g->stride;
-    a.nchan = g->dl->nchan;
-    a.ndm = g->dl->ndm;
-    a.delay = g->d_delay;
-    a.lo = g->d_lo;
-    a.rowlen = g->ci.tile_words + g->span;
-    a.bias = g->enc.bias;
-    a.bias_total = g->enc.bias * g->dl->nchan;
-    int per_pass = g->enc.maxval > 0 ? 65535 / g->enc.maxval / g->ci.chans_per_stage : 1;
+    a.rows = s->drows[k];
+    a.stride = L->stride;
+    a.nchan = L->dl->nchan;
+    a.ndm = L->dl->ndm;
+    a.delay = L->d_delay;
+    a.lo = L->d_lo;
+    a.rowlen = L->ci.tile_words + L->span;
+    a.bias = L->enc.bias;
+    a.bias_total = L->enc.bias * L->dl->nchan;
+    int per_pass = L->enc.maxval > 0 ? 65535 / L->enc.maxval / L->ci.chans_per_stage : 1;
     a.spill_stages = per_pass > 0 ? per_pass : 1;
-    a.out = s->dout;
-    a.ostride = g->ostride;
-    a.nout = s->nout;
+    a.out = s->dout[k];
+    a.ostride = L->ostride;
+    a.nout = s->nout[k];
     return a;
 }
 
-static int launch_dedisperse(ddtk_gpu_direct *g, gulp_set *s)
+static int launch_dedisperse(ddtk_gpu_direct *g, gulp_set *s, int k)
 {
-    DirectArgs a = kernel_args(g, s);
-    a.blocks = g->d_blocks;
-    a.nblocks = g->nshared;
-    CK(launch_shared(g->enc.kind, g->config, g->enc.storage, a, g->smem, s->st));
-    a.blocks = g->d_blocks + g->nshared;
-    a.nblocks = g->nblocks - g->nshared;
-    CK(launch_fallback(g->enc.storage, g->ci.dms_per_block, a, s->st));
+    const gpu_level *L = &g->lv[k];
+    DirectArgs a = kernel_args(L, s, k);
+    a.blocks = L->d_blocks;
+    a.nblocks = L->nshared;
+    CK(launch_shared(L->enc.kind, L->config, L->enc.storage, a, L->smem, s->st));
+    a.blocks = L->d_blocks + L->nshared;
+    a.nblocks = L->nblocks - L->nshared;
+    CK(launch_fallback(L->enc.storage, L->ci.dms_per_block, a, s->st));
     return DDTK_OK;
 }
 
 /* H2D of `got` new spectra, the keep overlap from the other set, unpacking at col. */
 static int stage_input(ddtk_gpu_direct *g, gulp_set *s, gulp_set *prev, int64_t got, int64_t col)
 {
-    size_t es = (size_t)storage_bytes(g->enc.storage);
+    const gpu_level *L0 = &g->lv[0];
+    size_t es = (size_t)storage_bytes(L0->enc.storage);
     CK(cudaEventRecord(s->h2d0, s->st));
     if (got > 0)
         CK(cudaMemcpyAsync(s->draw, s->hraw, (size_t)ddtk_input_bytes(g->in, got),
@@ -341,8 +449,8 @@ static int stage_input(ddtk_gpu_direct *g, gulp_set *s, gulp_set *prev, int64_t 
     CK(cudaEventRecord(s->h2d1, s->st));
     if (prev && g->keep > 0) {
         CK(cudaStreamWaitEvent(s->st, prev->unpacked, 0));
-        CK(cudaMemcpy2DAsync(s->drows, g->stride * es, (char *)prev->drows + g->step * es,
-                             g->stride * es, g->keep * es, g->dl->nchan,
+        CK(cudaMemcpy2DAsync(s->drows[0], L0->stride * es, (char *)prev->drows[0] + g->step * es,
+                             L0->stride * es, g->keep * es, g->ch->nlive,
                              cudaMemcpyDeviceToDevice, s->st));
     }
     if (got > 0) {
@@ -350,40 +458,69 @@ static int stage_input(ddtk_gpu_direct *g, gulp_set *s, gulp_set *prev, int64_t 
         u.raw = s->draw;
         u.n = got;
         u.col = col;
-        u.stride = g->stride;
+        u.stride = L0->stride;
         u.nchans = g->in->hdr.nchans;
         u.nifs = g->in->hdr.nifs;
         u.nbits = g->in->hdr.nbits;
         u.pol = g->pol == DDTK_POL_SUM ? -1 : g->pol;
         u.sgn = g->in->hdr.signed_data == 1;
         u.rowmap = g->d_rowmap;
-        u.rows = s->drows;
+        u.rows = s->drows[0];
         u.enc = g->enc;
         CK(launch_unpack(u, s->st));
         if (g->opt.zerodm)
-            CK(launch_zerodm((float *)s->drows, g->stride, g->dl->nchan, col, got, s->st));
+            CK(launch_zerodm((float *)s->drows[0], L0->stride, g->ch->nlive, col, got, s->st));
     }
     CK(cudaEventRecord(s->unpacked, s->st));
-    s->copied_in = 1;
     return DDTK_OK;
 }
 
-static int issue_gulp(ddtk_gpu_direct *g, gulp_set *s, gulp_set *prev, int64_t got, int64_t col,
-                      int64_t nout)
+/* The scrunch cascade: level k's rows from level k-1's, fill >> k spectra. */
+static int halve_levels(ddtk_gpu_direct *g, gulp_set *s, int64_t fill)
 {
-    int rc = stage_input(g, s, prev, got, col);
+    for (int k = 1; k < g->nlevels; k++) {
+        HalveArgs h;
+        h.src = s->drows[k - 1];
+        h.dst = s->drows[k];
+        h.sstride = g->lv[k - 1].stride;
+        h.dstride = g->lv[k].stride;
+        h.n = fill >> k;
+        h.nrows = g->ch->nlive;
+        h.in = g->lv[k - 1].enc;
+        h.out = g->lv[k].enc;
+        CK(launch_halve(h, s->st));
+    }
+    return DDTK_OK;
+}
+
+/* Outputs of level k for a gulp of fill spectra (CPU driver's rule, or scrunch.c's). */
+static int64_t level_nout(const ddtk_gpu_direct *g, int k, int64_t fill, int last)
+{
+    int64_t n = g->sc ? ddtk_scrunch_nout(g->sc, k, g->step, fill, last)
+                      : last ? fill - g->dl->maxdelay : g->step;
+    return n > 0 ? n : 0;
+}
+
+static int issue_gulp(ddtk_gpu_direct *g, gulp_set *s, gulp_set *prev, int64_t got, int64_t fill,
+                      int last)
+{
+    int rc = stage_input(g, s, prev, got, fill - got);
+    if (!rc)
+        rc = halve_levels(g, s, fill);
     if (rc)
         return rc;
-    s->nout = nout > 0 ? nout : 0;
     CK(cudaEventRecord(s->k0, s->st));
-    if (nout > 0) {
-        if ((rc = launch_dedisperse(g, s)))
+    for (int k = 0; k < g->nlevels; k++) {
+        s->nout[k] = g->lv[k].dl ? level_nout(g, k, fill, last) : 0;
+        if (s->nout[k] > 0 && (rc = launch_dedisperse(g, s, k)))
             return rc;
     }
     CK(cudaEventRecord(s->k1, s->st));
-    if (nout > 0)
-        CK(cudaMemcpy2DAsync(s->hout, g->hpitch * sizeof(float), s->dout, g->ostride * sizeof(float),
-                             nout * sizeof(float), g->dl->ndm, cudaMemcpyDeviceToHost, s->st));
+    for (int k = 0; k < g->nlevels; k++)
+        if (s->nout[k] > 0)
+            CK(cudaMemcpy2DAsync(s->hout[k], g->lv[k].hpitch * sizeof(float), s->dout[k],
+                                 g->lv[k].ostride * sizeof(float), s->nout[k] * sizeof(float),
+                                 g->lv[k].dl->ndm, cudaMemcpyDeviceToHost, s->st));
     CK(cudaEventRecord(s->done, s->st));
     s->issued = 1;
     return DDTK_OK;
@@ -393,6 +530,28 @@ static double elapsed(cudaEvent_t a, cudaEvent_t b)
 {
     float ms = 0;
     return cudaEventElapsedTime(&ms, a, b) == cudaSuccess ? ms / 1000.0 : 0.0;
+}
+
+/* Level k's series of one gulp to their files (scrunch.c maps a level's DMs to the run's). */
+static int write_level(ddtk_gpu_direct *g, const gulp_set *s, int k, ddtk_outset *out)
+{
+    const gpu_level *L = &g->lv[k];
+    g->adds += (double)L->dl->ndm * s->nout[k] * L->dl->nchan;
+    if (g->sc)
+        return ddtk_scrunch_write(g->sc, k, s->hout[k], (size_t)L->hpitch, s->nout[k], out);
+    for (int d = 0; d < L->dl->ndm; d++) {
+        const float *series = s->hout[k] + (size_t)d * L->hpitch;
+        if (g->opt.pad) {
+            double sum = 0;
+            for (int64_t t = 0; t < s->nout[k]; t++)
+                sum += series[t];
+            g->sums[d] += sum;
+        }
+        int rc = ddtk_outset_write(out, d, series, s->nout[k]);
+        if (rc)
+            return rc;
+    }
+    return DDTK_OK;
 }
 
 /* Wait for a gulp and write its outputs. */
@@ -406,15 +565,8 @@ static int finish_gulp(ddtk_gpu_direct *g, gulp_set *s, ddtk_outset *out)
     g->t_unpack += elapsed(s->h2d1, s->k0);
     g->t_kernel += elapsed(s->k0, s->k1);
     g->t_d2h += elapsed(s->k1, s->done);
-    for (int d = 0; d < g->dl->ndm && s->nout > 0; d++) {
-        const float *series = s->hout + (size_t)d * g->hpitch;
-        if (g->opt.pad) {
-            double sum = 0;
-            for (int64_t t = 0; t < s->nout; t++)
-                sum += series[t];
-            g->sums[d] += sum;
-        }
-        int rc = ddtk_outset_write(out, d, series, s->nout);
+    for (int k = 0; k < g->nlevels; k++) {
+        int rc = s->nout[k] > 0 ? write_level(g, s, k, out) : DDTK_OK;
         if (rc)
             return rc;
     }
@@ -424,7 +576,9 @@ static int finish_gulp(ddtk_gpu_direct *g, gulp_set *s, ddtk_outset *out)
 /* --pad: extend every series to the input length with its mean (as the CPU driver). */
 static int write_padding(ddtk_gpu_direct *g, ddtk_outset *out, int64_t nout)
 {
-    float *buf = g->set[0].hout;
+    if (g->sc)
+        return ddtk_scrunch_pad(g->sc, out);
+    float *buf = g->set[0].hout[0];
     for (int d = 0; d < g->dl->ndm; d++) {
         float mean = nout > 0 ? (float)(g->sums[d] / (double)nout) : 0.0f;
         int64_t n = g->dl->maxdelay, chunk = n < g->step ? n : g->step;
@@ -439,7 +593,8 @@ static int write_padding(ddtk_gpu_direct *g, ddtk_outset *out, int64_t nout)
     return DDTK_OK;
 }
 
-/* The gulp loop: read gulp g, issue it, then finish gulp g-1 while g runs. */
+/* The gulp loop: read gulp g, issue it, then finish gulp g-1 while g runs.
+ * total_out counts the finest level's outputs, as the CPU driver does. */
 static int run_gulps(ddtk_gpu_direct *g, ddtk_outset *out, int64_t *total_out, ddtk_progress *prog)
 {
     const int64_t cap = g->keep + g->step;
@@ -453,12 +608,11 @@ static int run_gulps(ddtk_gpu_direct *g, ddtk_outset *out, int64_t *total_out, d
             return rc;
         fill += got;
         int last = g->in->eof;
-        int64_t nout = last ? fill - g->dl->maxdelay : g->step;
-        if ((rc = issue_gulp(g, s, prev, got, fill - got, nout)))
+        if ((rc = issue_gulp(g, s, prev, got, fill, last)))
             return rc;
         if (prev && (rc = finish_gulp(g, prev, out)))
             return rc;
-        *total_out += nout > 0 ? nout : 0;
+        *total_out += s->nout[g->first];
         ddtk_progress_update(prog, g->in->samples_read);
         if (last)
             return finish_gulp(g, s, out);
@@ -489,15 +643,16 @@ extern "C" int ddtk_gpu_direct_execute(ddtk_gpu_direct *g, ddtk_outset *out, ddt
     stats->ndm = g->dl->ndm;
     stats->nlive = g->ch->nlive;
     stats->kernel = g->t_kernel;
+    stats->adds = g->adds;
     stats->wall = ddtk_now() - t_start;
     stats->tobs = (double)g->in->samples_read * g->in->hdr.tsamp;
     stats->backend = "gpu";
     if (!rc && g->opt.verbose)
-        ddtk_msg("GPU times: H2D %.4f s, overlap copy + unpack (with waits on the other stream) "
+        ddtk_msg("GPU times: H2D %.4f s, overlap copy + unpack%s (with waits on the other stream) "
                  "%.4f s, kernels %.4f s, D2H %.4f s, wall %.4f s; "
-                 "%.3g sample-adds/s in the kernels", g->t_h2d, g->t_unpack, g->t_kernel, g->t_d2h,
-                 stats->wall, g->t_kernel > 0 ? (double)g->dl->ndm * total_out * g->dl->nchan
-                                                / g->t_kernel : 0.0);
+                 "%.3g sample-adds/s in the kernels", g->t_h2d, g->sc ? " + halving" : "",
+                 g->t_unpack, g->t_kernel, g->t_d2h, stats->wall,
+                 g->t_kernel > 0 ? g->adds / g->t_kernel : 0.0);
     return rc;
 }
 
@@ -512,10 +667,12 @@ static void free_set(gulp_set *s)
         if (ev[i])
             cudaEventDestroy(ev[i]);
     cudaFreeHost(s->hraw);
-    cudaFreeHost(s->hout);
     cudaFree(s->draw);
-    cudaFree(s->drows);
-    cudaFree(s->dout);
+    for (int k = 0; k < MAX_LEVELS; k++) {
+        cudaFree(s->drows[k]);
+        cudaFreeHost(s->hout[k]);
+        cudaFree(s->dout[k]);
+    }
 }
 
 extern "C" void ddtk_gpu_direct_destroy(ddtk_gpu_direct *g)
@@ -524,9 +681,11 @@ extern "C" void ddtk_gpu_direct_destroy(ddtk_gpu_direct *g)
         return;
     for (int i = 0; i < 2; i++)
         free_set(&g->set[i]);
-    cudaFree(g->d_delay);
-    cudaFree(g->d_lo);
-    cudaFree(g->d_blocks);
+    for (int k = 0; k < MAX_LEVELS; k++) {
+        cudaFree(g->lv[k].d_delay);
+        cudaFree(g->lv[k].d_lo);
+        cudaFree(g->lv[k].d_blocks);
+    }
     cudaFree(g->d_rowmap);
     free(g->sums);
     free(g);

@@ -319,6 +319,7 @@ typedef struct ddtk_run_stats {
     int64_t nin, nout;            /* input spectra, output samples per DM */
     int ndm, nlive, nkilled;
     double wall, kernel, tobs;
+    double adds;                  /* sample-adds done (scrunched DMs count their own outputs) */
     const char *backend;
 } ddtk_run_stats;
 
@@ -349,10 +350,14 @@ int ddtk_have_cuda(void);
 int ddtk_gpu_usable(int index, char *name, size_t n, char *why, size_t nwhy);
 
 /* GPU direct dedispersion (cuda/pipeline.cu; in a CPU-only build create fails):
- * the backend of ddtk_direct_plan_execute when the plan runs on the GPU. */
+ * the backend of ddtk_direct_plan_execute when the plan runs on the GPU.
+ * sc: the run's time-scrunch plan (scrunch.h), NULL if none; keep: spectra
+ * kept between gulps, as the CPU driver chose them. */
 typedef struct ddtk_gpu_direct ddtk_gpu_direct;
+struct ddtk_scrunch;
 int ddtk_gpu_direct_create(ddtk_gpu_direct **g, ddtk_input *in, const ddtk_channels *ch,
-                           const ddtk_delays *dl, int pol, const ddtk_options *opt);
+                           const ddtk_delays *dl, struct ddtk_scrunch *sc, int64_t keep,
+                           int pol, const ddtk_options *opt);
 int ddtk_gpu_direct_execute(ddtk_gpu_direct *g, ddtk_outset *out, ddtk_run_stats *stats);
 void ddtk_gpu_direct_destroy(ddtk_gpu_direct *g);
 

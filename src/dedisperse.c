@@ -10,7 +10,8 @@
  *
  * On the GPU backend (--backend gpu, or auto with a usable GPU) the plan hands
  * the whole run to the CUDA driver (cuda/pipeline.cu) after the shared
- * channel and delay tables are built; nothing below the dispatch runs then.
+ * channel and delay tables (and the time-scrunch plan) are built; nothing
+ * below the dispatch runs then.
  */
 #include "ddtk.h"
 #include "scrunch.h"
@@ -126,20 +127,6 @@ static int set_keep(ddtk_direct_plan *p, const double *dms, int ndm)
     return rc;
 }
 
-/* Time scrunching runs on the CPU: auto falls back to it, gpu is refused. */
-static int scrunch_backend(const ddtk_direct_plan *p, int *use_gpu)
-{
-    if (!p->sc || !*use_gpu)
-        return DDTK_OK;
-    if (p->opt.backend == DDTK_BACKEND_GPU)
-        return ddtk_fail(DDTK_EUSAGE, "time scrunching (--scrunch auto, or a plan with "
-                         "downsampling) runs on the CPU backend; use --backend cpu or auto");
-    *use_gpu = 0;
-    if (p->opt.verbose)
-        ddtk_msg("note: time scrunching runs on the CPU backend");
-    return DDTK_OK;
-}
-
 static int load_killfile(ddtk_direct_plan *p, uint8_t **kill)
 {
     *kill = NULL;
@@ -169,7 +156,7 @@ int ddtk_direct_plan_create(ddtk_direct_plan **plan, ddtk_input *in,
              && !(rc = ddtk_channels_init(&p->ch, &in->hdr, kill, opt->fref))
              && !(rc = ddtk_delays_init(&p->dl, &p->ch, in->hdr.tsamp, dms, ndm, opt->kdm,
                                         opt->rounding))
-             && !(rc = set_keep(p, dms, ndm)) && !(rc = scrunch_backend(p, &use_gpu))) {
+             && !(rc = set_keep(p, dms, ndm))) {
         if (in->nsamples == 0)
             rc = ddtk_fail(DDTK_EDATA, "%s: no data after the header (shorter than one sample)",
                            in->name);
@@ -178,7 +165,7 @@ int ddtk_direct_plan_create(ddtk_direct_plan **plan, ddtk_input *in,
                            "(%d samples at DM %g)", in->name, (long long)in->nsamples,
                            p->dl.maxdelay, dms[ndm - 1]);
         else if (use_gpu)
-            rc = ddtk_gpu_direct_create(&p->gpu, in, &p->ch, &p->dl, p->pol, opt);
+            rc = ddtk_gpu_direct_create(&p->gpu, in, &p->ch, &p->dl, p->sc, p->keep, p->pol, opt);
         else if (!(rc = choose_step(p)) && !(rc = allocate(p)) && p->sc)
             rc = ddtk_scrunch_alloc(p->sc, p->keep, p->step);
     }
@@ -296,8 +283,11 @@ int ddtk_direct_plan_execute(ddtk_direct_plan *p, ddtk_outset *out, ddtk_run_sta
     ddtk_progress prog;
     int rc = DDTK_OK;
 
-    if (p->gpu)
-        return ddtk_gpu_direct_execute(p->gpu, out, stats);
+    if (p->gpu) {
+        rc = ddtk_gpu_direct_execute(p->gpu, out, stats);
+        stats->nkilled = p->nkilled;
+        return rc;
+    }
     ddtk_progress_start(&prog, "samples", p->in->nsamples, p->opt.quiet, p->opt.verbose);
     for (;;) {
         int64_t got;
@@ -345,6 +335,7 @@ int ddtk_direct_plan_execute(ddtk_direct_plan *p, ddtk_outset *out, ddtk_run_sta
     stats->nlive = p->ch.nlive;
     stats->nkilled = p->nkilled;
     stats->kernel = kernel;
+    stats->adds = p->sc ? ddtk_scrunch_adds(p->sc) : (double)p->dl.ndm * total_out * p->ch.nlive;
     stats->wall = ddtk_now() - t_start;
     stats->tobs = (double)p->in->samples_read * p->in->hdr.tsamp;
     stats->backend = "cpu";

@@ -30,9 +30,10 @@ int ddtk_gpu_usable(int index, char *name, size_t n, char *why, size_t nwhy)
 }
 
 int ddtk_gpu_direct_create(ddtk_gpu_direct **g, ddtk_input *in, const ddtk_channels *ch,
-                           const ddtk_delays *dl, int pol, const ddtk_options *opt)
+                           const ddtk_delays *dl, struct ddtk_scrunch *sc, int64_t keep,
+                           int pol, const ddtk_options *opt)
 {
-    (void)in, (void)ch, (void)dl, (void)pol, (void)opt;
+    (void)in, (void)ch, (void)dl, (void)sc, (void)keep, (void)pol, (void)opt;
     *g = NULL;
     return ddtk_fail(DDTK_ESYS, "--backend gpu: ddtk was built without CUDA");
 }

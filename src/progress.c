@@ -73,7 +73,7 @@ void ddtk_progress_end(ddtk_progress *p)
 
 void ddtk_print_summary(const ddtk_run_stats *s, const char *algorithm)
 {
-    double adds = (double)s->ndm * (double)s->nout * (double)s->nlive;
+    double adds = s->adds;
     ddtk_msg("%lld samples in, %lld out per DM, %d DMs, %d channels (%d killed), %s, %s; "
              "%.3f s wall, %.3f s kernel, %.3g sample-adds/s, real-time factor %.3g",
              (long long)s->nin, (long long)s->nout, s->ndm, s->nlive + s->nkilled, s->nkilled,

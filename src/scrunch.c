@@ -8,13 +8,17 @@
  * step, and the step is a multiple of every f, so level k sees exactly the
  * samples a file tscrunch'ed by f would give; its output length obeys SPEC
  * section 1 at that resolution: floor(N_in / f) - its largest delay.
+ *
+ * The CPU driver runs the whole cascade here (ddtk_scrunch_gulp); the GPU
+ * driver (cuda/pipeline.cu) takes the grouping, the per-level delay tables,
+ * the output counts and the writing from here and halves on the device.
  */
 #include "scrunch.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_LEVELS 11           /* factors 1 .. 1024 */
+#define MAX_LEVELS DDTK_SCRUNCH_MAX_LEVELS
 #define ROW_ALIGN 16
 
 typedef struct level {
@@ -138,20 +142,46 @@ static void halve(const float *src, size_t sstride, int64_t n, float *dst, size_
     }
 }
 
-static int write_level(ddtk_scrunch *s, level *l, ddtk_outset *out, int64_t nout)
+int ddtk_scrunch_levels(const ddtk_scrunch *s)
 {
+    return s->nlevels;
+}
+
+const ddtk_delays *ddtk_scrunch_level(const ddtk_scrunch *s, int k)
+{
+    return s->lv[k].ndm ? &s->lv[k].dl : NULL;
+}
+
+int64_t ddtk_scrunch_nout(const ddtk_scrunch *s, int k, int64_t step, int64_t fill, int last)
+{
+    return last ? (fill >> k) - s->lv[k].dl.maxdelay : step >> k;
+}
+
+int ddtk_scrunch_write(ddtk_scrunch *s, int k, const float *x, size_t pitch, int64_t n,
+                       ddtk_outset *out)
+{
+    level *l = &s->lv[k];
     for (int d = 0; d < l->ndm; d++) {
-        const float *x = l->out + (size_t)d * l->ostride;
+        const float *series = x + (size_t)d * pitch;
         int i = l->index[d];
         if (s->pad)
-            for (int64_t t = 0; t < nout; t++)
-                s->sums[i] += x[t];
-        s->count[i] += nout;
-        int rc = ddtk_outset_write(out, i, x, nout);
+            for (int64_t t = 0; t < n; t++)
+                s->sums[i] += series[t];
+        s->count[i] += n;
+        int rc = ddtk_outset_write(out, i, series, n);
         if (rc)
             return rc;
     }
     return DDTK_OK;
+}
+
+double ddtk_scrunch_adds(const ddtk_scrunch *s)
+{
+    double n = 0;
+    for (int k = 0; k < s->nlevels; k++)
+        for (int d = 0; d < s->lv[k].ndm; d++)
+            n += (double)s->count[s->lv[k].index[d]];
+    return n * s->nchan;
 }
 
 int ddtk_scrunch_gulp(ddtk_scrunch *s, const float *buf, size_t stride, int64_t fill,
@@ -171,10 +201,10 @@ int ddtk_scrunch_gulp(ddtk_scrunch *s, const float *buf, size_t stride, int64_t 
         }
         if (!l->ndm)
             continue;
-        int64_t n = last ? have - l->dl.maxdelay : s->step >> k;
+        int64_t n = ddtk_scrunch_nout(s, k, s->step, fill, last);
         if (n > 0) {
             kernel(src, sstride, s->nchan, n, l->dl.delay, l->ndm, l->out, l->ostride);
-            int rc = write_level(s, l, out, n);
+            int rc = ddtk_scrunch_write(s, k, l->out, l->ostride, n, out);
             if (rc)
                 return rc;
         }
@@ -186,20 +216,24 @@ int ddtk_scrunch_gulp(ddtk_scrunch *s, const float *buf, size_t stride, int64_t 
 
 int ddtk_scrunch_pad(ddtk_scrunch *s, ddtk_outset *out)
 {
-    for (int k = 0; k < s->nlevels; k++) {
+    int32_t most = 1;
+    for (int k = 0; k < s->nlevels; k++)
+        if (s->lv[k].ndm && s->lv[k].dl.maxdelay > most)
+            most = s->lv[k].dl.maxdelay;
+    float *x = ddtk_malloc((size_t)most * sizeof *x, "padding");
+    int rc = x ? DDTK_OK : DDTK_ESYS;
+    for (int k = 0; !rc && k < s->nlevels; k++) {
         level *l = &s->lv[k];
-        for (int d = 0; d < l->ndm; d++) {
+        for (int d = 0; !rc && d < l->ndm; d++) {
             int i = l->index[d];
             float mean = s->count[i] > 0 ? (float)(s->sums[i] / (double)s->count[i]) : 0.0f;
-            float *x = l->out;
             for (int64_t t = 0; t < l->dl.maxdelay; t++)
                 x[t] = mean;
-            int rc = ddtk_outset_write(out, i, x, l->dl.maxdelay);
-            if (rc)
-                return rc;
+            rc = ddtk_outset_write(out, i, x, l->dl.maxdelay);
         }
     }
-    return DDTK_OK;
+    free(x);
+    return rc;
 }
 
 void ddtk_scrunch_destroy(ddtk_scrunch *s)

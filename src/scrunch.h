@@ -8,6 +8,8 @@
 
 typedef struct ddtk_scrunch ddtk_scrunch;
 
+#define DDTK_SCRUNCH_MAX_LEVELS 11      /* factors 1 .. 1024 */
+
 /* The dedispersion kernel a level runs (ddtk_direct_cpu's signature). */
 typedef void (*ddtk_kernel_fn)(const float *in, size_t istride, int nchan, int64_t nout,
                                const int32_t *delay, int ndm, float *out, size_t ostride);
@@ -20,6 +22,20 @@ int ddtk_scrunch_create(ddtk_scrunch **s, const ddtk_channels *ch, double tsamp,
  * largest factor (the gulp step must be a multiple of it). */
 int64_t ddtk_scrunch_keep(const ddtk_scrunch *s);
 int ddtk_scrunch_max_factor(const ddtk_scrunch *s);
+/* Levels 0 .. n-1 of the cascade (level k: factor 2^k), and level k's delay
+ * table at tsamp * 2^k, NULL when no DM has that factor. The GPU driver
+ * (cuda/pipeline.cu) runs the same cascade from these. */
+int ddtk_scrunch_levels(const ddtk_scrunch *s);
+const ddtk_delays *ddtk_scrunch_level(const ddtk_scrunch *s, int k);
+/* Output samples of level k for a gulp of fill spectra (step new ones, a
+ * multiple of every factor): step / 2^k, or all it can on the last gulp. */
+int64_t ddtk_scrunch_nout(const ddtk_scrunch *s, int k, int64_t step, int64_t fill, int last);
+/* Write n samples of each of level k's series (rows pitch floats apart) to
+ * the run's DMs, keeping the --pad sums. */
+int ddtk_scrunch_write(ddtk_scrunch *s, int k, const float *x, size_t pitch, int64_t n,
+                       ddtk_outset *out);
+/* Sample-adds done so far: output samples of every DM times channels. */
+double ddtk_scrunch_adds(const ddtk_scrunch *s);
 /* Allocate the level buffers for gulps of step new spectra behind keep. */
 int ddtk_scrunch_alloc(ddtk_scrunch *s, int64_t keep, int64_t step);
 /*

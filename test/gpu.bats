@@ -160,6 +160,87 @@ sim() {
     awk '{ exit !($2 >= 15620 && $2 <= 15630 && $4 > 20) }' <<< "$output"
 }
 
+# ---- time scrunching (--plan with downsampling, --scrunch auto) ----
+
+plan3() {   # 3 rows at factors 1, 2, 4
+    printf 'dm_lo\tdm_hi\tdm_step\tdownsamp\tndm\n'
+    printf '0\t100\t10\t1\t10\n100\t300\t20\t2\t10\n300\t600\t30\t4\t10\n'
+}
+
+# same_files: the CPU and GPU series are the same files, headers (tsamp) included.
+same_files() {
+    local f
+    for f in cpu/*.tim; do cmp "$f" "gpu/${f#cpu/}"; done
+}
+
+@test "gpu: scrunched plan (factors 1, 2, 4), 2- and 8-bit, several gulps, bit-identical" {
+    need_gpu
+    plan3 > p.tsv
+    for nbits in 2 8; do
+        sim --nbits $nbits --nchans 128 --fch1 1500 --foff -2 --nsamples 20000
+        for gulp in 8 100 1000 4096 0; do
+            rm -rf cpu gpu
+            local g=(--gulp $gulp); [ "$gulp" = 0 ] && g=()
+            same_output exact in.fil --plan p.tsv "${g[@]}"
+            same_files
+        done
+    done
+    approx "$(fbinfo gpu/x_DM300.00.tim -k tsamp)" 0.000256 1e-12
+    approx "$(fbinfo gpu/x_DM100.00.tim -k tsamp)" 0.000128 1e-12
+}
+
+@test "gpu: --scrunch auto, 2- and 8-bit, several gulps, bit-identical" {
+    need_gpu
+    for nbits in 2 8; do
+        sim --nbits $nbits --nchans 64 --fch1 1500 --foff -4 --nsamples 30000
+        for gulp in 512 3000 0; do
+            rm -rf cpu gpu
+            local g=(--gulp $gulp); [ "$gulp" = 0 ] && g=()
+            same_output exact in.fil --dm-min 0 --dm-max 400 --dm-step 5 --scrunch auto "${g[@]}"
+            same_files
+        done
+    done
+    [ "$(fbinfo gpu/x_DM400.00.tim -k tsamp)" != "$(fbinfo gpu/x_DM0.00.tim -k tsamp)" ]
+}
+
+@test "gpu: scrunched levels past the 16-bit lanes (factors to 64), IF sums, 16-bit" {
+    need_gpu
+    { printf 'dm_lo\tdm_hi\tdm_step\tdownsamp\tndm\n'
+      printf '0\t40\t10\t1\t4\n40\t200\t40\t8\t4\n200\t600\t100\t64\t4\n'; } > p.tsv
+    sim --nbits 8 --signed --nifs 2 --nchans 96 --fch1 1500 --foff -2 --nsamples 40000
+    same_output exact in.fil --plan p.tsv --gulp 5000
+    same_files
+    rm -rf cpu gpu
+    same_output exact in.fil --plan p.tsv --pol 1
+    rm -rf cpu gpu
+    sim --nbits 16 --nchans 64 --fch1 1500 --foff -2 --nsamples 40000
+    same_output exact in.fil --plan p.tsv --gulp 7000
+}
+
+@test "gpu: scrunched --zerodm, --pad, float input and stdin" {
+    need_gpu
+    plan3 > p.tsv
+    sim --nbits 8 --nchans 64 --fch1 1500 --foff -2 --nsamples 20000
+    same_output 1e-6 in.fil --plan p.tsv --zerodm --pad --gulp 3000
+    rm -rf cpu gpu
+    sim --nbits 32 --nchans 70 --fch1 1500 --foff -2 --nsamples 20000
+    same_output 1e-6 in.fil --plan p.tsv
+    printf 'dm_lo\tdm_hi\tdm_step\tdownsamp\tndm\n300\t301\t1\t4\t1\n' > one.tsv
+    dd_direct in.fil --backend cpu --plan one.tsv -q > cpu.tim
+    dd_direct - --backend gpu --plan one.tsv --gulp 512 -q < in.fil > gpu.tim
+    cmp cpu.tim gpu.tim
+}
+
+@test "gpu: scrunched run says which levels run where (-v)" {
+    need_gpu
+    plan3 > p.tsv
+    sim --nbits 2 --nchans 128 --fch1 1500 --foff -2 --nsamples 20000
+    run dd_direct in.fil --backend gpu --plan p.tsv --discard -v
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"scrunched x2 (10 DMs)"* && "$output" == *"scrunched x4 (10 DMs)"* ]]
+    [[ "$output" == *"backend gpu"* || "$output" == *", gpu;"* ]]
+}
+
 # ---- backend selection: runs with or without a GPU ----
 
 @test "backend: --backend gpu without a usable GPU exits 3 with one line" {
