@@ -81,11 +81,13 @@ static int allocate(ddtk_direct_plan *p)
     size_t rows = (size_t)p->ch.nlive * (size_t)p->stride;
     p->raw = ddtk_malloc((size_t)ddtk_input_bytes(p->in, p->keep + p->step), "raw input");
     p->buf = aligned_alloc(64, rows * sizeof(float));
-    p->out = ddtk_malloc((size_t)p->dl.ndm * (size_t)p->ostride * sizeof(float), "output gulp");
-    p->sums = ddtk_calloc((size_t)p->dl.ndm, sizeof(double), "output sums");
     if (!p->buf)
         return ddtk_fail(DDTK_ESYS, "out of memory allocating %zu bytes for the input gulp",
                          rows * sizeof(float));
+    if (p->sc)          /* scrunched runs keep their outputs per level (scrunch.c) */
+        return p->raw ? DDTK_OK : DDTK_ESYS;
+    p->out = ddtk_malloc((size_t)p->dl.ndm * (size_t)p->ostride * sizeof(float), "output gulp");
+    p->sums = ddtk_calloc((size_t)p->dl.ndm, sizeof(double), "output sums");
     return p->raw && p->out && p->sums ? DDTK_OK : DDTK_ESYS;
 }
 
@@ -149,6 +151,10 @@ int ddtk_direct_plan_create(ddtk_direct_plan **plan, ddtk_input *in,
         return DDTK_ESYS;
     p->in = in;
     p->opt = *opt;
+#ifdef _OPENMP
+    if (opt->threads > 0)
+        omp_set_num_threads(opt->threads);
+#endif
     if (ndm < 1)
         rc = ddtk_fail(DDTK_EUSAGE, "no DMs to dedisperse");
     else if (!(rc = check_backend(opt, &use_gpu)) && !(rc = ddtk_resolve_pol(&in->hdr, opt->pol, in->name, &p->pol))
@@ -173,11 +179,6 @@ int ddtk_direct_plan_create(ddtk_direct_plan **plan, ddtk_input *in,
     if (rc) {
         ddtk_direct_plan_destroy(p);
         return rc;
-    }
-    if (opt->threads > 0) {
-#ifdef _OPENMP
-        omp_set_num_threads(opt->threads);
-#endif
     }
     *plan = p;
     return DDTK_OK;
