@@ -253,8 +253,9 @@ int ddtk_outset_close(ddtk_outset *o);
 void ddtk_outset_abort(ddtk_outset *o);
 /* Write a time series .tim header for the given meta and DM. */
 int ddtk_tim_header_write(FILE *fp, const ddtk_series_meta *m, double dm);
-int ddtk_inf_write(const char *path, const char *basename, const ddtk_series_meta *m,
-                   double dm, int64_t nsamples);
+/* The PRESTO .inf text of a series (SPEC section 3). */
+void ddtk_inf_print(FILE *fp, const char *basename, const ddtk_series_meta *m, double dm,
+                    int64_t nsamples);
 
 /* Create a hidden temporary file beside path (*tmp gets its name), and
  * rename it to path once complete (closing it); remove it on failure. */

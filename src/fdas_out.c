@@ -8,7 +8,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 int ddtk_fdas_write_tsv(FILE *fp, const ddtk_fdas_plan *plan, const ddtk_fdas_series *s)
 {
@@ -89,30 +88,16 @@ static void harmonic_rows(FILE *fp, const ddtk_fdas_plan *plan, const ddtk_fdas_
     fprintf(fp, "\n\n");
 }
 
-/* The .inf of a .tim input, written by the core library into a scratch directory. */
-static int tim_inf(FILE *fp, const ddtk_fdas_series *s)
+/* The .inf of a .tim input, in the layout dd_direct writes. */
+static void tim_inf(FILE *fp, const ddtk_fdas_series *s)
 {
-    char dir[] = "/tmp/fdas-inf-XXXXXX", path[64];
-    if (!mkdtemp(dir))
-        return ddtk_fail(DDTK_ESYS, "cannot create a scratch directory");
-    snprintf(path, sizeof path, "%s/series.inf", dir);
     const char *slash = strrchr(s->base, '/');
     ddtk_series_meta meta = {
         .in = &s->hdr, .tsamp = s->tsamp, .fref = s->hdr.fch1, .flow = s->hdr.fch1,
         .bandwidth = 0, .chan_bw = 0, .nchans = 1,
         .notes = "Searched by ddtk fdas from a SIGPROC time series",
     };
-    int rc = ddtk_inf_write(path, slash ? slash + 1 : s->base, &meta, s->dm, s->n);
-    FILE *in = rc ? NULL : fopen(path, "r");
-    char buf[4096];
-    size_t got;
-    while (in && (got = fread(buf, 1, sizeof buf, in)) > 0)
-        fwrite(buf, 1, got, fp);
-    if (in)
-        fclose(in);
-    unlink(path);
-    rmdir(dir);
-    return rc;
+    ddtk_inf_print(fp, slash ? slash + 1 : s->base, &meta, s->dm, s->n);
 }
 
 int ddtk_fdas_write_presto(FILE *fp, ddtk_fdas_plan *plan, const ddtk_fdas_series *s)
@@ -128,12 +113,9 @@ int ddtk_fdas_write_presto(FILE *fp, ddtk_fdas_plan *plan, const ddtk_fdas_serie
     }
     fundamentals(fp, plan, c, n, h);
     harmonic_rows(fp, plan, c, n, h);
-    int rc = DDTK_OK;
     if (s->inf_text)
         fputs(s->inf_text, fp);
     else
-        rc = tim_inf(fp, s);
-    if (!rc && ferror(fp))
-        rc = ddtk_fail(DDTK_ESYS, "write error");
-    return rc;
+        tim_inf(fp, s);
+    return ferror(fp) ? ddtk_fail(DDTK_ESYS, "write error") : DDTK_OK;
 }

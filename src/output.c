@@ -81,8 +81,8 @@ static void format_epoch(double mjd, char *out, size_t n)
     snprintf(out, n, "%.0f%s", whole, frac + 1);
 }
 
-static void write_inf(FILE *fp, const char *basename, const ddtk_series_meta *m,
-                      double dm, int64_t nsamples)
+void ddtk_inf_print(FILE *fp, const char *basename, const ddtk_series_meta *m,
+                    double dm, int64_t nsamples)
 {
     const ddtk_header *in = m->in;
     char v[128];
@@ -316,14 +316,14 @@ int ddtk_outset_write(ddtk_outset *o, int i, const float *x, int64_t n)
     return DDTK_OK;
 }
 
-int ddtk_inf_write(const char *path, const char *basename_noext, const ddtk_series_meta *m,
-                   double dm, int64_t nsamples)
+static int write_inf_file(const char *path, const char *basename_noext,
+                          const ddtk_series_meta *m, double dm, int64_t nsamples)
 {
     char *tmp;
     FILE *fp = ddtk_temp_create(path, &tmp);
     if (!fp)
         return DDTK_ESYS;
-    write_inf(fp, basename_noext, m, dm, nsamples);
+    ddtk_inf_print(fp, basename_noext, m, dm, nsamples);
     int rc = ddtk_temp_commit(fp, tmp, path);
     if (rc && tmp)
         unlink(tmp);
@@ -340,7 +340,7 @@ static int close_dat(ddtk_series_file *f, const ddtk_series_meta *m)
         size_t n = strlen(b);
         if (n > 4 && strcmp(b + n - 4, ".dat") == 0)
             b[n - 4] = '\0';
-        rc = ddtk_inf_write(inf, b, m, f->dm, f->nwritten);
+        rc = write_inf_file(inf, b, m, f->dm, f->nwritten);
     } else
         ddtk_fail(DDTK_ESYS, "out of memory");
     free(inf);
