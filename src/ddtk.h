@@ -257,10 +257,17 @@ int ddtk_tim_header_write(FILE *fp, const ddtk_series_meta *m, double dm);
 void ddtk_inf_print(FILE *fp, const char *basename, const ddtk_series_meta *m, double dm,
                     int64_t nsamples);
 
-/* Create a hidden temporary file beside path (*tmp gets its name), and
- * rename it to path once complete (closing it); remove it on failure. */
+/*
+ * Outputs are written to a hidden temporary beside their final name:
+ * create opens it (*tmp gets its name; NULL for devices and pipes, which are
+ * written in place); commit closes it and renames it to path, or removes it
+ * if that fails; discard closes and removes it. Both free *tmp. Temporaries
+ * still open when SIGINT, SIGTERM, SIGHUP or SIGPIPE ends the process are
+ * removed, so an interrupted run leaves nothing behind.
+ */
 FILE *ddtk_temp_create(const char *path, char **tmp);
-int ddtk_temp_commit(FILE *fp, const char *tmp, const char *path);
+int ddtk_temp_commit(FILE *fp, char **tmp, const char *path);
+void ddtk_temp_discard(FILE *fp, char **tmp);
 
 /* ---- synthetic observations (sim.c) --------------------------------------- */
 

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <libgen.h>
+#include <signal.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,6 +139,70 @@ static ddtk_series_meta file_meta(const ddtk_outset *o, int i)
 
 /* ---- temporary files ------------------------------------------------------ */
 
+/* Temporaries not yet committed, for the signal handler to remove. The list
+ * only changes with those signals blocked, so the handler sees it whole. */
+static char **pending;
+static size_t npending, cap_pending;
+static const int cleanup_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+#define NCLEANUP (sizeof cleanup_signals / sizeof cleanup_signals[0])
+
+static void remove_pending(int sig)
+{
+    for (size_t i = 0; i < npending; i++)
+        unlink(pending[i]);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void block_cleanup(int how, sigset_t *old)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    for (size_t i = 0; i < NCLEANUP; i++)
+        sigaddset(&set, cleanup_signals[i]);
+    sigprocmask(how, how == SIG_BLOCK ? &set : old, how == SIG_BLOCK ? old : NULL);
+}
+
+static int track(char *tmp)
+{
+    sigset_t old;
+    int ok = 1;
+    block_cleanup(SIG_BLOCK, &old);
+    if (!pending)
+        for (size_t i = 0; i < NCLEANUP; i++) {
+            struct sigaction sa = { .sa_handler = remove_pending };
+            struct sigaction prev;
+            sigaction(cleanup_signals[i], NULL, &prev);
+            if (prev.sa_handler == SIG_DFL)   /* leave ignored signals ignored */
+                sigaction(cleanup_signals[i], &sa, NULL);
+        }
+    if (npending == cap_pending) {
+        size_t cap = cap_pending ? 2 * cap_pending : 64;
+        char **p = realloc(pending, cap * sizeof *p);
+        if (p) {
+            pending = p;
+            cap_pending = cap;
+        } else
+            ok = 0;
+    }
+    if (ok)
+        pending[npending++] = tmp;
+    block_cleanup(SIG_SETMASK, &old);
+    return ok;
+}
+
+static void untrack(const char *tmp)
+{
+    sigset_t old;
+    block_cleanup(SIG_BLOCK, &old);
+    for (size_t i = 0; i < npending; i++)
+        if (pending[i] == tmp) {
+            pending[i] = pending[--npending];
+            break;
+        }
+    block_cleanup(SIG_SETMASK, &old);
+}
+
 /* Devices and pipes (-o /dev/null, a FIFO) are written in place, never replaced. */
 static int is_special(const char *path)
 {
@@ -172,6 +237,11 @@ FILE *ddtk_temp_create(const char *path, char **tmp)
                 close(fd);
         }
     }
+    if (fp && !track(*tmp)) {
+        fclose(fp);
+        fp = NULL;
+        errno = ENOMEM;
+    }
     if (!fp) {
         int err = errno;
         ddtk_fail(DDTK_ESYS, "%s: cannot create: %s", path, strerror(err));
@@ -185,15 +255,35 @@ FILE *ddtk_temp_create(const char *path, char **tmp)
     return fp;
 }
 
-int ddtk_temp_commit(FILE *fp, const char *tmp, const char *path)
+int ddtk_temp_commit(FILE *fp, char **tmp, const char *path)
 {
     int bad = ferror(fp);
     bad |= fclose(fp) != 0;
+    int rc = DDTK_OK;
     if (bad)
-        return ddtk_fail(DDTK_ESYS, "%s: write error: %s", path, strerror(errno));
-    if (tmp && rename(tmp, path) != 0)
-        return ddtk_fail(DDTK_ESYS, "%s: cannot rename from %s: %s", path, tmp, strerror(errno));
-    return DDTK_OK;
+        rc = ddtk_fail(DDTK_ESYS, "%s: write error: %s", path, strerror(errno));
+    else if (*tmp && rename(*tmp, path) != 0)
+        rc = ddtk_fail(DDTK_ESYS, "%s: cannot rename from %s: %s", path, *tmp, strerror(errno));
+    if (*tmp) {
+        if (rc)
+            unlink(*tmp);
+        untrack(*tmp);
+        free(*tmp);
+        *tmp = NULL;
+    }
+    return rc;
+}
+
+void ddtk_temp_discard(FILE *fp, char **tmp)
+{
+    if (fp)
+        fclose(fp);
+    if (*tmp) {
+        unlink(*tmp);
+        untrack(*tmp);
+        free(*tmp);
+        *tmp = NULL;
+    }
 }
 
 /* ---- output sets ---------------------------------------------------------- */
@@ -324,11 +414,7 @@ static int write_inf_file(const char *path, const char *basename_noext,
     if (!fp)
         return DDTK_ESYS;
     ddtk_inf_print(fp, basename_noext, m, dm, nsamples);
-    int rc = ddtk_temp_commit(fp, tmp, path);
-    if (rc && tmp)
-        unlink(tmp);
-    free(tmp);
-    return rc;
+    return ddtk_temp_commit(fp, &tmp, path);
 }
 
 static int close_dat(ddtk_series_file *f, const ddtk_series_meta *m)
@@ -384,13 +470,10 @@ int ddtk_outset_close(ddtk_outset *o)
         ddtk_series_meta m = file_meta(o, i);
         if (!rc && o->spec.format == DDTK_FMT_DAT)
             rc = close_dat(f, &m);
-        if (!rc)
-            rc = ddtk_temp_commit(f->fp, f->tmp, f->path);
-        f->fp = NULL;
         if (rc)
-            break;
-        free(f->tmp);
-        f->tmp = NULL;
+            break;              /* the abort below closes and removes this one */
+        rc = ddtk_temp_commit(f->fp, &f->tmp, f->path);
+        f->fp = NULL;
     }
     if (rc) {
         ddtk_outset_abort(o);
@@ -407,11 +490,7 @@ void ddtk_outset_abort(ddtk_outset *o)
 {
     for (int i = 0; o->f && i < o->n; i++) {
         ddtk_series_file *f = &o->f[i];
-        if (f->fp && f->fp != stdout)
-            fclose(f->fp);
-        if (f->tmp)
-            unlink(f->tmp);
-        free(f->tmp);
+        ddtk_temp_discard(f->fp != stdout ? f->fp : NULL, &f->tmp);
         free(f->path);
     }
     free(o->f);

@@ -419,9 +419,5 @@ int ddtk_plan_write(const ddtk_plan *p, const char *path, int force)
         fprintf(fp, "%.10g\t%.10g\t%.10g\t%d\t%d\n", r->dm_lo, r->dm_hi, r->dm_step,
                 r->downsamp, r->ndm);
     }
-    int rc = ddtk_temp_commit(fp, tmp, path);
-    if (rc)
-        unlink(tmp);
-    free(tmp);
-    return rc;
+    return ddtk_temp_commit(fp, &tmp, path);
 }

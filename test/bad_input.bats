@@ -221,3 +221,12 @@ header_with() {   # header_with KEY VALUE-WRITER... : a valid header with one ch
     run_err nonsense fbinfo -k nonsense good.fil
     [ "$status" -eq 2 ]
 }
+
+@test "an interrupted run leaves no output and no temporary behind" {
+    fbsim -o big.fil --nchans 1024 --nbits 8 --tsamp 0.000064 --tobs 20
+    for sig in INT TERM; do
+        run timeout -s $sig 1 dd_direct big.fil --dm-min 0 --dm-max 500 --dm-step 1 --prefix out/x -q --threads 1
+        [ "$status" -eq 124 ]
+        [ -z "$(ls -A out)" ] || { ls -la out; return 1; }
+    done
+}

@@ -262,11 +262,7 @@ static int write_dm_list(const ddtk_plan *p, const char *path, int force)
     for (int i = 0; i < p->n; i++)
         for (int j = 0; j < p->row[i].ndm; j++)
             fprintf(fp, "%.10g\n", p->row[i].dm_lo + j * p->row[i].dm_step);
-    int rc = ddtk_temp_commit(fp, tmp, path);
-    if (rc)
-        unlink(tmp);
-    free(tmp);
-    return rc;
+    return ddtk_temp_commit(fp, &tmp, path);
 }
 
 static int run(args *a)

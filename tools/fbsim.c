@@ -272,12 +272,9 @@ static int write_output(args *a)
     int rc = ddtk_sim_write(&a->sim, fp, a->output ? a->output : "stdout");
     if (a->output) {
         if (!rc)
-            rc = ddtk_temp_commit(fp, tmp, a->output);
+            rc = ddtk_temp_commit(fp, &tmp, a->output);
         else
-            fclose(fp);
-        if (rc && tmp)
-            unlink(tmp);
-        free(tmp);
+            ddtk_temp_discard(fp, &tmp);
     } else if (!rc && fflush(stdout) != 0)
         rc = ddtk_fail(DDTK_ESYS, "stdout: write error");
     return rc;

@@ -183,14 +183,11 @@ static int write_output(const args *a, ddtk_fdas_plan *plan, const ddtk_fdas_ser
     FILE *fp = ddtk_temp_create(name, &tmp);
     int rc = fp ? write_to(fp, a, plan, s) : DDTK_ESYS;
     if (fp && !rc)
-        rc = ddtk_temp_commit(fp, tmp, name);
+        rc = ddtk_temp_commit(fp, &tmp, name);
     else if (fp)
-        fclose(fp);
-    if (rc && tmp)
-        unlink(tmp);
+        ddtk_temp_discard(fp, &tmp);
     if (rc && fp)
         rc = named(rc, name);
-    free(tmp);
     free(name);
     return rc;
 }

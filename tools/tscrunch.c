@@ -149,17 +149,13 @@ static int write_inf(job *j)
     }
     fprintf(dst, "    Time scrunched by ddtk tscrunch: %s of %lld samples\n",
             j->a->mean ? "mean" : "sum", (long long)j->a->n);
-    rc = ddtk_temp_commit(dst, tmp, out_inf);
-    dst = NULL;
+    rc = ddtk_temp_commit(dst, &tmp, out_inf);
 done:
-    if (rc && tmp)
-        unlink(tmp);
     if (src)
         fclose(src);
     free(in_inf);
     free(out_inf);
     free(base);
-    free(tmp);
     return rc;
 }
 
@@ -362,7 +358,7 @@ static int finish(job *j)
     if (j->out == stdout)
         return fflush(stdout) || ferror(stdout)
             ? ddtk_fail(DDTK_ESYS, "stdout: write error: %s", strerror(errno)) : DDTK_OK;
-    int rc = ddtk_temp_commit(j->out, j->tmp, j->out_name);
+    int rc = ddtk_temp_commit(j->out, &j->tmp, j->out_name);
     j->out = NULL;
     if (!rc && j->dat)
         rc = write_inf(j);
@@ -398,14 +394,11 @@ static int run(const args *a)
         if (!(rc = choose_scale(&j)) && !(rc = open_output(&j)) && !(rc = write_header(&j))
             && !(rc = scrunch(&j)))
             rc = finish(&j);
-        if (rc && j.out && j.out != stdout)
-            fclose(j.out);
-        if (rc && j.tmp)
-            unlink(j.tmp);
+        if (rc && j.out != stdout)
+            ddtk_temp_discard(j.out, &j.tmp);
         if (!rc && !a->quiet)
             report(&j);
     }
-    free(j.tmp);
     ddtk_input_close(&j.in);
     return rc;
 }
