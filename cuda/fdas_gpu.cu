@@ -266,14 +266,14 @@ template <int L>
 static cudaError_t corr_prepare()
 {
     return cudaFuncSetAttribute(fdas::k_corr<L>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)fdas::corr_smem<L>());
+                                (int)fdas::corr_smem(L));
 }
 
 template <int L>
 static cudaError_t corr_launch(const fdas::corr_args &a, int nb)
 {
     fdas::k_corr<L><<<dim3(nb, (a.nz + fdas::ZPER - 1) / fdas::ZPER), L / 16,
-                      fdas::corr_smem<L>()>>>(a);
+                      fdas::corr_smem(L)>>>(a);
     return cudaGetLastError();
 }
 
@@ -307,7 +307,7 @@ static int upload_constants(ddtk_fdas_plan *p, gpu_state *g)
     if (corr_dispatch(L, NULL, 0) != cudaSuccess)
         return ddtk_fail(DDTK_ESYS, "GPU: %d-point blocks need %zu KiB of shared memory, more "
                          "than this GPU gives a block; lower --zmax or use --backend cpu", L,
-                         2 * sizeof(float) * (size_t)(L + L / 32 + 1) / 1024);
+                         fdas::corr_smem(L) / 1024);
     return DDTK_OK;
 }
 
