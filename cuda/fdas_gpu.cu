@@ -2,10 +2,13 @@
  * fdas_gpu.cu - the fdas GPU backend: cuFFT for the long real FFT and the batched
  * forward FFTs of the spectrum blocks; kernels for de-meaning, red-noise
  * whitening and block loading; the fused correlation kernel (fdas_corr.cuh)
- * and the fused harmonic-sum/threshold kernel (fdas_harm.cuh); plane tiling
- * when the plane does not fit in device memory; per-stage event timing. The
- * f-z plane stays on the device and only hits come back.
+ * and the fused harmonic-sum/threshold kernel (fdas_harm.cuh); a whole plane
+ * is correlated in chunks of positions whose harmonic sums overlap the next
+ * chunk's correlation; plane tiling when the plane does not fit in device
+ * memory; per-stage event timing. The f-z plane stays on the device; the hits
+ * are sorted there (CUB) and only they come back.
  */
+#include <cub/device/device_radix_sort.cuh>
 #include <cuda_runtime.h>
 #include <cufft.h>
 
@@ -19,6 +22,7 @@
 #define MAX_HITS (1 << 20)
 #define UPLOAD_CHUNK (1 << 20)    /* floats per staged upload (4 MiB) */
 #define RN_MAXLEN 256
+#define NCHUNK 16                 /* position chunks of a whole plane (overlap) */
 #define MIB 1048576.0
 
 enum { EV_START, EV_FFT, EV_RN, EV_T0, EV_T1, EV_T2, NEV };
@@ -31,9 +35,14 @@ typedef struct gpu_state {
     float2 *tw;                   /* inverse twiddles exp(+2 pi i t / fftlen) */
     long long *rn_start;
     double *rn_mean, *rn_centre, *sum;
-    ddtk_fdas_hit *hits;
+    ddtk_fdas_hit *hits;          /* 2 MAX_HITS: as found, then sorted */
+    fdas::hit_key *keys;          /* 2 MAX_HITS likewise */
+    void *sort_tmp;
+    size_t sort_bytes;
     unsigned long long *nhits;
     cufftHandle rfft, fwd;
+    cudaStream_t sc, sh;          /* correlation; harmonic sums (higher priority) */
+    cudaEvent_t chunk[NCHUNK];    /* chunk c of a whole plane is correlated */
     int blk_cap;                  /* spectrum blocks per forward-FFT batch */
     int64_t tile;                 /* top positions per tile; 0: the plane is whole */
     fdas::hs_view view[DDTK_FDAS_MAXHARM];   /* tiled: top tile, then each fraction */
@@ -229,12 +238,33 @@ static void tile_views(const ddtk_fdas_plan *p, gpu_state *g)
     }
 }
 
+/* Streams, events, and the device sort's temporary storage size. */
+static int make_streams(gpu_state *g)
+{
+    int lo = 0, hi = 0;
+    CU(cudaDeviceGetStreamPriorityRange(&lo, &hi), "stream priorities");
+    /* blocking streams: work on the legacy default stream orders with them */
+    CU(cudaStreamCreateWithPriority(&g->sc, cudaStreamDefault, lo), "stream");
+    CU(cudaStreamCreateWithPriority(&g->sh, cudaStreamDefault, hi), "stream");
+    for (int i = 0; i < NEV; i++)
+        CU(cudaEventCreate(&g->ev[i]), "event");
+    for (int i = 0; i < NCHUNK; i++)
+        CU(cudaEventCreateWithFlags(&g->chunk[i], cudaEventDisableTiming), "event");
+    CU(cub::DeviceRadixSort::SortPairs(NULL, g->sort_bytes, g->keys, g->keys, g->hits, g->hits,
+                                       MAX_HITS, fdas::hit_key_parts{}), "sort size");
+    return DDTK_OK;
+}
+
 static int alloc_all(ddtk_fdas_plan *p, gpu_state *g)
 {
     size_t L = (size_t)p->fftlen, nb = (size_t)p->nbins;
+    int rc = make_streams(g);
+    if (rc)
+        return rc;
     size_t fixed = sizeof(float) * p->n + sizeof(cufftComplex) * (nb + 1 + p->res * nb + L * p->numz) +
-                   sizeof(float2) * L + sizeof(ddtk_fdas_hit) * MAX_HITS;
-    int rc = plan_tiles(p, g, fixed);
+                   sizeof(float2) * L + 2 * (sizeof(ddtk_fdas_hit) + sizeof(fdas::hit_key)) * MAX_HITS +
+                   g->sort_bytes;
+    rc = plan_tiles(p, g, fixed);
     if (rc)
         return rc;
     size_t plane = g->tile ? tile_floats(p, g->tile, NULL) : (size_t)p->numz * p->plane_len;
@@ -250,10 +280,10 @@ static int alloc_all(ddtk_fdas_plan *p, gpu_state *g)
     CU(cudaMalloc(&g->rn_mean, sizeof(double) * p->rn_nblocks), "alloc");
     CU(cudaMalloc(&g->rn_centre, sizeof(double) * p->rn_nblocks), "alloc");
     CU(cudaMalloc(&g->sum, sizeof(double)), "alloc");
-    CU(cudaMalloc(&g->hits, sizeof(ddtk_fdas_hit) * MAX_HITS), "alloc");
+    CU(cudaMalloc(&g->hits, 2 * sizeof(ddtk_fdas_hit) * MAX_HITS), "alloc");
+    CU(cudaMalloc(&g->keys, 2 * sizeof(fdas::hit_key) * MAX_HITS), "alloc");
+    CU(cudaMalloc(&g->sort_tmp, g->sort_bytes), "alloc");
     CU(cudaMalloc(&g->nhits, sizeof(unsigned long long)), "alloc");
-    for (int i = 0; i < NEV; i++)
-        CU(cudaEventCreate(&g->ev[i]), "event");
     if (g->tile)
         tile_views(p, g);
     if (g->tile && p->cfg.verbose)
@@ -270,21 +300,21 @@ static cudaError_t corr_prepare()
 }
 
 template <int L>
-static cudaError_t corr_launch(const fdas::corr_args &a, int nb)
+static cudaError_t corr_launch(const fdas::corr_args &a, int nb, cudaStream_t s)
 {
     fdas::k_corr<L><<<dim3(nb, (a.nz + fdas::ZPER - 1) / fdas::ZPER), L / 16,
-                      fdas::corr_smem(L)>>>(a);
+                      fdas::corr_smem(L), s>>>(a);
     return cudaGetLastError();
 }
 
 /* The block lengths plan_blocks can choose (zmax <= 1200). */
-static cudaError_t corr_dispatch(int L, const fdas::corr_args *a, int nb)
+static cudaError_t corr_dispatch(int L, const fdas::corr_args *a, int nb, cudaStream_t s)
 {
     switch (L) {
-    case 2048: return a ? corr_launch<2048>(*a, nb) : corr_prepare<2048>();
-    case 4096: return a ? corr_launch<4096>(*a, nb) : corr_prepare<4096>();
-    case 8192: return a ? corr_launch<8192>(*a, nb) : corr_prepare<8192>();
-    case 16384: return a ? corr_launch<16384>(*a, nb) : corr_prepare<16384>();
+    case 2048: return a ? corr_launch<2048>(*a, nb, s) : corr_prepare<2048>();
+    case 4096: return a ? corr_launch<4096>(*a, nb, s) : corr_prepare<4096>();
+    case 8192: return a ? corr_launch<8192>(*a, nb, s) : corr_prepare<8192>();
+    case 16384: return a ? corr_launch<16384>(*a, nb, s) : corr_prepare<16384>();
     default: return cudaErrorInvalidValue;
     }
 }
@@ -304,7 +334,7 @@ static int upload_constants(ddtk_fdas_plan *p, gpu_state *g)
                   cudaMemcpyHostToDevice), "upload templates");
     CU(cudaMemcpy(g->rn_start, p->rn_start, sizeof(long long) * (p->rn_nblocks + 1),
                   cudaMemcpyHostToDevice), "upload red-noise blocks");
-    if (corr_dispatch(L, NULL, 0) != cudaSuccess)
+    if (corr_dispatch(L, NULL, 0, 0) != cudaSuccess)
         return ddtk_fail(DDTK_ESYS, "GPU: %d-point blocks need %zu KiB of shared memory, more "
                          "than this GPU gives a block; lower --zmax or use --backend cpu", L,
                          fdas::corr_smem(L) / 1024);
@@ -359,6 +389,31 @@ static int whiten(ddtk_fdas_plan *p, gpu_state *g, const float *x)
     return DDTK_OK;
 }
 
+/* Load the n spectrum blocks from the one of plane position q0 (even when
+ * interbinning) on and forward transform them (always blk_cap blocks; those
+ * past n are ignored). */
+static int load_blocks(ddtk_fdas_plan *p, gpu_state *g, int64_t q0, int n, cudaStream_t s)
+{
+    int L = p->fftlen;
+    int64_t m0 = p->res == 2 ? q0 : q0 / 2;
+    k_load<<<grid((long long)n * L, 256), 256, 0, s>>>(g->spread, (long long)p->res * p->nbins,
+                                                        m0 - p->khalf, p->uselen, L, n, g->blk);
+    CUFFT(cufftSetStream(g->fwd, s), "stream");
+    CUFFT(cufftExecC2C(g->fwd, g->blk, g->blk, CUFFT_FORWARD), "block FFTs");
+    return DDTK_OK;
+}
+
+/* Rows [z0, z1) of the n loaded blocks from block b on into out (row stride
+ * ld; positions from block b's first), nq positions in all. */
+static int corr_blocks(ddtk_fdas_plan *p, gpu_state *g, int64_t b, int n, int64_t nq, int z0, int z1,
+                       float *out, long long ld, cudaStream_t s)
+{
+    fdas::corr_args a = { (const float2 *)g->blk + b * p->fftlen, (const float2 *)g->tmpl, g->tw,
+                          z0, z1 - z0, p->khalf, p->uselen, p->width, p->res, nq, out, ld };
+    CU(corr_dispatch(p->fftlen, &a, n, s), "correlation kernel");
+    return DDTK_OK;
+}
+
 /*
  * Plane rows [z0, z1) at positions [q0, q0 + nq) into out (row stride ld),
  * q0 even when interbinning: spectrum blocks are loaded and forward
@@ -367,21 +422,15 @@ static int whiten(ddtk_fdas_plan *p, gpu_state *g, const float *x)
 static int corr_region(ddtk_fdas_plan *p, gpu_state *g, int64_t q0, int64_t nq, int z0, int z1,
                        float *out, long long ld)
 {
-    int L = p->fftlen;
-    int64_t nb = (nq + p->width - 1) / p->width, m0 = p->res == 2 ? q0 : q0 / 2;
-    for (int64_t b0 = 0; b0 < nb; b0 += g->blk_cap) {
+    int64_t nb = (nq + p->width - 1) / p->width;
+    int rc = DDTK_OK;
+    for (int64_t b0 = 0; b0 < nb && !rc; b0 += g->blk_cap) {
         int n = (int)(nb - b0 < g->blk_cap ? nb - b0 : g->blk_cap);
-        /* the batch FFT always transforms blk_cap blocks; those past n are ignored */
-        k_load<<<grid((long long)n * L, 256), 256>>>(g->spread, (long long)p->res * p->nbins,
-                                                      m0 + b0 * p->uselen - p->khalf,
-                                                      p->uselen, L, n, g->blk);
-        CUFFT(cufftExecC2C(g->fwd, g->blk, g->blk, CUFFT_FORWARD), "block FFTs");
-        fdas::corr_args a = { (const float2 *)g->blk, (const float2 *)g->tmpl, g->tw, z0,
-                              z1 - z0, p->khalf, p->uselen, p->width, p->res,
-                              nq - b0 * p->width, out + b0 * p->width, ld };
-        CU(corr_dispatch(L, &a, n), "correlation kernel");
+        rc = load_blocks(p, g, q0 + b0 * p->width, n, 0);
+        if (!rc)
+            rc = corr_blocks(p, g, 0, n, nq - b0 * p->width, z0, z1, out + b0 * p->width, ld, 0);
     }
-    return DDTK_OK;
+    return rc;
 }
 
 /* Fill what the harmonic sums of top positions [P0, P1) read: the whole plane
@@ -404,14 +453,14 @@ static int fill_tile(ddtk_fdas_plan *p, gpu_state *g, int64_t P0, int64_t P1)
 }
 
 template <int NS>
-static void hs_launch(const fdas::hs_args &a)
+static void hs_launch(const fdas::hs_args &a, cudaStream_t s)
 {
     constexpr int per = fdas::HS_THREADS * fdas::hs_np<NS>();
     fdas::k_harmsum<NS, fdas::hs_np<NS>()>
-        <<<grid(a.phi - a.plo, per), fdas::HS_THREADS>>>(a);
+        <<<grid(a.phi - a.plo, per), fdas::HS_THREADS, 0, s>>>(a);
 }
 
-static int harmsum_tile(ddtk_fdas_plan *p, gpu_state *g, int64_t P0, int64_t P1)
+static int harmsum_tile(ddtk_fdas_plan *p, gpu_state *g, int64_t P0, int64_t P1, cudaStream_t st)
 {
     fdas::hs_args a;
     memset(&a, 0, sizeof a);
@@ -430,15 +479,16 @@ static int harmsum_tile(ddtk_fdas_plan *p, gpu_state *g, int64_t P0, int64_t P1)
     a.numz = p->numz;
     a.zmax = p->zmax;
     a.hits = g->hits;
+    a.keys = g->keys;
     a.nhits = g->nhits;
     a.max_hits = MAX_HITS;
     switch (p->nstages) {
-    case 1: hs_launch<1>(a); break;
-    case 2: hs_launch<2>(a); break;
-    case 3: hs_launch<3>(a); break;
-    case 4: hs_launch<4>(a); break;
-    case 5: hs_launch<5>(a); break;
-    default: hs_launch<6>(a); break;
+    case 1: hs_launch<1>(a, st); break;
+    case 2: hs_launch<2>(a, st); break;
+    case 3: hs_launch<3>(a, st); break;
+    case 4: hs_launch<4>(a, st); break;
+    case 5: hs_launch<5>(a, st); break;
+    default: hs_launch<6>(a, st); break;
     }
     CU(cudaGetLastError(), "harmonic-sum kernel");
     return DDTK_OK;
@@ -451,11 +501,45 @@ static float elapsed_ms(gpu_state *g, int a, int b)
     return ms;
 }
 
-/* Tile by tile (one tile when the plane is whole): correlate, then sum and threshold. */
-static int search_tiles(ddtk_fdas_plan *p, gpu_state *g)
+/*
+ * A whole plane: the blocks are transformed at once, then correlated in
+ * NCHUNK chunks of positions on stream sc. A top position's subharmonic
+ * fractions lie at or below it, so chunk c's harmonic sums (stream sh, higher
+ * priority) wait only for chunk c and run while the next chunk correlates:
+ * the DRAM-bound sums fill the instruction-bound correlation's idle memory
+ * time. Reads past a chunk's end (never emitted) may see the next chunk being
+ * written. Times: correlation up to its last chunk, harmonic sums the tail.
+ */
+static int search_whole(ddtk_fdas_plan *p, gpu_state *g)
 {
-    CU(cudaMemsetAsync(g->nhits, 0, sizeof(unsigned long long)), "memset");
-    int64_t w = g->tile ? g->tile : p->phi - p->plo;
+    int64_t nb = (p->plane_len + p->width - 1) / p->width, cb = (nb + NCHUNK - 1) / NCHUNK;
+    CU(cudaEventRecord(g->ev[EV_T0], g->sc), "event");
+    int rc = load_blocks(p, g, 0, (int)nb, g->sc);
+    for (int c = 0; c < NCHUNK && c * cb < nb && !rc; c++) {
+        int64_t b0 = c * cb, n = nb - b0 < cb ? nb - b0 : cb, q0 = b0 * p->width;
+        rc = corr_blocks(p, g, b0, (int)n, p->plane_len - q0, 0, p->numz, g->plane + q0,
+                         p->plane_len, g->sc);
+        int64_t P0 = q0 > p->plo ? q0 : p->plo, P1 = q0 + n * p->width;
+        P1 = P1 < p->phi ? P1 : p->phi;
+        if (rc || P0 >= P1)
+            continue;
+        CU(cudaEventRecord(g->chunk[c], g->sc), "event");
+        CU(cudaStreamWaitEvent(g->sh, g->chunk[c], 0), "event wait");
+        rc = harmsum_tile(p, g, P0, P1, g->sh);
+    }
+    CU(cudaEventRecord(g->ev[EV_T1], g->sc), "event");
+    CU(cudaEventRecord(g->ev[EV_T2], g->sh), "event");
+    CU(cudaEventSynchronize(g->ev[EV_T2]), "correlation and harmonic sums");
+    CU(cudaEventSynchronize(g->ev[EV_T1]), "correlation");
+    p->times.correlate = elapsed_ms(g, EV_T0, EV_T1) / 1e3;
+    p->times.harmsum = fmax(elapsed_ms(g, EV_T1, EV_T2), 0) / 1e3;
+    return rc;
+}
+
+/* Tile by tile: correlate, then sum and threshold. */
+static int search_tiled(ddtk_fdas_plan *p, gpu_state *g)
+{
+    int64_t w = g->tile;
     double corr = 0, sum = 0;
     for (int64_t P0 = p->plo; P0 < p->phi; P0 += w) {
         int64_t P1 = P0 + w < p->phi ? P0 + w : p->phi;
@@ -464,18 +548,25 @@ static int search_tiles(ddtk_fdas_plan *p, gpu_state *g)
         if ((rc = fill_tile(p, g, P0, P1)))
             return rc;
         CU(cudaEventRecord(g->ev[EV_T1]), "event");
-        if ((rc = harmsum_tile(p, g, P0, P1)))
+        if ((rc = harmsum_tile(p, g, P0, P1, 0)))
             return rc;
         CU(cudaEventRecord(g->ev[EV_T2]), "event");
         CU(cudaEventSynchronize(g->ev[EV_T2]), "correlation and harmonic sums");
         corr += elapsed_ms(g, EV_T0, EV_T1);
         sum += elapsed_ms(g, EV_T1, EV_T2);
     }
-    p->times.fft = elapsed_ms(g, EV_START, EV_FFT) / 1e3;
-    p->times.rednoise = elapsed_ms(g, EV_FFT, EV_RN) / 1e3;
     p->times.correlate = corr / 1e3;
     p->times.harmsum = sum / 1e3;
     return DDTK_OK;
+}
+
+static int search_plane(ddtk_fdas_plan *p, gpu_state *g)
+{
+    CU(cudaMemsetAsync(g->nhits, 0, sizeof(unsigned long long)), "memset");
+    int rc = g->tile ? search_tiled(p, g) : search_whole(p, g);
+    p->times.fft = elapsed_ms(g, EV_START, EV_FFT) / 1e3;
+    p->times.rednoise = elapsed_ms(g, EV_FFT, EV_RN) / 1e3;
+    return rc;
 }
 
 static int fetch_hits(ddtk_fdas_plan *p, gpu_state *g)
@@ -494,9 +585,15 @@ static int fetch_hits(ddtk_fdas_plan *p, gpu_state *g)
         p->hits.h = h;
         p->hits.cap = (int64_t)n;
     }
-    CU(cudaMemcpy(p->hits.h, g->hits, sizeof(ddtk_fdas_hit) * n, cudaMemcpyDeviceToHost),
-       "hits");
+    if (n) {
+        CU(cub::DeviceRadixSort::SortPairs(g->sort_tmp, g->sort_bytes, g->keys, g->keys + MAX_HITS,
+                                           g->hits, g->hits + MAX_HITS, (int)n,
+                                           fdas::hit_key_parts{}), "sort hits");
+        CU(cudaMemcpy(p->hits.h, g->hits + MAX_HITS, sizeof(ddtk_fdas_hit) * n,
+                      cudaMemcpyDeviceToHost), "hits");
+    }
     p->hits.n = (int64_t)n;
+    p->hits.sorted = 1;
     p->times.candidates = ddtk_now() - t0;
     return DDTK_OK;
 }
@@ -506,7 +603,7 @@ extern "C" int ddtk_fdas_gpu_search(ddtk_fdas_plan *p, const float *x)
     gpu_state *g = (gpu_state *)p->gpu;
     int rc;
     CU(cudaSetDevice(p->cfg.gpu), "select device");
-    if ((rc = whiten(p, g, x)) || (rc = search_tiles(p, g)) || (rc = fetch_hits(p, g)))
+    if ((rc = whiten(p, g, x)) || (rc = search_plane(p, g)) || (rc = fetch_hits(p, g)))
         return rc;
     p->spec_on_host = 0;
     return DDTK_OK;
@@ -560,8 +657,15 @@ extern "C" void ddtk_fdas_gpu_free(ddtk_fdas_plan *p)
     for (int i = 0; i < NEV; i++)
         if (g->ev[i])
             cudaEventDestroy(g->ev[i]);
+    for (int i = 0; i < NCHUNK; i++)
+        if (g->chunk[i])
+            cudaEventDestroy(g->chunk[i]);
+    if (g->sc)
+        cudaStreamDestroy(g->sc);
+    if (g->sh)
+        cudaStreamDestroy(g->sh);
     void *bufs[] = { g->x, g->plane, g->spec, g->spread, g->tmpl, g->tw, g->blk, g->rn_start,
-                     g->rn_mean, g->rn_centre, g->sum, g->hits, g->nhits };
+                     g->rn_mean, g->rn_centre, g->sum, g->hits, g->keys, g->sort_tmp, g->nhits };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         cudaFree(bufs[i]);
     cudaFreeHost(g->stage);

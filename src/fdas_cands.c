@@ -38,7 +38,8 @@ static ddtk_fdas_cand make_cand(const ddtk_fdas_plan *p, const ddtk_fdas_hit *h)
 }
 
 /* Hits by stage, then power (descending), then position: within a stage sigma
- * grows with power, so this is each stage's sigma order. */
+ * grows with power, so this is each stage's sigma order. The GPU hands its
+ * hits over in this order already (sorted on the device). */
 static int by_stage_power(const void *a, const void *b)
 {
     const ddtk_fdas_hit *x = a, *y = b;
@@ -87,7 +88,8 @@ static int cluster(const ddtk_fdas_plan *p, ddtk_fdas_hit *h, int64_t n, ddtk_fd
     double *rs = malloc(sizeof(double) * (size_t)(n + 1));
     if (!rs)
         return ddtk_fail(DDTK_ESYS, "out of memory for candidates");
-    qsort(h, (size_t)n, sizeof *h, by_stage_power);
+    if (!p->hits.sorted)
+        qsort(h, (size_t)n, sizeof *h, by_stage_power);
     int64_t head[DDTK_FDAS_MAXSTAGES], end[DDTK_FDAS_MAXSTAGES] = { 0 };
     for (int64_t i = 0; i < n; i++)
         end[h[i].stage]++;
