@@ -23,6 +23,8 @@
 #define UPLOAD_CHUNK (1 << 20)    /* floats per staged upload (4 MiB) */
 #define RN_MAXLEN 256
 #define NCHUNK 16                 /* position chunks of a whole plane (overlap) */
+#define HS_STREAMS 4              /* harmonic-sum streams: chunks overlap each other too */
+static_assert(NCHUNK >= HS_STREAMS, "the streams are joined through chunk events");
 #define MIB 1048576.0
 
 enum { EV_START, EV_FFT, EV_RN, EV_T0, EV_T1, EV_T2, NEV };
@@ -41,7 +43,7 @@ typedef struct gpu_state {
     size_t sort_bytes;
     unsigned long long *nhits;
     cufftHandle rfft, fwd;
-    cudaStream_t sc, sh;          /* correlation; harmonic sums (higher priority) */
+    cudaStream_t sc, sh[HS_STREAMS];   /* correlation; harmonic sums (higher priority) */
     cudaEvent_t chunk[NCHUNK];    /* chunk c of a whole plane is correlated */
     int blk_cap;                  /* spectrum blocks per forward-FFT batch */
     int64_t tile;                 /* top positions per tile; 0: the plane is whole */
@@ -245,7 +247,8 @@ static int make_streams(gpu_state *g)
     CU(cudaDeviceGetStreamPriorityRange(&lo, &hi), "stream priorities");
     /* blocking streams: work on the legacy default stream orders with them */
     CU(cudaStreamCreateWithPriority(&g->sc, cudaStreamDefault, lo), "stream");
-    CU(cudaStreamCreateWithPriority(&g->sh, cudaStreamDefault, hi), "stream");
+    for (int i = 0; i < HS_STREAMS; i++)
+        CU(cudaStreamCreateWithPriority(&g->sh[i], cudaStreamDefault, hi), "stream");
     for (int i = 0; i < NEV; i++)
         CU(cudaEventCreate(&g->ev[i]), "event");
     for (int i = 0; i < NCHUNK; i++)
@@ -504,11 +507,14 @@ static float elapsed_ms(gpu_state *g, int a, int b)
 /*
  * A whole plane: the blocks are transformed at once, then correlated in
  * NCHUNK chunks of positions on stream sc. A top position's subharmonic
- * fractions lie at or below it, so chunk c's harmonic sums (stream sh, higher
- * priority) wait only for chunk c and run while the next chunk correlates:
- * the DRAM-bound sums fill the instruction-bound correlation's idle memory
- * time. Reads past a chunk's end (never emitted) may see the next chunk being
- * written. Times: correlation up to its last chunk, harmonic sums the tail.
+ * fractions lie at or below it, so chunk c's harmonic sums (higher priority)
+ * wait only for chunk c and run while the next chunk correlates: the
+ * DRAM-bound sums fill the instruction-bound correlation's idle memory time.
+ * A harmonic-sum block walks every row, so a chunk of few blocks takes a
+ * block's whole lifetime: the chunks go round HS_STREAMS streams to overlap
+ * each other too. Reads past a chunk's end (never emitted) may see the next
+ * chunk being written. Times: correlation up to its last chunk, harmonic
+ * sums the tail.
  */
 static int search_whole(ddtk_fdas_plan *p, gpu_state *g)
 {
@@ -524,11 +530,15 @@ static int search_whole(ddtk_fdas_plan *p, gpu_state *g)
         if (rc || P0 >= P1)
             continue;
         CU(cudaEventRecord(g->chunk[c], g->sc), "event");
-        CU(cudaStreamWaitEvent(g->sh, g->chunk[c], 0), "event wait");
-        rc = harmsum_tile(p, g, P0, P1, g->sh);
+        CU(cudaStreamWaitEvent(g->sh[c % HS_STREAMS], g->chunk[c], 0), "event wait");
+        rc = harmsum_tile(p, g, P0, P1, g->sh[c % HS_STREAMS]);
     }
     CU(cudaEventRecord(g->ev[EV_T1], g->sc), "event");
-    CU(cudaEventRecord(g->ev[EV_T2], g->sh), "event");
+    for (int i = 1; i < HS_STREAMS; i++) {          /* join the sums into sh[0] */
+        CU(cudaEventRecord(g->chunk[i], g->sh[i]), "event");
+        CU(cudaStreamWaitEvent(g->sh[0], g->chunk[i], 0), "event wait");
+    }
+    CU(cudaEventRecord(g->ev[EV_T2], g->sh[0]), "event");
     CU(cudaEventSynchronize(g->ev[EV_T2]), "correlation and harmonic sums");
     CU(cudaEventSynchronize(g->ev[EV_T1]), "correlation");
     p->times.correlate = elapsed_ms(g, EV_T0, EV_T1) / 1e3;
@@ -662,8 +672,9 @@ extern "C" void ddtk_fdas_gpu_free(ddtk_fdas_plan *p)
             cudaEventDestroy(g->chunk[i]);
     if (g->sc)
         cudaStreamDestroy(g->sc);
-    if (g->sh)
-        cudaStreamDestroy(g->sh);
+    for (int i = 0; i < HS_STREAMS; i++)
+        if (g->sh[i])
+            cudaStreamDestroy(g->sh[i]);
     void *bufs[] = { g->x, g->plane, g->spec, g->spread, g->tmpl, g->tw, g->blk, g->rn_start,
                      g->rn_mean, g->rn_centre, g->sum, g->hits, g->keys, g->sort_tmp, g->nhits };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
