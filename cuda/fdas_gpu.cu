@@ -2,11 +2,10 @@
  * fdas_gpu.cu - the fdas GPU backend: cuFFT for the long real FFT and the batched
  * forward FFTs of the spectrum blocks; kernels for de-meaning, red-noise
  * whitening and block loading; the fused correlation kernel (fdas_corr.cuh)
- * and the fused harmonic-sum/threshold kernel (fdas_harm.cuh); a whole plane
- * is correlated in chunks of positions whose harmonic sums overlap the next
- * chunk's correlation; plane tiling when the plane does not fit in device
- * memory; per-stage event timing. The f-z plane stays on the device; the hits
- * are sorted there (CUB) and only they come back.
+ * and the fused harmonic-sum/threshold kernel (fdas_harm.cuh); plane tiling
+ * when the plane does not fit in device memory; per-stage event timing. The
+ * f-z plane stays on the device; the hits are sorted there (CUB) and only
+ * they come back.
  */
 #include <cub/device/device_radix_sort.cuh>
 #include <cuda_runtime.h>
@@ -22,9 +21,6 @@
 #define MAX_HITS (1 << 20)
 #define UPLOAD_CHUNK (1 << 20)    /* floats per staged upload (4 MiB) */
 #define RN_MAXLEN 256
-#define NCHUNK 16                 /* position chunks of a whole plane (overlap) */
-#define HS_STREAMS 4              /* harmonic-sum streams: chunks overlap each other too */
-static_assert(NCHUNK >= HS_STREAMS, "the streams are joined through chunk events");
 #define MIB 1048576.0
 
 enum { EV_START, EV_FFT, EV_RN, EV_T0, EV_T1, EV_T2, NEV };
@@ -43,8 +39,6 @@ typedef struct gpu_state {
     size_t sort_bytes;
     unsigned long long *nhits;
     cufftHandle rfft, fwd;
-    cudaStream_t sc, sh[HS_STREAMS];   /* correlation; harmonic sums (higher priority) */
-    cudaEvent_t chunk[NCHUNK];    /* chunk c of a whole plane is correlated */
     int blk_cap;                  /* spectrum blocks per forward-FFT batch */
     int64_t tile;                 /* top positions per tile; 0: the plane is whole */
     fdas::hs_view view[DDTK_FDAS_MAXHARM];   /* tiled: top tile, then each fraction */
@@ -240,34 +234,15 @@ static void tile_views(const ddtk_fdas_plan *p, gpu_state *g)
     }
 }
 
-/* Streams, events, and the device sort's temporary storage size. */
-static int make_streams(gpu_state *g)
-{
-    int lo = 0, hi = 0;
-    CU(cudaDeviceGetStreamPriorityRange(&lo, &hi), "stream priorities");
-    /* blocking streams: work on the legacy default stream orders with them */
-    CU(cudaStreamCreateWithPriority(&g->sc, cudaStreamDefault, lo), "stream");
-    for (int i = 0; i < HS_STREAMS; i++)
-        CU(cudaStreamCreateWithPriority(&g->sh[i], cudaStreamDefault, hi), "stream");
-    for (int i = 0; i < NEV; i++)
-        CU(cudaEventCreate(&g->ev[i]), "event");
-    for (int i = 0; i < NCHUNK; i++)
-        CU(cudaEventCreateWithFlags(&g->chunk[i], cudaEventDisableTiming), "event");
-    CU(cub::DeviceRadixSort::SortPairs(NULL, g->sort_bytes, g->keys, g->keys, g->hits, g->hits,
-                                       MAX_HITS, fdas::hit_key_parts{}), "sort size");
-    return DDTK_OK;
-}
-
 static int alloc_all(ddtk_fdas_plan *p, gpu_state *g)
 {
     size_t L = (size_t)p->fftlen, nb = (size_t)p->nbins;
-    int rc = make_streams(g);
-    if (rc)
-        return rc;
+    CU(cub::DeviceRadixSort::SortPairs(NULL, g->sort_bytes, g->keys, g->keys, g->hits, g->hits,
+                                       MAX_HITS, fdas::hit_key_parts{}), "sort size");
     size_t fixed = sizeof(float) * p->n + sizeof(cufftComplex) * (nb + 1 + p->res * nb + L * p->numz) +
                    sizeof(float2) * L + 2 * (sizeof(ddtk_fdas_hit) + sizeof(fdas::hit_key)) * MAX_HITS +
                    g->sort_bytes;
-    rc = plan_tiles(p, g, fixed);
+    int rc = plan_tiles(p, g, fixed);
     if (rc)
         return rc;
     size_t plane = g->tile ? tile_floats(p, g->tile, NULL) : (size_t)p->numz * p->plane_len;
@@ -287,6 +262,8 @@ static int alloc_all(ddtk_fdas_plan *p, gpu_state *g)
     CU(cudaMalloc(&g->keys, 2 * sizeof(fdas::hit_key) * MAX_HITS), "alloc");
     CU(cudaMalloc(&g->sort_tmp, g->sort_bytes), "alloc");
     CU(cudaMalloc(&g->nhits, sizeof(unsigned long long)), "alloc");
+    for (int i = 0; i < NEV; i++)
+        CU(cudaEventCreate(&g->ev[i]), "event");
     if (g->tile)
         tile_views(p, g);
     if (g->tile && p->cfg.verbose)
@@ -303,21 +280,21 @@ static cudaError_t corr_prepare()
 }
 
 template <int L>
-static cudaError_t corr_launch(const fdas::corr_args &a, int nb, cudaStream_t s)
+static cudaError_t corr_launch(const fdas::corr_args &a, int nb)
 {
     fdas::k_corr<L><<<dim3(nb, (a.nz + fdas::ZPER - 1) / fdas::ZPER), L / 16,
-                      fdas::corr_smem(L), s>>>(a);
+                      fdas::corr_smem(L)>>>(a);
     return cudaGetLastError();
 }
 
 /* The block lengths plan_blocks can choose (zmax <= 1200). */
-static cudaError_t corr_dispatch(int L, const fdas::corr_args *a, int nb, cudaStream_t s)
+static cudaError_t corr_dispatch(int L, const fdas::corr_args *a, int nb)
 {
     switch (L) {
-    case 2048: return a ? corr_launch<2048>(*a, nb, s) : corr_prepare<2048>();
-    case 4096: return a ? corr_launch<4096>(*a, nb, s) : corr_prepare<4096>();
-    case 8192: return a ? corr_launch<8192>(*a, nb, s) : corr_prepare<8192>();
-    case 16384: return a ? corr_launch<16384>(*a, nb, s) : corr_prepare<16384>();
+    case 2048: return a ? corr_launch<2048>(*a, nb) : corr_prepare<2048>();
+    case 4096: return a ? corr_launch<4096>(*a, nb) : corr_prepare<4096>();
+    case 8192: return a ? corr_launch<8192>(*a, nb) : corr_prepare<8192>();
+    case 16384: return a ? corr_launch<16384>(*a, nb) : corr_prepare<16384>();
     default: return cudaErrorInvalidValue;
     }
 }
@@ -337,7 +314,7 @@ static int upload_constants(ddtk_fdas_plan *p, gpu_state *g)
                   cudaMemcpyHostToDevice), "upload templates");
     CU(cudaMemcpy(g->rn_start, p->rn_start, sizeof(long long) * (p->rn_nblocks + 1),
                   cudaMemcpyHostToDevice), "upload red-noise blocks");
-    if (corr_dispatch(L, NULL, 0, 0) != cudaSuccess)
+    if (corr_dispatch(L, NULL, 0) != cudaSuccess)
         return ddtk_fail(DDTK_ESYS, "GPU: %d-point blocks need %zu KiB of shared memory, more "
                          "than this GPU gives a block; lower --zmax or use --backend cpu", L,
                          fdas::corr_smem(L) / 1024);
@@ -392,31 +369,6 @@ static int whiten(ddtk_fdas_plan *p, gpu_state *g, const float *x)
     return DDTK_OK;
 }
 
-/* Load the n spectrum blocks from the one of plane position q0 (even when
- * interbinning) on and forward transform them (always blk_cap blocks; those
- * past n are ignored). */
-static int load_blocks(ddtk_fdas_plan *p, gpu_state *g, int64_t q0, int n, cudaStream_t s)
-{
-    int L = p->fftlen;
-    int64_t m0 = p->res == 2 ? q0 : q0 / 2;
-    k_load<<<grid((long long)n * L, 256), 256, 0, s>>>(g->spread, (long long)p->res * p->nbins,
-                                                        m0 - p->khalf, p->uselen, L, n, g->blk);
-    CUFFT(cufftSetStream(g->fwd, s), "stream");
-    CUFFT(cufftExecC2C(g->fwd, g->blk, g->blk, CUFFT_FORWARD), "block FFTs");
-    return DDTK_OK;
-}
-
-/* Rows [z0, z1) of the n loaded blocks from block b on into out (row stride
- * ld; positions from block b's first), nq positions in all. */
-static int corr_blocks(ddtk_fdas_plan *p, gpu_state *g, int64_t b, int n, int64_t nq, int z0, int z1,
-                       float *out, long long ld, cudaStream_t s)
-{
-    fdas::corr_args a = { (const float2 *)g->blk + b * p->fftlen, (const float2 *)g->tmpl, g->tw,
-                          z0, z1 - z0, p->khalf, p->uselen, p->width, p->res, nq, out, ld };
-    CU(corr_dispatch(p->fftlen, &a, n, s), "correlation kernel");
-    return DDTK_OK;
-}
-
 /*
  * Plane rows [z0, z1) at positions [q0, q0 + nq) into out (row stride ld),
  * q0 even when interbinning: spectrum blocks are loaded and forward
@@ -425,15 +377,21 @@ static int corr_blocks(ddtk_fdas_plan *p, gpu_state *g, int64_t b, int n, int64_
 static int corr_region(ddtk_fdas_plan *p, gpu_state *g, int64_t q0, int64_t nq, int z0, int z1,
                        float *out, long long ld)
 {
-    int64_t nb = (nq + p->width - 1) / p->width;
-    int rc = DDTK_OK;
-    for (int64_t b0 = 0; b0 < nb && !rc; b0 += g->blk_cap) {
+    int L = p->fftlen;
+    int64_t nb = (nq + p->width - 1) / p->width, m0 = p->res == 2 ? q0 : q0 / 2;
+    for (int64_t b0 = 0; b0 < nb; b0 += g->blk_cap) {
         int n = (int)(nb - b0 < g->blk_cap ? nb - b0 : g->blk_cap);
-        rc = load_blocks(p, g, q0 + b0 * p->width, n, 0);
-        if (!rc)
-            rc = corr_blocks(p, g, 0, n, nq - b0 * p->width, z0, z1, out + b0 * p->width, ld, 0);
+        /* the batch FFT always transforms blk_cap blocks; those past n are ignored */
+        k_load<<<grid((long long)n * L, 256), 256>>>(g->spread, (long long)p->res * p->nbins,
+                                                      m0 + b0 * p->uselen - p->khalf,
+                                                      p->uselen, L, n, g->blk);
+        CUFFT(cufftExecC2C(g->fwd, g->blk, g->blk, CUFFT_FORWARD), "block FFTs");
+        fdas::corr_args a = { (const float2 *)g->blk, (const float2 *)g->tmpl, g->tw, z0,
+                              z1 - z0, p->khalf, p->uselen, p->width, p->res,
+                              nq - b0 * p->width, out + b0 * p->width, ld };
+        CU(corr_dispatch(L, &a, n), "correlation kernel");
     }
-    return rc;
+    return DDTK_OK;
 }
 
 /* Fill what the harmonic sums of top positions [P0, P1) read: the whole plane
@@ -456,14 +414,14 @@ static int fill_tile(ddtk_fdas_plan *p, gpu_state *g, int64_t P0, int64_t P1)
 }
 
 template <int NS>
-static void hs_launch(const fdas::hs_args &a, cudaStream_t s)
+static void hs_launch(const fdas::hs_args &a)
 {
     constexpr int per = fdas::HS_THREADS * fdas::hs_np<NS>();
     fdas::k_harmsum<NS, fdas::hs_np<NS>()>
-        <<<grid(a.phi - a.plo, per), fdas::HS_THREADS, 0, s>>>(a);
+        <<<grid(a.phi - a.plo, per), fdas::HS_THREADS>>>(a);
 }
 
-static int harmsum_tile(ddtk_fdas_plan *p, gpu_state *g, int64_t P0, int64_t P1, cudaStream_t st)
+static int harmsum_tile(ddtk_fdas_plan *p, gpu_state *g, int64_t P0, int64_t P1)
 {
     fdas::hs_args a;
     memset(&a, 0, sizeof a);
@@ -482,16 +440,15 @@ static int harmsum_tile(ddtk_fdas_plan *p, gpu_state *g, int64_t P0, int64_t P1,
     a.numz = p->numz;
     a.zmax = p->zmax;
     a.hits = g->hits;
-    a.keys = g->keys;
     a.nhits = g->nhits;
     a.max_hits = MAX_HITS;
     switch (p->nstages) {
-    case 1: hs_launch<1>(a, st); break;
-    case 2: hs_launch<2>(a, st); break;
-    case 3: hs_launch<3>(a, st); break;
-    case 4: hs_launch<4>(a, st); break;
-    case 5: hs_launch<5>(a, st); break;
-    default: hs_launch<6>(a, st); break;
+    case 1: hs_launch<1>(a); break;
+    case 2: hs_launch<2>(a); break;
+    case 3: hs_launch<3>(a); break;
+    case 4: hs_launch<4>(a); break;
+    case 5: hs_launch<5>(a); break;
+    default: hs_launch<6>(a); break;
     }
     CU(cudaGetLastError(), "harmonic-sum kernel");
     return DDTK_OK;
@@ -504,52 +461,11 @@ static float elapsed_ms(gpu_state *g, int a, int b)
     return ms;
 }
 
-/*
- * A whole plane: the blocks are transformed at once, then correlated in
- * NCHUNK chunks of positions on stream sc. A top position's subharmonic
- * fractions lie at or below it, so chunk c's harmonic sums (higher priority)
- * wait only for chunk c and run while the next chunk correlates: the
- * DRAM-bound sums fill the instruction-bound correlation's idle memory time.
- * A harmonic-sum block walks every row, so a chunk of few blocks takes a
- * block's whole lifetime: the chunks go round HS_STREAMS streams to overlap
- * each other too. Reads past a chunk's end (never emitted) may see the next
- * chunk being written. Times: correlation up to its last chunk, harmonic
- * sums the tail.
- */
-static int search_whole(ddtk_fdas_plan *p, gpu_state *g)
+/* Tile by tile (one tile when the plane is whole): correlate, then sum and threshold. */
+static int search_tiles(ddtk_fdas_plan *p, gpu_state *g)
 {
-    int64_t nb = (p->plane_len + p->width - 1) / p->width, cb = (nb + NCHUNK - 1) / NCHUNK;
-    CU(cudaEventRecord(g->ev[EV_T0], g->sc), "event");
-    int rc = load_blocks(p, g, 0, (int)nb, g->sc);
-    for (int c = 0; c < NCHUNK && c * cb < nb && !rc; c++) {
-        int64_t b0 = c * cb, n = nb - b0 < cb ? nb - b0 : cb, q0 = b0 * p->width;
-        rc = corr_blocks(p, g, b0, (int)n, p->plane_len - q0, 0, p->numz, g->plane + q0,
-                         p->plane_len, g->sc);
-        int64_t P0 = q0 > p->plo ? q0 : p->plo, P1 = q0 + n * p->width;
-        P1 = P1 < p->phi ? P1 : p->phi;
-        if (rc || P0 >= P1)
-            continue;
-        CU(cudaEventRecord(g->chunk[c], g->sc), "event");
-        CU(cudaStreamWaitEvent(g->sh[c % HS_STREAMS], g->chunk[c], 0), "event wait");
-        rc = harmsum_tile(p, g, P0, P1, g->sh[c % HS_STREAMS]);
-    }
-    CU(cudaEventRecord(g->ev[EV_T1], g->sc), "event");
-    for (int i = 1; i < HS_STREAMS; i++) {          /* join the sums into sh[0] */
-        CU(cudaEventRecord(g->chunk[i], g->sh[i]), "event");
-        CU(cudaStreamWaitEvent(g->sh[0], g->chunk[i], 0), "event wait");
-    }
-    CU(cudaEventRecord(g->ev[EV_T2], g->sh[0]), "event");
-    CU(cudaEventSynchronize(g->ev[EV_T2]), "correlation and harmonic sums");
-    CU(cudaEventSynchronize(g->ev[EV_T1]), "correlation");
-    p->times.correlate = elapsed_ms(g, EV_T0, EV_T1) / 1e3;
-    p->times.harmsum = fmax(elapsed_ms(g, EV_T1, EV_T2), 0) / 1e3;
-    return rc;
-}
-
-/* Tile by tile: correlate, then sum and threshold. */
-static int search_tiled(ddtk_fdas_plan *p, gpu_state *g)
-{
-    int64_t w = g->tile;
+    CU(cudaMemsetAsync(g->nhits, 0, sizeof(unsigned long long)), "memset");
+    int64_t w = g->tile ? g->tile : p->phi - p->plo;
     double corr = 0, sum = 0;
     for (int64_t P0 = p->plo; P0 < p->phi; P0 += w) {
         int64_t P1 = P0 + w < p->phi ? P0 + w : p->phi;
@@ -558,25 +474,18 @@ static int search_tiled(ddtk_fdas_plan *p, gpu_state *g)
         if ((rc = fill_tile(p, g, P0, P1)))
             return rc;
         CU(cudaEventRecord(g->ev[EV_T1]), "event");
-        if ((rc = harmsum_tile(p, g, P0, P1, 0)))
+        if ((rc = harmsum_tile(p, g, P0, P1)))
             return rc;
         CU(cudaEventRecord(g->ev[EV_T2]), "event");
         CU(cudaEventSynchronize(g->ev[EV_T2]), "correlation and harmonic sums");
         corr += elapsed_ms(g, EV_T0, EV_T1);
         sum += elapsed_ms(g, EV_T1, EV_T2);
     }
+    p->times.fft = elapsed_ms(g, EV_START, EV_FFT) / 1e3;
+    p->times.rednoise = elapsed_ms(g, EV_FFT, EV_RN) / 1e3;
     p->times.correlate = corr / 1e3;
     p->times.harmsum = sum / 1e3;
     return DDTK_OK;
-}
-
-static int search_plane(ddtk_fdas_plan *p, gpu_state *g)
-{
-    CU(cudaMemsetAsync(g->nhits, 0, sizeof(unsigned long long)), "memset");
-    int rc = g->tile ? search_tiled(p, g) : search_whole(p, g);
-    p->times.fft = elapsed_ms(g, EV_START, EV_FFT) / 1e3;
-    p->times.rednoise = elapsed_ms(g, EV_FFT, EV_RN) / 1e3;
-    return rc;
 }
 
 static int fetch_hits(ddtk_fdas_plan *p, gpu_state *g)
@@ -596,6 +505,7 @@ static int fetch_hits(ddtk_fdas_plan *p, gpu_state *g)
         p->hits.cap = (int64_t)n;
     }
     if (n) {
+        fdas::k_hit_keys<<<grid((long long)n, 256), 256>>>(g->hits, (int)n, g->keys);
         CU(cub::DeviceRadixSort::SortPairs(g->sort_tmp, g->sort_bytes, g->keys, g->keys + MAX_HITS,
                                            g->hits, g->hits + MAX_HITS, (int)n,
                                            fdas::hit_key_parts{}), "sort hits");
@@ -613,7 +523,7 @@ extern "C" int ddtk_fdas_gpu_search(ddtk_fdas_plan *p, const float *x)
     gpu_state *g = (gpu_state *)p->gpu;
     int rc;
     CU(cudaSetDevice(p->cfg.gpu), "select device");
-    if ((rc = whiten(p, g, x)) || (rc = search_plane(p, g)) || (rc = fetch_hits(p, g)))
+    if ((rc = whiten(p, g, x)) || (rc = search_tiles(p, g)) || (rc = fetch_hits(p, g)))
         return rc;
     p->spec_on_host = 0;
     return DDTK_OK;
@@ -667,14 +577,6 @@ extern "C" void ddtk_fdas_gpu_free(ddtk_fdas_plan *p)
     for (int i = 0; i < NEV; i++)
         if (g->ev[i])
             cudaEventDestroy(g->ev[i]);
-    for (int i = 0; i < NCHUNK; i++)
-        if (g->chunk[i])
-            cudaEventDestroy(g->chunk[i]);
-    if (g->sc)
-        cudaStreamDestroy(g->sc);
-    for (int i = 0; i < HS_STREAMS; i++)
-        if (g->sh[i])
-            cudaStreamDestroy(g->sh[i]);
     void *bufs[] = { g->x, g->plane, g->spec, g->spread, g->tmpl, g->tw, g->blk, g->rn_start,
                      g->rn_mean, g->rn_centre, g->sum, g->hits, g->keys, g->sort_tmp, g->nhits };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)

@@ -2,8 +2,8 @@
  * fdas_harm.cuh - the fused harmonic-sum and threshold kernel of the fdas GPU
  * backend: reads the plane (or, when the plane is tiled, the top tile and one
  * buffer per subharmonic fraction), keeps the best z of every position and
- * stage in registers and emits only hits above the stage's power cut, each
- * with its sort key.
+ * stage in registers and emits only hits above the stage's power cut; the
+ * hits' sort keys for the device sort (k_hit_keys).
  */
 #ifndef DDTK_FDAS_HARM_CUH
 #define DDTK_FDAS_HARM_CUH
@@ -31,22 +31,6 @@ struct hs_view {
     int zlo;
 };
 
-/* Sort key of a hit: stage, then power descending (a positive float's bits
- * order as the float; complemented), then position: the host's cluster order.
- * (stage, position) is unique, so the order is total. */
-struct hit_key {
-    unsigned long long sp, p;
-};
-
-/* The key's parts for cub::DeviceRadixSort, most significant first. */
-struct hit_key_parts {
-    __host__ __device__ ::cuda::std::tuple<unsigned long long &, unsigned long long &>
-    operator()(hit_key &k) const
-    {
-        return { k.sp, k.p };
-    }
-};
-
 struct hs_args {
     hs_view top, frac[DDTK_FDAS_MAXHARM - 1];     /* fraction k/2^s at (2^(s-1) - 1) + k/2 */
     long long plo, phi;                           /* top positions of this launch */
@@ -54,7 +38,6 @@ struct hs_args {
     float cut[DDTK_FDAS_MAXSTAGES];
     int numz, zmax;
     ddtk_fdas_hit *hits;
-    hit_key *keys;                                /* one per hit, for the device sort */
     unsigned long long *nhits, max_hits;
 };
 
@@ -139,13 +122,36 @@ __global__ void __launch_bounds__(HS_THREADS, hs_minb<NS>()) k_harmsum(const hs_
             if (b.z[s][j] < 0 || pos < a.slo[s] || pos > a.shi[s])
                 continue;
             unsigned long long at = atomicAdd(a.nhits, 1ULL);
-            if (at < a.max_hits) {
+            if (at < a.max_hits)
                 a.hits[at] = ddtk_fdas_hit{ pos, b.z[s][j], s, b.p[s][j] };
-                a.keys[at] = hit_key{ (unsigned long long)s << 32 | ~__float_as_uint(b.p[s][j]),
-                                      (unsigned long long)pos };
-            }
         }
     }
+}
+
+/* Sort key of a hit: stage, then power descending (a positive float's bits
+ * order as the float; complemented), then position: the host's cluster order.
+ * (stage, position) is unique, so the order is total. */
+struct hit_key {
+    unsigned long long sp, p;
+};
+
+/* The key's parts for cub::DeviceRadixSort, most significant first. */
+struct hit_key_parts {
+    __host__ __device__ ::cuda::std::tuple<unsigned long long &, unsigned long long &>
+    operator()(hit_key &k) const
+    {
+        return { k.sp, k.p };
+    }
+};
+
+/* The sort key of each of the n hits (a pass over the hit list, so that
+ * k_harmsum's epilogue stays a single store). */
+__global__ void k_hit_keys(const ddtk_fdas_hit *h, int n, hit_key *keys)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        keys[i] = hit_key{ (unsigned long long)h[i].stage << 32 | ~__float_as_uint(h[i].power),
+                           (unsigned long long)h[i].p };
 }
 
 /* Positions per thread: fewer where the fraction offsets take many registers. */
