@@ -4,8 +4,10 @@
  * whitening and block loading; the fused correlation kernel (fdas_corr.cuh)
  * and the fused harmonic-sum/threshold kernel (fdas_harm.cuh); plane tiling
  * when the plane does not fit in device memory; per-stage event timing. The
- * f-z plane stays on the device and only hits come back.
+ * f-z plane stays on the device; the hits are sorted there (CUB) and only
+ * they come back.
  */
+#include <cub/device/device_radix_sort.cuh>
 #include <cuda_runtime.h>
 #include <cufft.h>
 
@@ -31,7 +33,10 @@ typedef struct gpu_state {
     float2 *tw;                   /* inverse twiddles exp(+2 pi i t / fftlen) */
     long long *rn_start;
     double *rn_mean, *rn_centre, *sum;
-    ddtk_fdas_hit *hits;
+    ddtk_fdas_hit *hits;          /* 2 MAX_HITS: as found, then sorted */
+    fdas::hit_key *keys;          /* 2 MAX_HITS likewise */
+    void *sort_tmp;
+    size_t sort_bytes;
     unsigned long long *nhits;
     cufftHandle rfft, fwd;
     int blk_cap;                  /* spectrum blocks per forward-FFT batch */
@@ -232,8 +237,11 @@ static void tile_views(const ddtk_fdas_plan *p, gpu_state *g)
 static int alloc_all(ddtk_fdas_plan *p, gpu_state *g)
 {
     size_t L = (size_t)p->fftlen, nb = (size_t)p->nbins;
+    CU(cub::DeviceRadixSort::SortPairs(NULL, g->sort_bytes, g->keys, g->keys, g->hits, g->hits,
+                                       MAX_HITS, fdas::hit_key_parts{}), "sort size");
     size_t fixed = sizeof(float) * p->n + sizeof(cufftComplex) * (nb + 1 + p->res * nb + L * p->numz) +
-                   sizeof(float2) * L + sizeof(ddtk_fdas_hit) * MAX_HITS;
+                   sizeof(float2) * L + 2 * (sizeof(ddtk_fdas_hit) + sizeof(fdas::hit_key)) * MAX_HITS +
+                   g->sort_bytes;
     int rc = plan_tiles(p, g, fixed);
     if (rc)
         return rc;
@@ -250,7 +258,9 @@ static int alloc_all(ddtk_fdas_plan *p, gpu_state *g)
     CU(cudaMalloc(&g->rn_mean, sizeof(double) * p->rn_nblocks), "alloc");
     CU(cudaMalloc(&g->rn_centre, sizeof(double) * p->rn_nblocks), "alloc");
     CU(cudaMalloc(&g->sum, sizeof(double)), "alloc");
-    CU(cudaMalloc(&g->hits, sizeof(ddtk_fdas_hit) * MAX_HITS), "alloc");
+    CU(cudaMalloc(&g->hits, 2 * sizeof(ddtk_fdas_hit) * MAX_HITS), "alloc");
+    CU(cudaMalloc(&g->keys, 2 * sizeof(fdas::hit_key) * MAX_HITS), "alloc");
+    CU(cudaMalloc(&g->sort_tmp, g->sort_bytes), "alloc");
     CU(cudaMalloc(&g->nhits, sizeof(unsigned long long)), "alloc");
     for (int i = 0; i < NEV; i++)
         CU(cudaEventCreate(&g->ev[i]), "event");
@@ -266,14 +276,14 @@ template <int L>
 static cudaError_t corr_prepare()
 {
     return cudaFuncSetAttribute(fdas::k_corr<L>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)fdas::corr_smem<L>());
+                                (int)fdas::corr_smem(L));
 }
 
 template <int L>
 static cudaError_t corr_launch(const fdas::corr_args &a, int nb)
 {
     fdas::k_corr<L><<<dim3(nb, (a.nz + fdas::ZPER - 1) / fdas::ZPER), L / 16,
-                      fdas::corr_smem<L>()>>>(a);
+                      fdas::corr_smem(L)>>>(a);
     return cudaGetLastError();
 }
 
@@ -307,7 +317,7 @@ static int upload_constants(ddtk_fdas_plan *p, gpu_state *g)
     if (corr_dispatch(L, NULL, 0) != cudaSuccess)
         return ddtk_fail(DDTK_ESYS, "GPU: %d-point blocks need %zu KiB of shared memory, more "
                          "than this GPU gives a block; lower --zmax or use --backend cpu", L,
-                         2 * sizeof(float) * (size_t)(L + L / 32 + 1) / 1024);
+                         fdas::corr_smem(L) / 1024);
     return DDTK_OK;
 }
 
@@ -494,9 +504,16 @@ static int fetch_hits(ddtk_fdas_plan *p, gpu_state *g)
         p->hits.h = h;
         p->hits.cap = (int64_t)n;
     }
-    CU(cudaMemcpy(p->hits.h, g->hits, sizeof(ddtk_fdas_hit) * n, cudaMemcpyDeviceToHost),
-       "hits");
+    if (n) {
+        fdas::k_hit_keys<<<grid((long long)n, 256), 256>>>(g->hits, (int)n, g->keys);
+        CU(cub::DeviceRadixSort::SortPairs(g->sort_tmp, g->sort_bytes, g->keys, g->keys + MAX_HITS,
+                                           g->hits, g->hits + MAX_HITS, (int)n,
+                                           fdas::hit_key_parts{}), "sort hits");
+        CU(cudaMemcpy(p->hits.h, g->hits + MAX_HITS, sizeof(ddtk_fdas_hit) * n,
+                      cudaMemcpyDeviceToHost), "hits");
+    }
     p->hits.n = (int64_t)n;
+    p->hits.sorted = 1;
     p->times.candidates = ddtk_now() - t0;
     return DDTK_OK;
 }
@@ -561,7 +578,7 @@ extern "C" void ddtk_fdas_gpu_free(ddtk_fdas_plan *p)
         if (g->ev[i])
             cudaEventDestroy(g->ev[i]);
     void *bufs[] = { g->x, g->plane, g->spec, g->spread, g->tmpl, g->tw, g->blk, g->rn_start,
-                     g->rn_mean, g->rn_centre, g->sum, g->hits, g->nhits };
+                     g->rn_mean, g->rn_centre, g->sum, g->hits, g->keys, g->sort_tmp, g->nhits };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         cudaFree(bufs[i]);
     cudaFreeHost(g->stage);

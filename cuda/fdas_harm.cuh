@@ -2,11 +2,13 @@
  * fdas_harm.cuh - the fused harmonic-sum and threshold kernel of the fdas GPU
  * backend: reads the plane (or, when the plane is tiled, the top tile and one
  * buffer per subharmonic fraction), keeps the best z of every position and
- * stage in registers and emits only hits above the stage's power cut.
+ * stage in registers and emits only hits above the stage's power cut; the
+ * hits' sort keys for the device sort (k_hit_keys).
  */
 #ifndef DDTK_FDAS_HARM_CUH
 #define DDTK_FDAS_HARM_CUH
 
+#include <cuda/std/tuple>
 #include <cuda_runtime.h>
 
 extern "C" {
@@ -124,6 +126,32 @@ __global__ void __launch_bounds__(HS_THREADS, hs_minb<NS>()) k_harmsum(const hs_
                 a.hits[at] = ddtk_fdas_hit{ pos, b.z[s][j], s, b.p[s][j] };
         }
     }
+}
+
+/* Sort key of a hit: stage, then power descending (a positive float's bits
+ * order as the float; complemented), then position: the host's cluster order.
+ * (stage, position) is unique, so the order is total. */
+struct hit_key {
+    unsigned long long sp, p;
+};
+
+/* The key's parts for cub::DeviceRadixSort, most significant first. */
+struct hit_key_parts {
+    __host__ __device__ ::cuda::std::tuple<unsigned long long &, unsigned long long &>
+    operator()(hit_key &k) const
+    {
+        return { k.sp, k.p };
+    }
+};
+
+/* The sort key of each of the n hits (a pass over the hit list, so that
+ * k_harmsum's epilogue stays a single store). */
+__global__ void k_hit_keys(const ddtk_fdas_hit *h, int n, hit_key *keys)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        keys[i] = hit_key{ (unsigned long long)h[i].stage << 32 | ~__float_as_uint(h[i].power),
+                           (unsigned long long)h[i].p };
 }
 
 /* Positions per thread: fewer where the fraction offsets take many registers. */

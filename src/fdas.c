@@ -318,6 +318,7 @@ int ddtk_fdas_execute(ddtk_fdas_plan *p, const float *x)
         omp_set_num_threads(p->cfg.threads);
     memset(&p->times, 0, sizeof p->times);
     p->hits.n = 0;
+    p->hits.sorted = 0;
     if (p->use_gpu) {
         rc = ddtk_fdas_gpu_search(p, x);
     } else {

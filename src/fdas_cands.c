@@ -38,7 +38,8 @@ static ddtk_fdas_cand make_cand(const ddtk_fdas_plan *p, const ddtk_fdas_hit *h)
 }
 
 /* Hits by stage, then power (descending), then position: within a stage sigma
- * grows with power, so this is each stage's sigma order. */
+ * grows with power, so this is each stage's sigma order. The GPU hands its
+ * hits over in this order already (sorted on the device). */
 static int by_stage_power(const void *a, const void *b)
 {
     const ddtk_fdas_hit *x = a, *y = b;
@@ -54,23 +55,39 @@ static double hit_r(const ddtk_fdas_hit *h)
     return h->p / 2.0 / (1 << h->stage);
 }
 
-/* Whether a kept r (sorted rs[0..m)) lies within CLUSTER_BINS of r; *at: where r goes. */
-static int near_kept(const double *rs, int m, double r, int *at)
+/*
+ * The kept candidates' r by cells of CELL_BINS: kept ones lie more than
+ * CLUSTER_BINS apart, so a cell holds at most two, and the kept r within
+ * CLUSTER_BINS of r lie in the two or three cells that [r - 15, r + 15]
+ * touches: a few byte loads a hit instead of a binary search.
+ */
+#define CELL_BINS 16.0
+typedef struct kept_cells {
+    unsigned char *n;             /* kept r in each cell (0-2) */
+    double (*r)[2];
+    int64_t ncell;
+} kept_cells;
+
+static int64_t cell_of(const kept_cells *k, double r)
 {
-    int lo = 0, hi = m;                      /* first rs >= r - CLUSTER_BINS */
-    while (lo < hi) {
-        int mid = (lo + hi) / 2;
-        if (rs[mid] < r - CLUSTER_BINS)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo < m && rs[lo] <= r + CLUSTER_BINS)
-        return 1;
-    while (lo < m && rs[lo] < r)
-        lo++;
-    *at = lo;
+    int64_t c = (int64_t)floor(r / CELL_BINS);
+    return c < 0 ? 0 : c >= k->ncell ? k->ncell - 1 : c;
+}
+
+static int near_kept(const kept_cells *k, double r)
+{
+    double lo = r - CLUSTER_BINS, hi = r + CLUSTER_BINS;
+    for (int64_t c = cell_of(k, lo); c <= cell_of(k, hi); c++)
+        for (int i = 0; i < k->n[c]; i++)
+            if (k->r[c][i] >= lo && k->r[c][i] <= hi)
+                return 1;
     return 0;
+}
+
+static void keep_r(kept_cells *k, double r)
+{
+    int64_t c = cell_of(k, r);
+    k->r[c][k->n[c]++] = r;
 }
 
 /*
@@ -84,10 +101,16 @@ static int near_kept(const double *rs, int m, double r, int *at)
 static int cluster(const ddtk_fdas_plan *p, ddtk_fdas_hit *h, int64_t n, ddtk_fdas_cand *kept,
                    int *nkept)
 {
-    double *rs = malloc(sizeof(double) * (size_t)(n + 1));
-    if (!rs)
+    kept_cells k = { NULL, NULL, p->plane_len / (int64_t)(2 * CELL_BINS) + 2 };
+    k.n = calloc((size_t)k.ncell, 1);
+    k.r = malloc(sizeof *k.r * (size_t)k.ncell);
+    if (!k.n || !k.r) {
+        free(k.n);
+        free(k.r);
         return ddtk_fail(DDTK_ESYS, "out of memory for candidates");
-    qsort(h, (size_t)n, sizeof *h, by_stage_power);
+    }
+    if (!p->hits.sorted)
+        qsort(h, (size_t)n, sizeof *h, by_stage_power);
     int64_t head[DDTK_FDAS_MAXSTAGES], end[DDTK_FDAS_MAXSTAGES] = { 0 };
     for (int64_t i = 0; i < n; i++)
         end[h[i].stage]++;
@@ -96,11 +119,11 @@ static int cluster(const ddtk_fdas_plan *p, ddtk_fdas_hit *h, int64_t n, ddtk_fd
         end[s] += head[s];
     }
     ddtk_fdas_cand c[DDTK_FDAS_MAXSTAGES];
-    int have[DDTK_FDAS_MAXSTAGES] = { 0 }, m = 0, at[DDTK_FDAS_MAXSTAGES];
+    int have[DDTK_FDAS_MAXSTAGES] = { 0 }, m = 0;
     for (;;) {
         int best = -1;
         for (int s = 0; s < p->nstages; s++) {
-            while (head[s] < end[s] && near_kept(rs, m, hit_r(&h[head[s]]), &at[s])) {
+            while (head[s] < end[s] && near_kept(&k, hit_r(&h[head[s]]))) {
                 head[s]++;
                 have[s] = 0;
             }
@@ -114,13 +137,13 @@ static int cluster(const ddtk_fdas_plan *p, ddtk_fdas_hit *h, int64_t n, ddtk_fd
         }
         if (best < 0)
             break;
-        memmove(rs + at[best] + 1, rs + at[best], sizeof(double) * (size_t)(m - at[best]));
-        rs[at[best]] = c[best].r;
+        keep_r(&k, c[best].r);
         kept[m++] = c[best];
         head[best]++;
         have[best] = 0;
     }
-    free(rs);
+    free(k.n);
+    free(k.r);
     *nkept = m;
     return DDTK_OK;
 }

@@ -29,6 +29,7 @@ typedef struct ddtk_fdas_hit {
 typedef struct ddtk_fdas_hits {
     ddtk_fdas_hit *h;
     int64_t n, cap;
+    int sorted;                   /* by stage, power (descending), position: the GPU sorts them */
 } ddtk_fdas_hits;
 
 int ddtk_fdas_hits_push(ddtk_fdas_hits *hs, int64_t p, int zi, int stage, float power);

@@ -127,14 +127,48 @@ double ddtk_normal_logq(double x)
     return -0.5 * x2 - log(x * sqrt(2 * M_PI)) + log1p(-1.0 / x2 + 3.0 / (x2 * x2));
 }
 
+/* Within ISF_MARGIN of the Newton root the bisection evaluates logq; beyond
+ * it the comparison's outcome is known: over the margin logq changes by far
+ * more than its rounding, and near 25 (slope ~25) by 2.5e-7, four times the
+ * 6.1e-8 step where its formula switches (checked bit for bit against the
+ * plain bisection on 2M values, including around 25). */
+#define ISF_MARGIN 1e-8
+
+/* Newton's root of logq(x) = logp (logp < -1e-3), checked to lie within
+ * ISF_MARGIN of the exact crossing; NAN when it is not. */
+static double isf_newton(double logp)
+{
+    double t = -2.0 * logp, x = t > 2.0 ? sqrt(t - log(2 * M_PI * t)) : 0.0;
+    for (int i = 0; i < 30; i++) {
+        double q = ddtk_normal_logq(x);
+        double dx = (q - logp) / (exp(-0.5 * x * x - q) / sqrt(2 * M_PI));
+        x += dx;
+        if (!isfinite(x))
+            return NAN;
+        if (fabs(dx) < 1e-12 * fmax(1.0, fabs(x)))
+            break;
+    }
+    if (ddtk_normal_logq(x - ISF_MARGIN) > logp && !(ddtk_normal_logq(x + ISF_MARGIN) > logp))
+        return x;
+    return NAN;
+}
+
+/*
+ * Bisection on [-40, 40] (hi doubled until it brackets) to 1e-10. The
+ * comparisons at midpoints farther than ISF_MARGIN from the Newton root are
+ * decided without evaluating logq, so the result is bit for bit the plain
+ * bisection's with ~14 evaluations of logq instead of ~40.
+ */
 double ddtk_normal_isf_log(double logp)
 {
     double lo = -40.0, hi = 40.0;
     while (ddtk_normal_logq(hi) > logp)
         hi *= 2.0;
+    double x0 = logp < -1e-3 ? isf_newton(logp) : NAN;
     for (int i = 0; i < 200 && hi - lo > 1e-10; i++) {
         double mid = 0.5 * (lo + hi);
-        if (ddtk_normal_logq(mid) > logp)
+        int above = fabs(mid - x0) > ISF_MARGIN ? mid < x0 : ddtk_normal_logq(mid) > logp;
+        if (above)
             lo = mid;
         else
             hi = mid;

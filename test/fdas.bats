@@ -163,6 +163,18 @@ INF
     [ "$status" -eq 0 ]
 }
 
+@test "fdas: CPU and GPU agree for every block length (zmax 40-1000) and interbinning" {
+    if ! fdas --list-gpus | grep -q '^0'; then
+        skip "no GPU"
+    fi
+    make_pulsar 40 18
+    for args in "40 exact" "200 interbin" "400 exact" "600 exact" "1000 exact"; do
+        run fdas_gpucmp psr40.tim $args
+        echo "$args: $output"
+        [ "$status" -eq 0 ]
+    done
+}
+
 @test "fdas: GPU plane tiling (DDTK_FDAS_GPU_MEM) gives the untiled candidates" {
     if ! fdas --list-gpus | grep -q '^0'; then
         skip "no GPU"

@@ -3,18 +3,25 @@
  * and compare the f-z planes (relative to the plane's mean power scale) and
  * the candidate lists. Prints "max_rel_diff ncpu ngpu nmatched" and exits 1
  * when the planes differ by more than 1e-4 or the candidates differ.
+ * Usage: fdas_gpucmp file.tim [zmax [exact|interbin]] (defaults: fdas's).
  */
 #include "fdas.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-static int run(const ddtk_fdas_series *s, int backend, ddtk_fdas_plan **plan)
+static int run(const ddtk_fdas_series *s, int backend, int argc, char **argv,
+               ddtk_fdas_plan **plan)
 {
     ddtk_fdas_config cfg;
     ddtk_fdas_config_init(&cfg);
     cfg.backend = backend;
+    if (argc > 2)
+        cfg.zmax = atof(argv[2]);
+    if (argc > 3)
+        cfg.interp = strcmp(argv[3], "interbin") ? DDTK_FDAS_EXACT : DDTK_FDAS_INTERBIN;
     int rc = ddtk_fdas_plan_create(plan, s->n, s->tsamp, &cfg);
     if (!rc)
         rc = ddtk_fdas_execute(*plan, s->x);
@@ -47,8 +54,8 @@ int main(int argc, char **argv)
 {
     ddtk_fdas_series s;
     ddtk_fdas_plan *cpu, *gpu;
-    if (argc != 2 || ddtk_fdas_read(argv[1], &s) || run(&s, DDTK_BACKEND_CPU, &cpu) ||
-        run(&s, DDTK_BACKEND_GPU, &gpu))
+    if (argc < 2 || argc > 4 || ddtk_fdas_read(argv[1], &s) ||
+        run(&s, DDTK_BACKEND_CPU, argc, argv, &cpu) || run(&s, DDTK_BACKEND_GPU, argc, argv, &gpu))
         return 2;
     int nc, ng, matched = 0;
     const ddtk_fdas_cand *c = ddtk_fdas_candidates(cpu, &nc), *g = ddtk_fdas_candidates(gpu, &ng);
