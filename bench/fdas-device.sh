@@ -1,9 +1,9 @@
 #!/bin/bash
 # bench/fdas-device.sh - one lease on a GPU machine for fdas: build (with the
-# FFTW and bats staged under .deps), GPU-vs-CPU checks, the bats suite, the
+# FFTW and bats staged under .deps by scripts/stage-device-deps), GPU-vs-CPU checks, the bats suite, the
 # --gpu benchmark and, where ncu exists, a kernel profile. Logs under $OUT.
 cd "$(dirname "$0")/.."
-export CPATH=$PWD/.deps/include LIBRARY_PATH=$PWD/.deps/lib PATH=$PWD/.deps/bats/bin:$PATH
+export CPATH=$PWD/.deps/fftw/include LIBRARY_PATH=$PWD/.deps/fftw/lib PATH=$PWD/.deps/bats/bin:$PATH
 log=${OUT:-/tmp}/fdas-device.log
 {
 nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv
