@@ -1,7 +1,8 @@
 #!/bin/bash
 # bench/fdas-device.sh - one lease on a GPU machine for fdas: build (with the
-# FFTW and bats staged under .deps by scripts/stage-device-deps), GPU-vs-CPU checks, the bats suite, the
-# --gpu benchmark and, where ncu exists, a kernel profile. Logs under $OUT.
+# FFTW and bats staged under .deps by scripts/stage-device-deps), GPU-vs-CPU
+# checks, the bats suite, the --gpu benchmark and, where ncu exists, a kernel
+# profile. Logs under $OUT.
 cd "$(dirname "$0")/.."
 export CPATH=$PWD/.deps/fftw/include LIBRARY_PATH=$PWD/.deps/fftw/lib PATH=$PWD/.deps/bats/bin:$PATH
 log=${OUT:-/tmp}/fdas-device.log
