@@ -94,7 +94,7 @@ install: all
 		$(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin
 	install -m 644 libddtk.a $(DESTDIR)$(PREFIX)/lib
-	install -m 644 src/ddtk.h $(DESTDIR)$(PREFIX)/include/ddtk
+	install -m 644 src/ddtk.h src/fdas.h src/plan.h $(DESTDIR)$(PREFIX)/include/ddtk
 	install -m 644 man/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1
 
 clean:
