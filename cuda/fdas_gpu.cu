@@ -19,7 +19,6 @@
 #include <string.h>
 
 #define MAX_HITS (1 << 20)
-#define UPLOAD_CHUNK (1 << 20)    /* floats per staged upload (4 MiB) */
 #define RN_MAXLEN 256
 #define MIB 1048576.0
 
@@ -27,7 +26,6 @@ enum { EV_START, EV_FFT, EV_RN, EV_T0, EV_T1, EV_T2, NEV };
 
 typedef struct gpu_state {
     float *x;
-    float *stage;                 /* pinned host copy of the series for the upload */
     float *plane;                 /* untiled: the whole plane; tiled: the tile buffers */
     cufftComplex *spec, *spread, *tmpl, *blk;
     float2 *tw;                   /* inverse twiddles exp(+2 pi i t / fftlen) */
@@ -247,7 +245,7 @@ static int alloc_all(ddtk_fdas_plan *p, gpu_state *g)
         return rc;
     size_t plane = g->tile ? tile_floats(p, g->tile, NULL) : (size_t)p->numz * p->plane_len;
     CU(cudaMalloc(&g->x, sizeof(float) * p->n), "alloc");
-    CU(cudaMallocHost(&g->stage, sizeof(float) * p->n), "alloc pinned series");
+    CU(cudaMallocHost(&p->series, sizeof(float) * p->n), "alloc pinned series");
     CU(cudaMalloc(&g->spec, sizeof(cufftComplex) * (nb + 1)), "alloc");
     CU(cudaMalloc(&g->spread, sizeof(cufftComplex) * p->res * nb), "alloc");
     CU(cudaMalloc(&g->tmpl, sizeof(cufftComplex) * L * p->numz), "alloc");
@@ -336,25 +334,12 @@ extern "C" int ddtk_fdas_gpu_init(ddtk_fdas_plan *p)
     return upload_constants(p, g);
 }
 
-/* The series through pinned memory: chunk i's DMA runs while chunk i+1 is
- * copied into the staging buffer (threaded), instead of a pageable copy. */
-static int upload(ddtk_fdas_plan *p, gpu_state *g, const float *x)
-{
-    for (int64_t i = 0; i < p->n; i += UPLOAD_CHUNK) {
-        int64_t m = p->n - i < UPLOAD_CHUNK ? p->n - i : UPLOAD_CHUNK;
-        ddtk_fdas_copy(g->stage + i, x + i, m);
-        CU(cudaMemcpyAsync(g->x + i, g->stage + i, sizeof(float) * m, cudaMemcpyHostToDevice),
-           "upload series");
-    }
-    return DDTK_OK;
-}
-
+/* The series upload is one DMA when x is the plan's pinned series buffer
+ * (ddtk_fdas_read_for read it there); other memory goes the pageable way. */
 static int whiten(ddtk_fdas_plan *p, gpu_state *g, const float *x)
 {
     CU(cudaEventRecord(g->ev[EV_START]), "event");
-    int rc = upload(p, g, x);
-    if (rc)
-        return rc;
+    CU(cudaMemcpyAsync(g->x, x, sizeof(float) * p->n, cudaMemcpyHostToDevice), "upload series");
     CU(cudaMemsetAsync(g->sum, 0, sizeof(double)), "memset");
     k_sum<<<512, 256>>>(g->x, p->n, g->sum);
     k_subtract<<<grid(p->n, 256), 256>>>(g->x, p->n, g->sum);
@@ -581,7 +566,8 @@ extern "C" void ddtk_fdas_gpu_free(ddtk_fdas_plan *p)
                      g->rn_mean, g->rn_centre, g->sum, g->hits, g->keys, g->sort_tmp, g->nhits };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         cudaFree(bufs[i]);
-    cudaFreeHost(g->stage);
+    cudaFreeHost(p->series);
+    p->series = NULL;
     free(g);
     p->gpu = NULL;
 }
