@@ -32,7 +32,9 @@ typedef struct gpu_state {
     long long *rn_start;
     double *rn_mean, *rn_centre, *sum;
     ddtk_fdas_hit *hits;          /* 2 MAX_HITS: as found, then sorted */
-    fdas::hit_key *keys;          /* 2 MAX_HITS likewise */
+    unsigned long long *keys;     /* 2 MAX_HITS likewise (fdas::k_hit_keys) */
+    int key_bits, pos_bits;       /* significant key bits (0: too many positions,
+                                     the host sorts), position bits */
     void *sort_tmp;
     size_t sort_bytes;
     unsigned long long *nhits;
@@ -235,10 +237,14 @@ static void tile_views(const ddtk_fdas_plan *p, gpu_state *g)
 static int alloc_all(ddtk_fdas_plan *p, gpu_state *g)
 {
     size_t L = (size_t)p->fftlen, nb = (size_t)p->nbins;
+    while (g->pos_bits < 62 && (1LL << g->pos_bits) < p->phi)
+        g->pos_bits++;
+    int bits = fdas::KEY_FIXED_BITS + g->pos_bits;
+    g->key_bits = bits <= 64 ? bits : 0;
     CU(cub::DeviceRadixSort::SortPairs(NULL, g->sort_bytes, g->keys, g->keys, g->hits, g->hits,
-                                       MAX_HITS, fdas::hit_key_parts{}), "sort size");
+                                       MAX_HITS), "sort size");
     size_t fixed = sizeof(float) * p->n + sizeof(cufftComplex) * (nb + 1 + p->res * nb + L * p->numz) +
-                   sizeof(float2) * L + 2 * (sizeof(ddtk_fdas_hit) + sizeof(fdas::hit_key)) * MAX_HITS +
+                   sizeof(float2) * L + 2 * (sizeof(ddtk_fdas_hit) + sizeof(*g->keys)) * MAX_HITS +
                    g->sort_bytes;
     int rc = plan_tiles(p, g, fixed);
     if (rc)
@@ -257,7 +263,7 @@ static int alloc_all(ddtk_fdas_plan *p, gpu_state *g)
     CU(cudaMalloc(&g->rn_centre, sizeof(double) * p->rn_nblocks), "alloc");
     CU(cudaMalloc(&g->sum, sizeof(double)), "alloc");
     CU(cudaMalloc(&g->hits, 2 * sizeof(ddtk_fdas_hit) * MAX_HITS), "alloc");
-    CU(cudaMalloc(&g->keys, 2 * sizeof(fdas::hit_key) * MAX_HITS), "alloc");
+    CU(cudaMalloc(&g->keys, 2 * sizeof(*g->keys) * MAX_HITS), "alloc");
     CU(cudaMalloc(&g->sort_tmp, g->sort_bytes), "alloc");
     CU(cudaMalloc(&g->nhits, sizeof(unsigned long long)), "alloc");
     for (int i = 0; i < NEV; i++)
@@ -489,16 +495,18 @@ static int fetch_hits(ddtk_fdas_plan *p, gpu_state *g)
         p->hits.h = h;
         p->hits.cap = (int64_t)n;
     }
-    if (n) {
-        fdas::k_hit_keys<<<grid((long long)n, 256), 256>>>(g->hits, (int)n, g->keys);
+    const ddtk_fdas_hit *src = g->hits;
+    if (n && g->key_bits) {
+        fdas::k_hit_keys<<<grid((long long)n, 256), 256>>>(g->hits, (int)n, g->pos_bits, g->keys);
         CU(cub::DeviceRadixSort::SortPairs(g->sort_tmp, g->sort_bytes, g->keys, g->keys + MAX_HITS,
-                                           g->hits, g->hits + MAX_HITS, (int)n,
-                                           fdas::hit_key_parts{}), "sort hits");
-        CU(cudaMemcpy(p->hits.h, g->hits + MAX_HITS, sizeof(ddtk_fdas_hit) * n,
-                      cudaMemcpyDeviceToHost), "hits");
+                                           g->hits, g->hits + MAX_HITS, (int)n, 0, g->key_bits),
+           "sort hits");
+        src = g->hits + MAX_HITS;
     }
+    if (n)
+        CU(cudaMemcpy(p->hits.h, src, sizeof(ddtk_fdas_hit) * n, cudaMemcpyDeviceToHost), "hits");
     p->hits.n = (int64_t)n;
-    p->hits.sorted = 1;
+    p->hits.sorted = g->key_bits != 0;
     p->times.candidates = ddtk_now() - t0;
     return DDTK_OK;
 }
