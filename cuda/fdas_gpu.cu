@@ -19,7 +19,6 @@
 #include <string.h>
 
 #define MAX_HITS (1 << 20)
-#define UPLOAD_CHUNK (1 << 20)    /* floats per staged upload (4 MiB) */
 #define RN_MAXLEN 256
 #define MIB 1048576.0
 
@@ -27,14 +26,15 @@ enum { EV_START, EV_FFT, EV_RN, EV_T0, EV_T1, EV_T2, NEV };
 
 typedef struct gpu_state {
     float *x;
-    float *stage;                 /* pinned host copy of the series for the upload */
     float *plane;                 /* untiled: the whole plane; tiled: the tile buffers */
     cufftComplex *spec, *spread, *tmpl, *blk;
     float2 *tw;                   /* inverse twiddles exp(+2 pi i t / fftlen) */
     long long *rn_start;
     double *rn_mean, *rn_centre, *sum;
     ddtk_fdas_hit *hits;          /* 2 MAX_HITS: as found, then sorted */
-    fdas::hit_key *keys;          /* 2 MAX_HITS likewise */
+    unsigned long long *keys;     /* 2 MAX_HITS likewise (fdas::k_hit_keys) */
+    int key_bits, pos_bits;       /* significant key bits (0: too many positions,
+                                     the host sorts), position bits */
     void *sort_tmp;
     size_t sort_bytes;
     unsigned long long *nhits;
@@ -237,17 +237,21 @@ static void tile_views(const ddtk_fdas_plan *p, gpu_state *g)
 static int alloc_all(ddtk_fdas_plan *p, gpu_state *g)
 {
     size_t L = (size_t)p->fftlen, nb = (size_t)p->nbins;
+    while (g->pos_bits < 62 && (1LL << g->pos_bits) < p->phi)
+        g->pos_bits++;
+    int bits = fdas::KEY_FIXED_BITS + g->pos_bits;
+    g->key_bits = bits <= 64 ? bits : 0;
     CU(cub::DeviceRadixSort::SortPairs(NULL, g->sort_bytes, g->keys, g->keys, g->hits, g->hits,
-                                       MAX_HITS, fdas::hit_key_parts{}), "sort size");
+                                       MAX_HITS), "sort size");
     size_t fixed = sizeof(float) * p->n + sizeof(cufftComplex) * (nb + 1 + p->res * nb + L * p->numz) +
-                   sizeof(float2) * L + 2 * (sizeof(ddtk_fdas_hit) + sizeof(fdas::hit_key)) * MAX_HITS +
+                   sizeof(float2) * L + 2 * (sizeof(ddtk_fdas_hit) + sizeof(*g->keys)) * MAX_HITS +
                    g->sort_bytes;
     int rc = plan_tiles(p, g, fixed);
     if (rc)
         return rc;
     size_t plane = g->tile ? tile_floats(p, g->tile, NULL) : (size_t)p->numz * p->plane_len;
     CU(cudaMalloc(&g->x, sizeof(float) * p->n), "alloc");
-    CU(cudaMallocHost(&g->stage, sizeof(float) * p->n), "alloc pinned series");
+    CU(cudaMallocHost(&p->series, sizeof(float) * p->n), "alloc pinned series");
     CU(cudaMalloc(&g->spec, sizeof(cufftComplex) * (nb + 1)), "alloc");
     CU(cudaMalloc(&g->spread, sizeof(cufftComplex) * p->res * nb), "alloc");
     CU(cudaMalloc(&g->tmpl, sizeof(cufftComplex) * L * p->numz), "alloc");
@@ -259,7 +263,7 @@ static int alloc_all(ddtk_fdas_plan *p, gpu_state *g)
     CU(cudaMalloc(&g->rn_centre, sizeof(double) * p->rn_nblocks), "alloc");
     CU(cudaMalloc(&g->sum, sizeof(double)), "alloc");
     CU(cudaMalloc(&g->hits, 2 * sizeof(ddtk_fdas_hit) * MAX_HITS), "alloc");
-    CU(cudaMalloc(&g->keys, 2 * sizeof(fdas::hit_key) * MAX_HITS), "alloc");
+    CU(cudaMalloc(&g->keys, 2 * sizeof(*g->keys) * MAX_HITS), "alloc");
     CU(cudaMalloc(&g->sort_tmp, g->sort_bytes), "alloc");
     CU(cudaMalloc(&g->nhits, sizeof(unsigned long long)), "alloc");
     for (int i = 0; i < NEV; i++)
@@ -336,25 +340,12 @@ extern "C" int ddtk_fdas_gpu_init(ddtk_fdas_plan *p)
     return upload_constants(p, g);
 }
 
-/* The series through pinned memory: chunk i's DMA runs while chunk i+1 is
- * copied into the staging buffer (threaded), instead of a pageable copy. */
-static int upload(ddtk_fdas_plan *p, gpu_state *g, const float *x)
-{
-    for (int64_t i = 0; i < p->n; i += UPLOAD_CHUNK) {
-        int64_t m = p->n - i < UPLOAD_CHUNK ? p->n - i : UPLOAD_CHUNK;
-        ddtk_fdas_copy(g->stage + i, x + i, m);
-        CU(cudaMemcpyAsync(g->x + i, g->stage + i, sizeof(float) * m, cudaMemcpyHostToDevice),
-           "upload series");
-    }
-    return DDTK_OK;
-}
-
+/* The series upload is one DMA when x is the plan's pinned series buffer
+ * (ddtk_fdas_read_for read it there); other memory goes the pageable way. */
 static int whiten(ddtk_fdas_plan *p, gpu_state *g, const float *x)
 {
     CU(cudaEventRecord(g->ev[EV_START]), "event");
-    int rc = upload(p, g, x);
-    if (rc)
-        return rc;
+    CU(cudaMemcpyAsync(g->x, x, sizeof(float) * p->n, cudaMemcpyHostToDevice), "upload series");
     CU(cudaMemsetAsync(g->sum, 0, sizeof(double)), "memset");
     k_sum<<<512, 256>>>(g->x, p->n, g->sum);
     k_subtract<<<grid(p->n, 256), 256>>>(g->x, p->n, g->sum);
@@ -504,16 +495,18 @@ static int fetch_hits(ddtk_fdas_plan *p, gpu_state *g)
         p->hits.h = h;
         p->hits.cap = (int64_t)n;
     }
-    if (n) {
-        fdas::k_hit_keys<<<grid((long long)n, 256), 256>>>(g->hits, (int)n, g->keys);
+    const ddtk_fdas_hit *src = g->hits;
+    if (n && g->key_bits) {
+        fdas::k_hit_keys<<<grid((long long)n, 256), 256>>>(g->hits, (int)n, g->pos_bits, g->keys);
         CU(cub::DeviceRadixSort::SortPairs(g->sort_tmp, g->sort_bytes, g->keys, g->keys + MAX_HITS,
-                                           g->hits, g->hits + MAX_HITS, (int)n,
-                                           fdas::hit_key_parts{}), "sort hits");
-        CU(cudaMemcpy(p->hits.h, g->hits + MAX_HITS, sizeof(ddtk_fdas_hit) * n,
-                      cudaMemcpyDeviceToHost), "hits");
+                                           g->hits, g->hits + MAX_HITS, (int)n, 0, g->key_bits),
+           "sort hits");
+        src = g->hits + MAX_HITS;
     }
+    if (n)
+        CU(cudaMemcpy(p->hits.h, src, sizeof(ddtk_fdas_hit) * n, cudaMemcpyDeviceToHost), "hits");
     p->hits.n = (int64_t)n;
-    p->hits.sorted = 1;
+    p->hits.sorted = g->key_bits != 0;
     p->times.candidates = ddtk_now() - t0;
     return DDTK_OK;
 }
@@ -581,7 +574,8 @@ extern "C" void ddtk_fdas_gpu_free(ddtk_fdas_plan *p)
                      g->rn_mean, g->rn_centre, g->sum, g->hits, g->keys, g->sort_tmp, g->nhits };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         cudaFree(bufs[i]);
-    cudaFreeHost(g->stage);
+    cudaFreeHost(p->series);
+    p->series = NULL;
     free(g);
     p->gpu = NULL;
 }

@@ -8,7 +8,6 @@
 #ifndef DDTK_FDAS_HARM_CUH
 #define DDTK_FDAS_HARM_CUH
 
-#include <cuda/std/tuple>
 #include <cuda_runtime.h>
 
 extern "C" {
@@ -128,30 +127,21 @@ __global__ void __launch_bounds__(HS_THREADS, hs_minb<NS>()) k_harmsum(const hs_
     }
 }
 
-/* Sort key of a hit: stage, then power descending (a positive float's bits
- * order as the float; complemented), then position: the host's cluster order.
- * (stage, position) is unique, so the order is total. */
-struct hit_key {
-    unsigned long long sp, p;
-};
+/*
+ * Sort key of a hit in 64 bits: stage (3 bits, top), then power descending
+ * (a non-negative float's 31 low bits order as the float; complemented),
+ * then position (pos_bits, low): the host's cluster order. (stage, position)
+ * is unique, so the order is total. Fits while pos_bits <= 30.
+ */
+constexpr int KEY_FIXED_BITS = 3 + 31;
 
-/* The key's parts for cub::DeviceRadixSort, most significant first. */
-struct hit_key_parts {
-    __host__ __device__ ::cuda::std::tuple<unsigned long long &, unsigned long long &>
-    operator()(hit_key &k) const
-    {
-        return { k.sp, k.p };
-    }
-};
-
-/* The sort key of each of the n hits (a pass over the hit list, so that
- * k_harmsum's epilogue stays a single store). */
-__global__ void k_hit_keys(const ddtk_fdas_hit *h, int n, hit_key *keys)
+__global__ void k_hit_keys(const ddtk_fdas_hit *h, int n, int pos_bits, unsigned long long *keys)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
-        keys[i] = hit_key{ (unsigned long long)h[i].stage << 32 | ~__float_as_uint(h[i].power),
-                           (unsigned long long)h[i].p };
+        keys[i] = ((unsigned long long)h[i].stage << 31 |
+                   (0x7fffffffu - __float_as_uint(h[i].power))) << pos_bits |
+                  (unsigned long long)h[i].p;
 }
 
 /* Positions per thread: fewer where the fraction offsets take many registers. */

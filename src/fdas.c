@@ -290,15 +290,6 @@ static void demean(ddtk_fdas_plan *p, const float *x)
         p->work[i] = x[i] - mean;
 }
 
-void ddtk_fdas_copy(float *dst, const float *src, int64_t n)
-{
-    /* a few threads, small dynamic pieces: a descheduled thread stalls no one */
-    int nt = omp_get_max_threads() < 4 ? omp_get_max_threads() : 4;
-    #pragma omp parallel for schedule(dynamic, 16384) num_threads(nt)
-    for (int64_t i = 0; i < n; i++)
-        dst[i] = src[i];
-}
-
 static void spread_spectrum(ddtk_fdas_plan *p)
 {
     float complex *src = (float complex *)p->spec, *dst = (float complex *)p->spread;

@@ -45,10 +45,20 @@ typedef struct ddtk_fdas_series {
     char *name;                   /* file name for messages ("stdin") */
     char *base;                   /* output base name: path without .tim/.dat */
     char *inf_text;               /* the .inf of a .dat input, verbatim; else NULL */
+    int borrowed;                 /* x is the plan's series buffer (ddtk_fdas_read_for) */
 } ddtk_fdas_series;
+
+typedef struct ddtk_fdas_plan ddtk_fdas_plan;
 
 /* Read a .tim (any nbits, nchans 1), a .dat (with its .inf) or "-" (stdin .tim). */
 int ddtk_fdas_read(const char *path, ddtk_fdas_series *s);
+/*
+ * Likewise, for a search with `plan` (may be NULL): a series of the plan's
+ * length and sample time is read into the plan's series buffer where the
+ * backend has one (GPU: pinned memory, so the upload is a single DMA); s->x
+ * then stays valid while the plan lives and until its next read_for.
+ */
+int ddtk_fdas_read_for(const char *path, ddtk_fdas_series *s, ddtk_fdas_plan *plan);
 void ddtk_fdas_series_free(ddtk_fdas_series *s);
 
 
@@ -64,8 +74,6 @@ typedef struct ddtk_fdas_cand {
 typedef struct ddtk_fdas_times {
     double fft, rednoise, correlate, harmsum, candidates, total;
 } ddtk_fdas_times;
-
-typedef struct ddtk_fdas_plan ddtk_fdas_plan;
 
 /* Plan a search of n-sample series at tsamp seconds (n even, >= 64). */
 int ddtk_fdas_plan_create(ddtk_fdas_plan **plan, int64_t n, double tsamp,

@@ -65,6 +65,8 @@ struct ddtk_fdas_plan {
     int use_gpu;
     int spec_on_host;             /* spec holds the last whitened spectrum */
     void *gpu;                    /* backend state of cuda/fdas_gpu.cu */
+    float *series;                /* GPU: pinned n-float buffer that ddtk_fdas_read_for
+                                     fills (one-DMA upload); CPU: NULL */
 };
 
 /* Hits -> sigma, clustering, harmonic removal, sorting (fdas_cands.c). */
@@ -97,9 +99,6 @@ static inline DDTK_HD int ddtk_fdas_frac_zi(int zi, int zmax, int num, int den)
     int zk = 2 * (znum < 0 ? -q : q);
     return (zk + zmax) / 2;
 }
-
-/* dst[0..n) = src[0..n) on up to 4 OpenMP threads (the GPU upload staging). */
-void ddtk_fdas_copy(float *dst, const float *src, int64_t n);
 
 /* GPU backend (cuda/fdas_gpu.cu, or src/fdas_gpu_none.c without CUDA). */
 int ddtk_fdas_gpu_init(ddtk_fdas_plan *p);

@@ -1,8 +1,9 @@
 /*
  * fdas_io.c - time series input for fdas: SIGPROC .tim (any nbits, from a file
- * or stdin) and PRESTO .dat with its .inf.
+ * or stdin) and PRESTO .dat with its .inf, into the series' own memory or the
+ * search plan's series buffer (pinned on the GPU backend).
  */
-#include "fdas.h"
+#include "fdas_impl.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -23,9 +24,45 @@ static char *strip_suffix(const char *path)
     return b;
 }
 
+/* ---- sample memory ------------------------------------------------------------ */
+
+/* The plan's series buffer when a series at tsamp may go there, else NULL. */
+static float *plan_buffer(const ddtk_fdas_plan *p, double tsamp)
+{
+    return p && p->series && p->tsamp == tsamp ? p->series : NULL;
+}
+
+/* Move the samples into the series' own memory of cap samples. */
+static int own(ddtk_fdas_series *s, int64_t cap)
+{
+    float *y = s->borrowed ? malloc(sizeof(float) * (size_t)cap)
+                           : realloc(s->x, sizeof(float) * (size_t)cap);
+    if (!y)
+        return ddtk_fail(DDTK_ESYS, "out of memory for %lld samples", (long long)cap);
+    if (s->borrowed)
+        memcpy(y, s->x, sizeof(float) * (size_t)s->n);
+    s->x = y;
+    s->borrowed = 0;
+    return DDTK_OK;
+}
+
+/* Room for need samples in x (cap of them now), doubling. */
+static int grow(ddtk_fdas_series *s, int64_t *cap, int64_t need)
+{
+    if (need <= *cap)
+        return DDTK_OK;
+    int64_t c = *cap ? *cap : 1 << 20;
+    while (c < need)
+        c *= 2;
+    int rc = own(s, c);
+    if (!rc)
+        *cap = c;
+    return rc;
+}
+
 /* ---- readers ---------------------------------------------------------------- */
 
-static int read_dat(const char *path, ddtk_fdas_series *s)
+static int read_dat(const char *path, ddtk_fdas_series *s, const ddtk_fdas_plan *plan)
 {
     char *inf_path = strdup(path);
     ddtk_inf inf;
@@ -52,7 +89,9 @@ static int read_dat(const char *path, ddtk_fdas_series *s)
     if (s->n != inf.nsamples)
         ddtk_msg("warning: %s: %lld samples, but its .inf says %lld; using the file size", path,
                  (long long)s->n, (long long)inf.nsamples);
-    s->x = malloc(sizeof(float) * (size_t)(s->n ? s->n : 1));
+    float *buf = plan_buffer(plan, inf.tsamp);
+    s->borrowed = buf && s->n == plan->n;
+    s->x = s->borrowed ? buf : malloc(sizeof(float) * (size_t)(s->n ? s->n : 1));
     if (!s->x)
         rc = ddtk_fail(DDTK_ESYS, "%s: out of memory for %lld samples", path, (long long)s->n);
     else if ((int64_t)fread(s->x, sizeof(float), (size_t)s->n, fp) != s->n)
@@ -66,22 +105,8 @@ static int read_dat(const char *path, ddtk_fdas_series *s)
     return rc;
 }
 
-static int grow(float **x, int64_t *cap, int64_t need)
-{
-    if (need <= *cap)
-        return DDTK_OK;
-    int64_t c = *cap ? *cap : 1 << 20;
-    while (c < need)
-        c *= 2;
-    float *y = realloc(*x, sizeof(float) * (size_t)c);
-    if (!y)
-        return ddtk_fail(DDTK_ESYS, "out of memory for %lld samples", (long long)need);
-    *x = y;
-    *cap = c;
-    return DDTK_OK;
-}
-
-static int read_tim(const char *path, ddtk_fdas_series *s)
+/* Samples are unpacked straight into x: the plan's buffer while they fit. */
+static int read_tim(const char *path, ddtk_fdas_series *s, const ddtk_fdas_plan *plan)
 {
     ddtk_input in;
     int rc = ddtk_input_open(&in, path), pol = 0, row = 0;
@@ -94,18 +119,20 @@ static int read_tim(const char *path, ddtk_fdas_series *s)
         rc = ddtk_resolve_pol(&in.hdr, DDTK_POL_DEFAULT, in.name, &pol);
     const int64_t chunk = 1 << 18;
     uint8_t *raw = rc ? NULL : malloc((size_t)ddtk_input_bytes(&in, chunk));
-    float *tmp = rc ? NULL : malloc(sizeof(float) * chunk);
-    int64_t cap = 0, got = 0;
-    if (!rc && (!raw || !tmp))
+    float *buf = rc ? NULL : plan_buffer(plan, in.hdr.tsamp);
+    int64_t cap = buf ? plan->n : 0, got = 0;
+    s->x = buf;
+    s->borrowed = buf != NULL;
+    if (!rc && !raw)
         rc = ddtk_fail(DDTK_ESYS, "out of memory");
     while (!rc && !(rc = ddtk_input_read(&in, raw, chunk, &got)) && got > 0 &&
-           !(rc = grow(&s->x, &cap, s->n + got))) {
-        ddtk_unpack(&in.hdr, raw, got, &row, pol, tmp, (size_t)got);
-        memcpy(s->x + s->n, tmp, sizeof(float) * (size_t)got);
+           !(rc = grow(s, &cap, s->n + got))) {
+        ddtk_unpack(&in.hdr, raw, got, &row, pol, s->x + s->n, (size_t)got);
         s->n += got;
     }
     free(raw);
-    free(tmp);
+    if (!rc && s->borrowed && s->n != plan->n)
+        rc = own(s, s->n ? s->n : 1);
     if (!rc) {
         s->tsamp = in.hdr.tsamp;
         s->dm = in.hdr.refdm;
@@ -117,6 +144,11 @@ static int read_tim(const char *path, ddtk_fdas_series *s)
 
 int ddtk_fdas_read(const char *path, ddtk_fdas_series *s)
 {
+    return ddtk_fdas_read_for(path, s, NULL);
+}
+
+int ddtk_fdas_read_for(const char *path, ddtk_fdas_series *s, ddtk_fdas_plan *plan)
+{
     memset(s, 0, sizeof *s);
     ddtk_header_init(&s->hdr);
     int is_stdin = !path || strcmp(path, "-") == 0;
@@ -124,7 +156,8 @@ int ddtk_fdas_read(const char *path, ddtk_fdas_series *s)
     s->base = is_stdin ? strdup("stdin") : strip_suffix(path);
     if (!s->name || !s->base)
         return ddtk_fail(DDTK_ESYS, "out of memory");
-    int rc = !is_stdin && ends_with(path, ".dat") ? read_dat(path, s) : read_tim(path, s);
+    int rc = !is_stdin && ends_with(path, ".dat") ? read_dat(path, s, plan)
+                                                  : read_tim(path, s, plan);
     if (!rc && s->n == 0)
         rc = ddtk_fail(DDTK_EDATA, "%s: empty time series", s->name);
     if (!rc && !(s->tsamp > 0))
@@ -134,7 +167,8 @@ int ddtk_fdas_read(const char *path, ddtk_fdas_series *s)
 
 void ddtk_fdas_series_free(ddtk_fdas_series *s)
 {
-    free(s->x);
+    if (!s->borrowed)
+        free(s->x);
     free(s->name);
     free(s->base);
     free(s->inf_text);

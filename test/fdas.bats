@@ -121,6 +121,28 @@ INF
     diff psr0_ACCEL_20.tsv second_ACCEL_20.tsv
 }
 
+@test "fdas: batch inputs read into the plan's series buffer give their single-run lists" {
+    make_pulsar 0 16
+    hdr=$(( $(stat -c %s psr0.tim) - 4 * NS ))
+    tail -c +$((hdr + 1)) psr0.tim > d_DM0.00.dat
+    cat > d_DM0.00.inf <<INF
+ Data file name without suffix          =  d_DM0.00
+ Epoch of observation (MJD)             =  60000.000000000000000
+ Number of bins in the time series      =  $NS
+ Width of each time series bin (sec)    =  0.001
+ Dispersion measure (cm-3 pc)           =  0
+INF
+    head -c $((hdr + 2 * NS)) psr0.tim > short.tim
+    cp psr0.tim third.tim
+    for f in psr0.tim d_DM0.00.dat short.tim; do fdas -q --zmax 20 $f > "$f.one"; done
+    fdas -q --zmax 20 psr0.tim d_DM0.00.dat - short.tim third.tim < psr0.tim
+    diff psr0.tim.one psr0_ACCEL_20.tsv
+    diff psr0.tim.one d_DM0.00_ACCEL_20.tsv
+    diff psr0.tim.one stdin_ACCEL_20.tsv
+    diff short.tim.one short_ACCEL_20.tsv
+    diff psr0.tim.one third_ACCEL_20.tsv
+}
+
 @test "fdas: --accel-min/--accel-max set zmax and filter candidates" {
     make_pulsar 40 17
     run bash -c 'fdas --accel-min 0 --accel-max 20000 --fhi 60 psr40.tim 2>&1 >/dev/null'

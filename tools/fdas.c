@@ -228,7 +228,8 @@ static int search_one(args *a, const char *path, int ninputs, ddtk_fdas_plan **p
 {
     ddtk_fdas_series s;
     args local = *a;
-    int rc = ddtk_fdas_read(path, &s);
+    /* a series read into the plan's buffer has its n and tsamp: the plan is kept */
+    int rc = ddtk_fdas_read_for(path, &s, *plan);
     if (!rc)
         rc = accel_to_z(&local, &s);
     if (!rc)
