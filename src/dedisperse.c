@@ -50,8 +50,14 @@ static int64_t round_up(int64_t x, int64_t m)
 static int64_t plan_bytes(const ddtk_direct_plan *p, int64_t step)
 {
     int64_t stride = round_up(p->keep + step, ROW_ALIGN);
-    return (int64_t)p->ch.nlive * stride * 4 + (int64_t)p->dl.ndm * (step + 8) * 4
-         + ddtk_input_bytes(p->in, p->keep + step);
+    int64_t rows = (int64_t)p->ch.nlive * stride * 4;
+    int64_t outputs = (int64_t)p->dl.ndm * (step + 8) * 4;
+    if (p->sc) {        /* halved rows of all levels add at most one more buffer, and
+                         * each level's output rows span keep + step (scrunch.c) */
+        rows *= 2;
+        outputs = (int64_t)p->dl.ndm * (p->keep + step + 1) * 4;
+    }
+    return rows + outputs + ddtk_input_bytes(p->in, p->keep + step);
 }
 
 static int choose_step(ddtk_direct_plan *p)

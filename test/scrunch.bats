@@ -103,3 +103,12 @@ mkdata() {
     run_err plan dd_direct a.fil --dm 10 --plan p.tsv
     [ "$status" -eq 2 ]
 }
+
+@test "--max-mem counts the scrunch levels' buffers" {
+    fbsim -o mm.fil --nchans 256 --nbits 8 --tsamp 0.000256 --tobs 5 --fch1 1500 --foff -1
+    dd_direct mm.fil --dm-min 0 --dm-max 500 --dm-step 1 --gulp 4096 --max-mem 18M \
+        --scrunch none --discard -q
+    run_err max-mem dd_direct mm.fil --dm-min 0 --dm-max 500 --dm-step 1 --gulp 4096 \
+        --max-mem 18M --scrunch auto --discard -q
+    [ "$status" -eq 2 ]
+}
