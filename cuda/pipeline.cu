@@ -578,19 +578,11 @@ static int write_padding(ddtk_gpu_direct *g, ddtk_outset *out, int64_t nout)
 {
     if (g->sc)
         return ddtk_scrunch_pad(g->sc, out);
-    float *buf = g->set[0].hout[0];
-    for (int d = 0; d < g->dl->ndm; d++) {
-        float mean = nout > 0 ? (float)(g->sums[d] / (double)nout) : 0.0f;
-        int64_t n = g->dl->maxdelay, chunk = n < g->step ? n : g->step;
-        for (int64_t t = 0; t < chunk; t++)
-            buf[t] = mean;
-        for (int64_t done = 0; done < n; done += chunk) {
-            int rc = ddtk_outset_write(out, d, buf, n - done < chunk ? n - done : chunk);
-            if (rc)
-                return rc;
-        }
-    }
-    return DDTK_OK;
+    int rc = DDTK_OK;
+    for (int d = 0; !rc && d < g->dl->ndm; d++)
+        rc = ddtk_outset_pad(out, d, nout > 0 ? (float)(g->sums[d] / (double)nout) : 0.0f,
+                             g->dl->maxdelay);
+    return rc;
 }
 
 /* The gulp loop: read gulp g, issue it, then finish gulp g-1 while g runs.

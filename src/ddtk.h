@@ -247,6 +247,8 @@ typedef struct ddtk_outset {
 int ddtk_outset_open(ddtk_outset *o, const double *dms, int ndm,
                      const ddtk_outspec *spec, const ddtk_series_meta *meta);
 int ddtk_outset_write(ddtk_outset *o, int i, const float *x, int64_t n);
+/* --pad: append n copies of value (the series mean) to output i. */
+int ddtk_outset_pad(ddtk_outset *o, int i, float value, int64_t n);
 /* Finish every file (header fix-ups, .inf, rename). */
 int ddtk_outset_close(ddtk_outset *o);
 /* Remove temporaries after a failure. */

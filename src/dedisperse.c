@@ -258,19 +258,11 @@ static int write_gulp(ddtk_direct_plan *p, ddtk_outset *out, int64_t nout)
 /* --pad: extend every series to the input length with its mean. */
 static int write_padding(ddtk_direct_plan *p, ddtk_outset *out, int64_t nout)
 {
-    int64_t n = p->dl.maxdelay;
-    for (int d = 0; d < p->dl.ndm; d++) {
-        float mean = nout > 0 ? (float)(p->sums[d] / (double)nout) : 0.0f;
-        for (int64_t t = 0; t < n; t++)
-            p->out[t] = mean;
-        for (int64_t done = 0; done < n; done += p->step) {
-            int64_t chunk = n - done < p->step ? n - done : p->step;
-            int rc = ddtk_outset_write(out, d, p->out, chunk);
-            if (rc)
-                return rc;
-        }
-    }
-    return DDTK_OK;
+    int rc = DDTK_OK;
+    for (int d = 0; !rc && d < p->dl.ndm; d++)
+        rc = ddtk_outset_pad(out, d, nout > 0 ? (float)(p->sums[d] / (double)nout) : 0.0f,
+                             p->dl.maxdelay);
+    return rc;
 }
 
 /* Move the last `keep` spectra of every row to its front. */

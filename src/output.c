@@ -406,6 +406,20 @@ int ddtk_outset_write(ddtk_outset *o, int i, const float *x, int64_t n)
     return DDTK_OK;
 }
 
+int ddtk_outset_pad(ddtk_outset *o, int i, float value, int64_t n)
+{
+    float chunk[4096];
+    int64_t len = n < 4096 ? n : 4096;
+    for (int64_t t = 0; t < len; t++)
+        chunk[t] = value;
+    for (int64_t done = 0; done < n; done += len) {
+        int rc = ddtk_outset_write(o, i, chunk, n - done < len ? n - done : len);
+        if (rc)
+            return rc;
+    }
+    return DDTK_OK;
+}
+
 static int write_inf_file(const char *path, const char *basename_noext,
                           const ddtk_series_meta *m, double dm, int64_t nsamples)
 {

@@ -216,23 +216,15 @@ int ddtk_scrunch_gulp(ddtk_scrunch *s, const float *buf, size_t stride, int64_t 
 
 int ddtk_scrunch_pad(ddtk_scrunch *s, ddtk_outset *out)
 {
-    int32_t most = 1;
-    for (int k = 0; k < s->nlevels; k++)
-        if (s->lv[k].ndm && s->lv[k].dl.maxdelay > most)
-            most = s->lv[k].dl.maxdelay;
-    float *x = ddtk_malloc((size_t)most * sizeof *x, "padding");
-    int rc = x ? DDTK_OK : DDTK_ESYS;
+    int rc = DDTK_OK;
     for (int k = 0; !rc && k < s->nlevels; k++) {
         level *l = &s->lv[k];
         for (int d = 0; !rc && d < l->ndm; d++) {
             int i = l->index[d];
             float mean = s->count[i] > 0 ? (float)(s->sums[i] / (double)s->count[i]) : 0.0f;
-            for (int64_t t = 0; t < l->dl.maxdelay; t++)
-                x[t] = mean;
-            rc = ddtk_outset_write(out, i, x, l->dl.maxdelay);
+            rc = ddtk_outset_pad(out, i, mean, l->dl.maxdelay);
         }
     }
-    free(x);
     return rc;
 }
 

@@ -179,3 +179,15 @@ data_of() {   # the samples of a .tim, without its header
     [ "$status" -eq 2 ]
     [ ! -e none_DM0.00.tim ]
 }
+
+@test "--pad with a gulp much shorter than the maximum delay pads with the mean" {
+    make_burst
+    n=$(fbinfo -k nsamples burst.fil)
+    dd_direct burst.fil --dm 120 --gulp 8 --pad -o p8.tim -q
+    dd_direct burst.fil --dm 120 --pad -o p0.tim -q
+    cmp p8.tim p0.tim
+    [ $(( ($(stat -c %s p8.tim) - $(fbinfo -k header_size p8.tim)) / 4 )) -eq "$n" ]
+    # the last sample is padding: the mean of the series, well below the burst
+    last=$(data_of p8.tim | tail -c 4 | od -An -tf4 | tr -d ' ')
+    approx "$last" "$(data_of p8.tim | head -c $(( (n - 500) * 4 )) | od -An -v -tf4 -w4 | awk '{ s += $1 } END { print s / NR }')" 50
+}
