@@ -621,13 +621,8 @@ extern "C" int ddtk_gpu_direct_execute(ddtk_gpu_direct *g, ddtk_outset *out, ddt
     ddtk_progress_start(&prog, "samples", g->in->nsamples, g->opt.quiet, g->opt.verbose);
     int rc = run_gulps(g, out, &total_out, &prog);
     ddtk_progress_end(&prog);
-    if (!rc && g->in->samples_read == 0)
-        rc = ddtk_fail(DDTK_EDATA, "%s: no data after the header (shorter than one sample)",
-                       g->in->name);
-    else if (!rc && total_out == 0)
-        rc = ddtk_fail(DDTK_EDATA, "%s: %lld samples is not longer than the maximum delay "
-                       "(%d samples)", g->in->name, (long long)g->in->samples_read,
-                       g->dl->maxdelay);
+    if (!rc)
+        rc = ddtk_check_run_length(g->in, g->dl->maxdelay, total_out);
     if (!rc && g->opt.pad)
         rc = write_padding(g, out, total_out);
     stats->nin = g->in->samples_read;

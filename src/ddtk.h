@@ -346,6 +346,8 @@ const char *ddtk_direct_plan_backend(const ddtk_direct_plan *plan);
 int ddtk_direct_plan_execute(ddtk_direct_plan *plan, ddtk_outset *out,
                              ddtk_run_stats *stats);
 void ddtk_direct_plan_destroy(ddtk_direct_plan *plan);
+/* After a run: an input with no sample, or none past the maximum delay, is bad data. */
+int ddtk_check_run_length(const ddtk_input *in, int32_t maxdelay, int64_t total_out);
 
 /* CPU kernel: out[d*ostride + t] = sum over rows c of in[c*istride + t + delay[d*nchan + c]]
  * for t in [0, nout); in must hold nout + max delay samples per row. */

@@ -274,6 +274,17 @@ static void shift_rows(ddtk_direct_plan *p, int64_t fill)
     }
 }
 
+int ddtk_check_run_length(const ddtk_input *in, int32_t maxdelay, int64_t total_out)
+{
+    if (in->samples_read == 0)
+        return ddtk_fail(DDTK_EDATA, "%s: no data after the header (shorter than one sample)",
+                         in->name);
+    if (total_out == 0)
+        return ddtk_fail(DDTK_EDATA, "%s: %lld samples is not longer than the maximum delay "
+                         "(%d samples)", in->name, (long long)in->samples_read, maxdelay);
+    return DDTK_OK;
+}
+
 int ddtk_direct_plan_execute(ddtk_direct_plan *p, ddtk_outset *out, ddtk_run_stats *stats)
 {
     const int64_t cap = p->keep + p->step;
@@ -319,13 +330,8 @@ int ddtk_direct_plan_execute(ddtk_direct_plan *p, ddtk_outset *out, ddtk_run_sta
         fill -= p->step;
     }
     ddtk_progress_end(&prog);
-    if (!rc && p->in->samples_read == 0)
-        rc = ddtk_fail(DDTK_EDATA, "%s: no data after the header (shorter than one sample)",
-                       p->in->name);
-    else if (!rc && total_out == 0)
-        rc = ddtk_fail(DDTK_EDATA, "%s: %lld samples is not longer than the maximum delay "
-                       "(%d samples)", p->in->name, (long long)p->in->samples_read,
-                       p->dl.maxdelay);
+    if (!rc)
+        rc = ddtk_check_run_length(p->in, p->dl.maxdelay, total_out);
     if (!rc && p->opt.pad)
         rc = p->sc ? ddtk_scrunch_pad(p->sc, out) : write_padding(p, out, total_out);
     stats->nin = p->in->samples_read;
