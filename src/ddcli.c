@@ -46,10 +46,7 @@ static const struct option common_options[] = {
     { "pad", no_argument, 0, OPT_PAD },
     { "even", no_argument, 0, OPT_EVEN },
     { "discard", no_argument, 0, OPT_DISCARD },
-    { "quiet", no_argument, 0, 'q' },
-    { "verbose", no_argument, 0, 'v' },
-    { "help", no_argument, 0, 'h' },
-    { "version", no_argument, 0, OPT_VERSION },
+    DDTK_STANDARD_OPTIONS(OPT_VERSION),
 };
 #define NCOMMON ((int)(sizeof common_options / sizeof common_options[0]))
 

@@ -379,6 +379,10 @@ void ddtk_gpu_direct_destroy(ddtk_gpu_direct *g);
 #define DDTK_DONE 100
 
 struct option;
+/* The entries every tool's getopt_long table ends with (before its terminator). */
+#define DDTK_STANDARD_OPTIONS(version_code) \
+    { "quiet", 0, 0, 'q' }, { "verbose", 0, 0, 'v' }, { "help", 0, 0, 'h' }, \
+    { "version", 0, 0, (version_code) }
 /* A tool's handler for its own options: DDTK_OK, DDTK_DONE or an error code. */
 typedef int (*ddtk_option_handler)(int code, const char *arg, void *ctx);
 

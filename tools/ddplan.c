@@ -34,8 +34,7 @@ static const struct option options[] = {
     { "nsub", required_argument, 0, OPT_NSUB }, { "scrunch", required_argument, 0, OPT_SCRUNCH },
     { "dm-list", required_argument, 0, OPT_DM_LIST }, { "plan", required_argument, 0, OPT_PLAN },
     { "kdm", required_argument, 0, OPT_KDM }, { "force", no_argument, 0, OPT_FORCE },
-    { "quiet", no_argument, 0, 'q' }, { "verbose", no_argument, 0, 'v' },
-    { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, OPT_VERSION },
+    DDTK_STANDARD_OPTIONS(OPT_VERSION),
     { 0, 0, 0, 0 },
 };
 

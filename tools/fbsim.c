@@ -43,10 +43,7 @@ static const struct option options[] = {
     { "sigma", required_argument, 0, OPT_SIGMA },
     { "kdm", required_argument, 0, OPT_KDM },
     { "force", no_argument, 0, OPT_FORCE },
-    { "quiet", no_argument, 0, 'q' },
-    { "verbose", no_argument, 0, 'v' },
-    { "help", no_argument, 0, 'h' },
-    { "version", no_argument, 0, OPT_VERSION },
+    DDTK_STANDARD_OPTIONS(OPT_VERSION),
     { 0, 0, 0, 0 },
 };
 

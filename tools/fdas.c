@@ -34,10 +34,7 @@ static const struct option options[] = {
     { "no-harm-remove", no_argument, 0, OPT_NO_HARM },
     { "force", no_argument, 0, OPT_FORCE },
     { "list-gpus", no_argument, 0, OPT_LIST_GPUS },
-    { "quiet", no_argument, 0, 'q' },
-    { "verbose", no_argument, 0, 'v' },
-    { "help", no_argument, 0, 'h' },
-    { "version", no_argument, 0, OPT_VERSION },
+    DDTK_STANDARD_OPTIONS(OPT_VERSION),
     { 0, 0, 0, 0 },
 };
 

@@ -41,8 +41,7 @@ static const struct option options[] = {
     { "output", required_argument, 0, 'o' }, { "mean", no_argument, 0, OPT_MEAN },
     { "nbits-out", required_argument, 0, OPT_NBITS_OUT },
     { "keep-remainder", no_argument, 0, OPT_KEEP }, { "force", no_argument, 0, OPT_FORCE },
-    { "quiet", no_argument, 0, 'q' }, { "verbose", no_argument, 0, 'v' },
-    { "help", no_argument, 0, 'h' }, { "version", no_argument, 0, OPT_VERSION },
+    DDTK_STANDARD_OPTIONS(OPT_VERSION),
     { 0, 0, 0, 0 },
 };
 
