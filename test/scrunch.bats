@@ -104,11 +104,11 @@ mkdata() {
     [ "$status" -eq 2 ]
 }
 
-@test "--max-mem counts the scrunch levels' buffers" {
+@test "--max-mem counts the scrunch levels' buffers (CPU backend)" {
     fbsim -o mm.fil --nchans 256 --nbits 8 --tsamp 0.000256 --tobs 5 --fch1 1500 --foff -1
     dd_direct mm.fil --dm-min 0 --dm-max 500 --dm-step 1 --gulp 4096 --max-mem 18M \
-        --scrunch none --discard -q
+        --scrunch none --discard -q --backend cpu
     run_err max-mem dd_direct mm.fil --dm-min 0 --dm-max 500 --dm-step 1 --gulp 4096 \
-        --max-mem 18M --scrunch auto --discard -q
+        --max-mem 18M --scrunch auto --discard -q --backend cpu
     [ "$status" -eq 2 ]
 }
