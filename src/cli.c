@@ -11,7 +11,6 @@
 #include <string.h>
 
 const char *ddtk_progname = "ddtk";
-const char *const ddtk_backend_names[] = { "auto", "cpu", "gpu", NULL };
 
 void ddtk_set_progname(const char *argv0)
 {

@@ -360,6 +360,10 @@ int ddtk_gpu_list(FILE *fp);
 int ddtk_have_cuda(void);
 /* 1 if GPU `index` can be used; else 0 with the reason in why. name gets its name. */
 int ddtk_gpu_usable(int index, char *name, size_t n, char *why, size_t nwhy);
+/* The backend policy of every tool (backend.c): *use_gpu = 1 when a run with
+ * --backend `backend` and --gpu `gpu` goes to that GPU. gpu without a usable
+ * GPU is DDTK_ESYS naming the reason; auto falls back to the CPU (noted with -v). */
+int ddtk_backend_resolve(int backend, int gpu, int verbose, int *use_gpu);
 
 /* GPU direct dedispersion (cuda/pipeline.cu; in a CPU-only build create fails):
  * the backend of ddtk_direct_plan_execute when the plan runs on the GPU.

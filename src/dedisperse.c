@@ -97,28 +97,6 @@ static int allocate(ddtk_direct_plan *p)
     return p->raw && p->out && p->sums ? DDTK_OK : DDTK_ESYS;
 }
 
-/* *use_gpu: --backend gpu (a failure without a usable GPU), or auto with one. */
-static int check_backend(const ddtk_options *opt, int *use_gpu)
-{
-    char name[256], why[256];
-    *use_gpu = 0;
-    if (opt->backend != DDTK_BACKEND_CPU)
-        *use_gpu = ddtk_gpu_usable(opt->gpu, name, sizeof name, why, sizeof why);
-    if (opt->backend == DDTK_BACKEND_GPU && !*use_gpu)
-        return ddtk_fail(DDTK_ESYS, "--backend gpu: %s", why);
-    if (*use_gpu && opt->verbose)
-        ddtk_msg("using GPU %d: %s", opt->gpu, name);
-    else if (opt->backend == DDTK_BACKEND_AUTO && opt->verbose)
-        ddtk_msg("note: --backend auto uses the CPU (%d thread%s)",
-#ifdef _OPENMP
-                 omp_get_max_threads(), omp_get_max_threads() == 1 ? "" : "s"
-#else
-                 1, ""
-#endif
-        );
-    return DDTK_OK;
-}
-
 /* Spectra kept between gulps: the largest delay; with per-DM scrunch factors,
  * what the slowest resolution needs, aligned to the largest factor. */
 static int set_keep(ddtk_direct_plan *p, const double *dms, int ndm)
@@ -163,7 +141,7 @@ int ddtk_direct_plan_create(ddtk_direct_plan **plan, ddtk_input *in,
 #endif
     if (ndm < 1)
         rc = ddtk_fail(DDTK_EUSAGE, "no DMs to dedisperse");
-    else if (!(rc = check_backend(opt, &use_gpu)) && !(rc = ddtk_resolve_pol(&in->hdr, opt->pol, in->name, &p->pol))
+    else if (!(rc = ddtk_backend_resolve(opt->backend, opt->gpu, opt->verbose, &use_gpu)) && !(rc = ddtk_resolve_pol(&in->hdr, opt->pol, in->name, &p->pol))
              && !(rc = load_killfile(p, &kill))
              && !(rc = ddtk_channels_init(&p->ch, &in->hdr, kill, opt->fref))
              && !(rc = ddtk_delays_init(&p->dl, &p->ch, in->hdr.tsamp, dms, ndm, opt->kdm,

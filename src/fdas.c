@@ -181,18 +181,8 @@ static int plan_buffers(ddtk_fdas_plan *p)
 
 static int choose_backend(ddtk_fdas_plan *p)
 {
-    int b = p->cfg.backend;
-    if (b == DDTK_BACKEND_CPU)
-        return DDTK_OK;
-    int ngpu = ddtk_gpu_count();
-    if (b == DDTK_BACKEND_GPU && p->cfg.gpu >= ngpu)
-        return ddtk_fail(DDTK_ESYS, "--backend gpu: no usable GPU %d (%d found%s)",
-                         p->cfg.gpu, ngpu, ddtk_have_cuda() ? "" : "; built without CUDA");
-    if (ngpu > p->cfg.gpu) {
-        p->use_gpu = 1;
-        return ddtk_fdas_gpu_init(p);
-    }
-    return DDTK_OK;
+    int rc = ddtk_backend_resolve(p->cfg.backend, p->cfg.gpu, p->cfg.verbose, &p->use_gpu);
+    return rc || !p->use_gpu ? rc : ddtk_fdas_gpu_init(p);
 }
 
 int ddtk_fdas_plan_create(ddtk_fdas_plan **plan, int64_t n, double tsamp,
