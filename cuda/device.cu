@@ -1,10 +1,18 @@
 /*
- * device.cu - GPU discovery for the CUDA build: counting, listing and checking devices.
+ * device.cu - GPU discovery for the CUDA build: counting, listing and checking
+ * devices, and the message of a failed CUDA call (check.cuh).
  */
-#include <cuda_runtime.h>
+#include "check.cuh"
 
 extern "C" {
 #include "ddtk.h"
+}
+
+int ddtk_cuda_fail(const char *what, cudaError_t err)
+{
+    int dev = -1;
+    cudaGetDevice(&dev);
+    return ddtk_fail(DDTK_ESYS, "GPU %d: %s: %s", dev, what, cudaGetErrorString(err));
 }
 
 extern "C" int ddtk_have_cuda(void)

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 #include <cufft.h>
 
+#include "check.cuh"
 #include "fdas_corr.cuh"
 #include "fdas_harm.cuh"
 
@@ -45,17 +46,6 @@ typedef struct gpu_state {
     cudaEvent_t ev[NEV];
 } gpu_state;
 
-static int cuda_fail(cudaError_t e, const char *what)
-{
-    return ddtk_fail(DDTK_ESYS, "GPU: %s: %s", what, cudaGetErrorString(e));
-}
-
-#define CU(call, what)                                                           \
-    do {                                                                         \
-        cudaError_t e_ = (call);                                                 \
-        if (e_ != cudaSuccess)                                                   \
-            return cuda_fail(e_, what);                                          \
-    } while (0)
 #define CUFFT(call, what)                                                        \
     do {                                                                         \
         if ((call) != CUFFT_SUCCESS)                                             \
@@ -199,7 +189,7 @@ static double mem_cap(void)
 static int plan_tiles(ddtk_fdas_plan *p, gpu_state *g, size_t fixed)
 {
     size_t free_b = 0, total_b = 0;
-    CU(cudaMemGetInfo(&free_b, &total_b), "memory query");
+    DDTK_CUDA(cudaMemGetInfo(&free_b, &total_b), "memory query");
     /* 256 MiB stays free for the cuFFT work areas */
     double avail = fmin((double)free_b - (double)fixed - 256 * MIB, mem_cap());
     int64_t width = p->width, nblk = (p->plane_len + width - 1) / width;
@@ -241,7 +231,7 @@ static int alloc_all(ddtk_fdas_plan *p, gpu_state *g)
         g->pos_bits++;
     int bits = fdas::KEY_FIXED_BITS + g->pos_bits;
     g->key_bits = bits <= 64 ? bits : 0;
-    CU(cub::DeviceRadixSort::SortPairs(NULL, g->sort_bytes, g->keys, g->keys, g->hits, g->hits,
+    DDTK_CUDA(cub::DeviceRadixSort::SortPairs(NULL, g->sort_bytes, g->keys, g->keys, g->hits, g->hits,
                                        MAX_HITS), "sort size");
     size_t fixed = sizeof(float) * p->n + sizeof(cufftComplex) * (nb + 1 + p->res * nb + L * p->numz) +
                    sizeof(float2) * L + 2 * (sizeof(ddtk_fdas_hit) + sizeof(*g->keys)) * MAX_HITS +
@@ -250,24 +240,24 @@ static int alloc_all(ddtk_fdas_plan *p, gpu_state *g)
     if (rc)
         return rc;
     size_t plane = g->tile ? tile_floats(p, g->tile, NULL) : (size_t)p->numz * p->plane_len;
-    CU(cudaMalloc(&g->x, sizeof(float) * p->n), "alloc");
-    CU(cudaMallocHost(&p->series, sizeof(float) * p->n), "alloc pinned series");
-    CU(cudaMalloc(&g->spec, sizeof(cufftComplex) * (nb + 1)), "alloc");
-    CU(cudaMalloc(&g->spread, sizeof(cufftComplex) * p->res * nb), "alloc");
-    CU(cudaMalloc(&g->tmpl, sizeof(cufftComplex) * L * p->numz), "alloc");
-    CU(cudaMalloc(&g->tw, sizeof(float2) * L), "alloc");
-    CU(cudaMalloc(&g->blk, (size_t)blk_bytes(p, g->blk_cap)), "alloc");
-    CU(cudaMalloc(&g->plane, sizeof(float) * (plane + fdas::HS_SLACK)), "alloc plane");
-    CU(cudaMalloc(&g->rn_start, sizeof(long long) * (p->rn_nblocks + 1)), "alloc");
-    CU(cudaMalloc(&g->rn_mean, sizeof(double) * p->rn_nblocks), "alloc");
-    CU(cudaMalloc(&g->rn_centre, sizeof(double) * p->rn_nblocks), "alloc");
-    CU(cudaMalloc(&g->sum, sizeof(double)), "alloc");
-    CU(cudaMalloc(&g->hits, 2 * sizeof(ddtk_fdas_hit) * MAX_HITS), "alloc");
-    CU(cudaMalloc(&g->keys, 2 * sizeof(*g->keys) * MAX_HITS), "alloc");
-    CU(cudaMalloc(&g->sort_tmp, g->sort_bytes), "alloc");
-    CU(cudaMalloc(&g->nhits, sizeof(unsigned long long)), "alloc");
+    DDTK_CUDA(cudaMalloc(&g->x, sizeof(float) * p->n), "alloc");
+    DDTK_CUDA(cudaMallocHost(&p->series, sizeof(float) * p->n), "alloc pinned series");
+    DDTK_CUDA(cudaMalloc(&g->spec, sizeof(cufftComplex) * (nb + 1)), "alloc");
+    DDTK_CUDA(cudaMalloc(&g->spread, sizeof(cufftComplex) * p->res * nb), "alloc");
+    DDTK_CUDA(cudaMalloc(&g->tmpl, sizeof(cufftComplex) * L * p->numz), "alloc");
+    DDTK_CUDA(cudaMalloc(&g->tw, sizeof(float2) * L), "alloc");
+    DDTK_CUDA(cudaMalloc(&g->blk, (size_t)blk_bytes(p, g->blk_cap)), "alloc");
+    DDTK_CUDA(cudaMalloc(&g->plane, sizeof(float) * (plane + fdas::HS_SLACK)), "alloc plane");
+    DDTK_CUDA(cudaMalloc(&g->rn_start, sizeof(long long) * (p->rn_nblocks + 1)), "alloc");
+    DDTK_CUDA(cudaMalloc(&g->rn_mean, sizeof(double) * p->rn_nblocks), "alloc");
+    DDTK_CUDA(cudaMalloc(&g->rn_centre, sizeof(double) * p->rn_nblocks), "alloc");
+    DDTK_CUDA(cudaMalloc(&g->sum, sizeof(double)), "alloc");
+    DDTK_CUDA(cudaMalloc(&g->hits, 2 * sizeof(ddtk_fdas_hit) * MAX_HITS), "alloc");
+    DDTK_CUDA(cudaMalloc(&g->keys, 2 * sizeof(*g->keys) * MAX_HITS), "alloc");
+    DDTK_CUDA(cudaMalloc(&g->sort_tmp, g->sort_bytes), "alloc");
+    DDTK_CUDA(cudaMalloc(&g->nhits, sizeof(unsigned long long)), "alloc");
     for (int i = 0; i < NEV; i++)
-        CU(cudaEventCreate(&g->ev[i]), "event");
+        DDTK_CUDA(cudaEventCreate(&g->ev[i]), "event");
     if (g->tile)
         tile_views(p, g);
     if (g->tile && p->cfg.verbose)
@@ -313,10 +303,10 @@ static int upload_constants(ddtk_fdas_plan *p, gpu_state *g)
         tw[t] = make_float2((float)cos(2 * M_PI * t / L), (float)sin(2 * M_PI * t / L));
     cudaError_t e = cudaMemcpy(g->tw, tw, sizeof(float2) * L, cudaMemcpyHostToDevice);
     free(tw);
-    CU(e, "upload twiddles");
-    CU(cudaMemcpy(g->tmpl, p->templates, sizeof(cufftComplex) * L * p->numz,
+    DDTK_CUDA(e, "upload twiddles");
+    DDTK_CUDA(cudaMemcpy(g->tmpl, p->templates, sizeof(cufftComplex) * L * p->numz,
                   cudaMemcpyHostToDevice), "upload templates");
-    CU(cudaMemcpy(g->rn_start, p->rn_start, sizeof(long long) * (p->rn_nblocks + 1),
+    DDTK_CUDA(cudaMemcpy(g->rn_start, p->rn_start, sizeof(long long) * (p->rn_nblocks + 1),
                   cudaMemcpyHostToDevice), "upload red-noise blocks");
     if (corr_dispatch(L, NULL, 0) != cudaSuccess)
         return ddtk_fail(DDTK_ESYS, "GPU: %d-point blocks need %zu KiB of shared memory, more "
@@ -331,7 +321,7 @@ extern "C" int ddtk_fdas_gpu_init(ddtk_fdas_plan *p)
     if (!g)
         return ddtk_fail(DDTK_ESYS, "out of memory");
     p->gpu = g;
-    CU(cudaSetDevice(p->cfg.gpu), "select device");
+    DDTK_CUDA(cudaSetDevice(p->cfg.gpu), "select device");
     int rc = alloc_all(p, g);
     if (rc)
         return rc;
@@ -344,19 +334,19 @@ extern "C" int ddtk_fdas_gpu_init(ddtk_fdas_plan *p)
  * (ddtk_fdas_read_for read it there); other memory goes the pageable way. */
 static int whiten(ddtk_fdas_plan *p, gpu_state *g, const float *x)
 {
-    CU(cudaEventRecord(g->ev[EV_START]), "event");
-    CU(cudaMemcpyAsync(g->x, x, sizeof(float) * p->n, cudaMemcpyHostToDevice), "upload series");
-    CU(cudaMemsetAsync(g->sum, 0, sizeof(double)), "memset");
+    DDTK_CUDA(cudaEventRecord(g->ev[EV_START]), "event");
+    DDTK_CUDA(cudaMemcpyAsync(g->x, x, sizeof(float) * p->n, cudaMemcpyHostToDevice), "upload series");
+    DDTK_CUDA(cudaMemsetAsync(g->sum, 0, sizeof(double)), "memset");
     k_sum<<<512, 256>>>(g->x, p->n, g->sum);
     k_subtract<<<grid(p->n, 256), 256>>>(g->x, p->n, g->sum);
     CUFFT(cufftExecR2C(g->rfft, g->x, g->spec), "R2C");
-    CU(cudaEventRecord(g->ev[EV_FFT]), "event");
+    DDTK_CUDA(cudaEventRecord(g->ev[EV_FFT]), "event");
     k_rn_medians<<<grid(p->rn_nblocks, 128), 128>>>(g->spec, g->rn_start, p->rn_nblocks,
                                                    g->rn_mean, g->rn_centre);
     k_rn_apply<<<grid(p->nbins, 256), 256>>>(g->spec, p->nbins, g->rn_mean, g->rn_centre,
                                               p->rn_nblocks, g->spread, p->res);
-    CU(cudaEventRecord(g->ev[EV_RN]), "event");
-    CU(cudaGetLastError(), "red-noise whitening");
+    DDTK_CUDA(cudaEventRecord(g->ev[EV_RN]), "event");
+    DDTK_CUDA(cudaGetLastError(), "red-noise whitening");
     return DDTK_OK;
 }
 
@@ -380,7 +370,7 @@ static int corr_region(ddtk_fdas_plan *p, gpu_state *g, int64_t q0, int64_t nq, 
         fdas::corr_args a = { (const float2 *)g->blk, (const float2 *)g->tmpl, g->tw, z0,
                               z1 - z0, p->khalf, p->uselen, p->width, p->res,
                               nq - b0 * p->width, out + b0 * p->width, ld };
-        CU(corr_dispatch(L, &a, n), "correlation kernel");
+        DDTK_CUDA(corr_dispatch(L, &a, n), "correlation kernel");
     }
     return DDTK_OK;
 }
@@ -441,7 +431,7 @@ static int harmsum_tile(ddtk_fdas_plan *p, gpu_state *g, int64_t P0, int64_t P1)
     case 5: hs_launch<5>(a); break;
     default: hs_launch<6>(a); break;
     }
-    CU(cudaGetLastError(), "harmonic-sum kernel");
+    DDTK_CUDA(cudaGetLastError(), "harmonic-sum kernel");
     return DDTK_OK;
 }
 
@@ -455,20 +445,20 @@ static float elapsed_ms(gpu_state *g, int a, int b)
 /* Tile by tile (one tile when the plane is whole): correlate, then sum and threshold. */
 static int search_tiles(ddtk_fdas_plan *p, gpu_state *g)
 {
-    CU(cudaMemsetAsync(g->nhits, 0, sizeof(unsigned long long)), "memset");
+    DDTK_CUDA(cudaMemsetAsync(g->nhits, 0, sizeof(unsigned long long)), "memset");
     int64_t w = g->tile ? g->tile : p->phi - p->plo;
     double corr = 0, sum = 0;
     for (int64_t P0 = p->plo; P0 < p->phi; P0 += w) {
         int64_t P1 = P0 + w < p->phi ? P0 + w : p->phi;
         int rc;
-        CU(cudaEventRecord(g->ev[EV_T0]), "event");
+        DDTK_CUDA(cudaEventRecord(g->ev[EV_T0]), "event");
         if ((rc = fill_tile(p, g, P0, P1)))
             return rc;
-        CU(cudaEventRecord(g->ev[EV_T1]), "event");
+        DDTK_CUDA(cudaEventRecord(g->ev[EV_T1]), "event");
         if ((rc = harmsum_tile(p, g, P0, P1)))
             return rc;
-        CU(cudaEventRecord(g->ev[EV_T2]), "event");
-        CU(cudaEventSynchronize(g->ev[EV_T2]), "correlation and harmonic sums");
+        DDTK_CUDA(cudaEventRecord(g->ev[EV_T2]), "event");
+        DDTK_CUDA(cudaEventSynchronize(g->ev[EV_T2]), "correlation and harmonic sums");
         corr += elapsed_ms(g, EV_T0, EV_T1);
         sum += elapsed_ms(g, EV_T1, EV_T2);
     }
@@ -483,7 +473,7 @@ static int fetch_hits(ddtk_fdas_plan *p, gpu_state *g)
 {
     double t0 = ddtk_now();
     unsigned long long n = 0;
-    CU(cudaMemcpy(&n, g->nhits, sizeof n, cudaMemcpyDeviceToHost), "hit count");
+    DDTK_CUDA(cudaMemcpy(&n, g->nhits, sizeof n, cudaMemcpyDeviceToHost), "hit count");
     if (n > MAX_HITS)
         ddtk_msg("warning: %llu plane hits; only the first %d kept (raise --sigma)", n, MAX_HITS);
     n = n > MAX_HITS ? MAX_HITS : n;
@@ -498,13 +488,13 @@ static int fetch_hits(ddtk_fdas_plan *p, gpu_state *g)
     const ddtk_fdas_hit *src = g->hits;
     if (n && g->key_bits) {
         fdas::k_hit_keys<<<grid((long long)n, 256), 256>>>(g->hits, (int)n, g->pos_bits, g->keys);
-        CU(cub::DeviceRadixSort::SortPairs(g->sort_tmp, g->sort_bytes, g->keys, g->keys + MAX_HITS,
+        DDTK_CUDA(cub::DeviceRadixSort::SortPairs(g->sort_tmp, g->sort_bytes, g->keys, g->keys + MAX_HITS,
                                            g->hits, g->hits + MAX_HITS, (int)n, 0, g->key_bits),
            "sort hits");
         src = g->hits + MAX_HITS;
     }
     if (n)
-        CU(cudaMemcpy(p->hits.h, src, sizeof(ddtk_fdas_hit) * n, cudaMemcpyDeviceToHost), "hits");
+        DDTK_CUDA(cudaMemcpy(p->hits.h, src, sizeof(ddtk_fdas_hit) * n, cudaMemcpyDeviceToHost), "hits");
     p->hits.n = (int64_t)n;
     p->hits.sorted = g->key_bits != 0;
     p->times.candidates = ddtk_now() - t0;
@@ -515,7 +505,7 @@ extern "C" int ddtk_fdas_gpu_search(ddtk_fdas_plan *p, const float *x)
 {
     gpu_state *g = (gpu_state *)p->gpu;
     int rc;
-    CU(cudaSetDevice(p->cfg.gpu), "select device");
+    DDTK_CUDA(cudaSetDevice(p->cfg.gpu), "select device");
     if ((rc = whiten(p, g, x)) || (rc = search_tiles(p, g)) || (rc = fetch_hits(p, g)))
         return rc;
     p->spec_on_host = 0;
@@ -525,7 +515,7 @@ extern "C" int ddtk_fdas_gpu_search(ddtk_fdas_plan *p, const float *x)
 extern "C" int ddtk_fdas_gpu_sync_spectrum(ddtk_fdas_plan *p)
 {
     gpu_state *g = (gpu_state *)p->gpu;
-    CU(cudaMemcpy(p->spec, g->spec, sizeof(cufftComplex) * p->nbins, cudaMemcpyDeviceToHost),
+    DDTK_CUDA(cudaMemcpy(p->spec, g->spec, sizeof(cufftComplex) * p->nbins, cudaMemcpyDeviceToHost),
        "spectrum");
     return DDTK_OK;
 }
@@ -536,13 +526,13 @@ static int plane_band(ddtk_fdas_plan *p, gpu_state *g, int zi0, int zi1, int64_t
 {
     int64_t q0 = p->res == 1 ? p0 & ~(int64_t)1 : p0, nq = p0 + np - q0;
     float *tmp = NULL;
-    CU(cudaMalloc(&tmp, sizeof(float) * (size_t)nq * (zi1 - zi0)), "alloc plane band");
+    DDTK_CUDA(cudaMalloc(&tmp, sizeof(float) * (size_t)nq * (zi1 - zi0)), "alloc plane band");
     int rc = corr_region(p, g, q0, nq, zi0, zi1, tmp, nq);
     cudaError_t e = rc ? cudaSuccess
                        : cudaMemcpy2D(out, sizeof(float) * np, tmp + (p0 - q0), sizeof(float) * nq,
                                       sizeof(float) * np, zi1 - zi0, cudaMemcpyDeviceToHost);
     cudaFree(tmp);
-    CU(e, "plane band");
+    DDTK_CUDA(e, "plane band");
     return rc;
 }
 
@@ -552,7 +542,7 @@ extern "C" int ddtk_fdas_gpu_plane(ddtk_fdas_plan *p, int zi0, int zi1, int64_t 
     gpu_state *g = (gpu_state *)p->gpu;
     if (g->tile)
         return plane_band(p, g, zi0, zi1, p0, np, out);
-    CU(cudaMemcpy2D(out, sizeof(float) * np, g->plane + (size_t)zi0 * p->plane_len + p0,
+    DDTK_CUDA(cudaMemcpy2D(out, sizeof(float) * np, g->plane + (size_t)zi0 * p->plane_len + p0,
                     sizeof(float) * p->plane_len, sizeof(float) * np, zi1 - zi0,
                     cudaMemcpyDeviceToHost), "plane");
     return DDTK_OK;

@@ -1,0 +1,21 @@
+/*
+ * check.cuh - the one CUDA error check of the library: a failed runtime call
+ * records DDTK_ESYS "GPU N: what: CUDA's message" (N the current device) and
+ * returns that code from the calling function.
+ */
+#ifndef DDTK_CUDA_CHECK_CUH
+#define DDTK_CUDA_CHECK_CUH
+
+#include <cuda_runtime.h>
+
+/* Record the failure of `what` (device.cu); returns DDTK_ESYS. */
+int ddtk_cuda_fail(const char *what, cudaError_t err);
+
+#define DDTK_CUDA(call, what)                                                    \
+    do {                                                                         \
+        cudaError_t e_ = (call);                                                 \
+        if (e_ != cudaSuccess)                                                   \
+            return ddtk_cuda_fail((what), e_);                                   \
+    } while (0)
+
+#endif
