@@ -220,11 +220,11 @@ static char *prefix_from(const char *input)
 
 static int read_plan(ddtk_ddargs *a)
 {
-    ddtk_plan plan = { 0 };
-    int rc = ddtk_plan_read(&plan, a->plan_file);
+    ddtk_dmplan plan = { 0 };
+    int rc = ddtk_dmplan_read(&plan, a->plan_file);
     if (!rc)
-        rc = ddtk_plan_expand(&plan, &a->dms, &a->downsamp);
-    ddtk_plan_free(&plan);
+        rc = ddtk_dmplan_expand(&plan, &a->dms, &a->downsamp);
+    ddtk_dmplan_free(&plan);
     return rc;
 }
 

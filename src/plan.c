@@ -77,17 +77,17 @@ int ddtk_scrunch_factor(const ddtk_obs *o, double dm)
 
 /* ---- plans ---------------------------------------------------------------- */
 
-void ddtk_plan_free(ddtk_plan *p)
+void ddtk_dmplan_free(ddtk_dmplan *p)
 {
     free(p->row);
     memset(p, 0, sizeof *p);
 }
 
-int ddtk_plan_push(ddtk_plan *p, const ddtk_plan_row *r)
+int ddtk_dmplan_push(ddtk_dmplan *p, const ddtk_dmplan_row *r)
 {
     if (p->n == p->cap) {
         int cap = p->cap ? 2 * p->cap : 16;
-        ddtk_plan_row *row = realloc(p->row, (size_t)cap * sizeof *row);
+        ddtk_dmplan_row *row = realloc(p->row, (size_t)cap * sizeof *row);
         if (!row)
             return ddtk_fail(DDTK_ESYS, "out of memory for the DM plan");
         p->row = row;
@@ -97,7 +97,7 @@ int ddtk_plan_push(ddtk_plan *p, const ddtk_plan_row *r)
     return DDTK_OK;
 }
 
-int ddtk_plan_ndm(const ddtk_plan *p)
+int ddtk_dmplan_ndm(const ddtk_dmplan *p)
 {
     int n = 0;
     for (int i = 0; i < p->n; i++)
@@ -105,22 +105,22 @@ int ddtk_plan_ndm(const ddtk_plan *p)
     return n;
 }
 
-int ddtk_plan_from_list(ddtk_plan *p, const double *dm, const int *ds, int n)
+int ddtk_dmplan_from_list(ddtk_dmplan *p, const double *dm, const int *ds, int n)
 {
     for (int i = 0; i < n; i++) {
         double step = i + 1 < n ? dm[i + 1] - dm[i] : i > 0 ? dm[i] - dm[i - 1] : 1.0;
-        ddtk_plan_row r = { .dm_lo = dm[i], .dm_hi = dm[i] + step, .dm_step = step,
+        ddtk_dmplan_row r = { .dm_lo = dm[i], .dm_hi = dm[i] + step, .dm_step = step,
                             .downsamp = ds ? ds[i] : 1, .ndm = 1 };
-        int rc = ddtk_plan_push(p, &r);
+        int rc = ddtk_dmplan_push(p, &r);
         if (rc)
             return rc;
     }
     return DDTK_OK;
 }
 
-int ddtk_plan_expand(const ddtk_plan *p, ddtk_dmlist *dms, int **ds)
+int ddtk_dmplan_expand(const ddtk_dmplan *p, ddtk_dmlist *dms, int **ds)
 {
-    int n = ddtk_plan_ndm(p), k = 0, rc = DDTK_OK;
+    int n = ddtk_dmplan_ndm(p), k = 0, rc = DDTK_OK;
     *ds = ddtk_malloc((size_t)(n > 0 ? n : 1) * sizeof **ds, "scrunch factors");
     if (!*ds)
         return DDTK_ESYS;
@@ -168,10 +168,10 @@ static int dms_per_sub(const ddtk_obs *o, double step, int downsamp, int nsub)
     return n;
 }
 
-static int ranges_row(ddtk_plan *p, const ddtk_obs *o, double lo, double hi,
+static int ranges_row(ddtk_dmplan *p, const ddtk_obs *o, double lo, double hi,
                       double step, int downsamp, int nsub)
 {
-    ddtk_plan_row r = { .dm_lo = lo, .dm_step = step, .downsamp = downsamp };
+    ddtk_dmplan_row r = { .dm_lo = lo, .dm_step = step, .downsamp = downsamp };
     double sub = 0.0;
     if (nsub) {
         r.dms_per_sub = dms_per_sub(o, step, downsamp, nsub);
@@ -189,7 +189,7 @@ static int ranges_row(ddtk_plan *p, const ddtk_obs *o, double lo, double hi,
         return ddtk_fail(DDTK_EUSAGE, "DM range %g..%g needs over 10^7 DMs", lo, hi);
     r.ndm = (int)n;
     r.dm_hi = lo + r.ndm * step;
-    return ddtk_plan_push(p, &r);
+    return ddtk_dmplan_push(p, &r);
 }
 
 /* Initial downsampling: where the least channel smearing (or the step
@@ -207,7 +207,7 @@ static int first_downsamp(const ddtk_obs *o, double lo)
     return ds;
 }
 
-int ddtk_plan_ranges(ddtk_plan *p, const ddtk_obs *o, double lo, double hi, int nsub)
+int ddtk_dmplan_ranges(ddtk_dmplan *p, const ddtk_obs *o, double lo, double hi, int nsub)
 {
     if (!isfinite(lo) || !isfinite(hi) || lo < 0 || !(hi > lo))
         return ddtk_fail(DDTK_EUSAGE, "DM range %g..%g: need 0 <= dm-min < dm-max", lo, hi);
@@ -230,7 +230,7 @@ int ddtk_plan_ranges(ddtk_plan *p, const ddtk_obs *o, double lo, double hi, int 
 
 /* ---- smearing and cost ------------------------------------------------------ */
 
-void ddtk_smear_row(const ddtk_obs *o, const ddtk_plan_row *r, double width,
+void ddtk_smear_row(const ddtk_obs *o, const ddtk_dmplan_row *r, double width,
                     int chans_per_sub, ddtk_smear *s)
 {
     double dm = r->dm_lo + (r->ndm - 1) * r->dm_step;
@@ -274,7 +274,7 @@ static void cost_run(ddtk_cost *c, double nout, int ndm, int per_sub, int nchans
  * N log2 N per pass of N = nchans padded to a power of two, one pass per N DMs.
  * Consecutive rows at one resolution are one run (a tol plan has a row per DM).
  */
-void ddtk_plan_cost(const ddtk_obs *o, const ddtk_plan *p, int64_t nsamples,
+void ddtk_dmplan_cost(const ddtk_obs *o, const ddtk_dmplan *p, int64_t nsamples,
                     int chans_per_sub, ddtk_cost *c)
 {
     int n2 = pow2_at_least(o->nchans), log2n = 1;
@@ -283,7 +283,7 @@ void ddtk_plan_cost(const ddtk_obs *o, const ddtk_plan *p, int64_t nsamples,
         log2n++;
     memset(c, 0, sizeof *c);
     for (int i = 0; i < p->n;) {
-        const ddtk_plan_row *r = &p->row[i];
+        const ddtk_dmplan_row *r = &p->row[i];
         int ndm = 0;
         for (; i < p->n && p->row[i].downsamp == r->downsamp
                && p->row[i].dms_per_sub == r->dms_per_sub; i++)
@@ -300,7 +300,7 @@ static int is_pow2(int n)
     return n >= 1 && (n & (n - 1)) == 0;
 }
 
-static int check_row(const ddtk_plan_row *r, const char *name, int line)
+static int check_row(const ddtk_dmplan_row *r, const char *name, int line)
 {
     if (!isfinite(r->dm_lo) || r->dm_lo < 0)
         return ddtk_fail(DDTK_EDATA, "%s: row %d: dm_lo %g must be a finite DM >= 0", name, line,
@@ -319,7 +319,7 @@ static int check_row(const ddtk_plan_row *r, const char *name, int line)
     return DDTK_OK;
 }
 
-int ddtk_plan_validate(const ddtk_plan *p, const char *name)
+int ddtk_dmplan_validate(const ddtk_dmplan *p, const char *name)
 {
     if (p->n == 0)
         return ddtk_fail(DDTK_EDATA, "%s: the plan has no rows", name);
@@ -334,13 +334,13 @@ int ddtk_plan_validate(const ddtk_plan *p, const char *name)
             return ddtk_fail(DDTK_EDATA, "%s: row %d: %s between dm_hi %g of row %d and dm_lo %g",
                              name, i + 1, lo > prev ? "gap" : "overlap", prev, i, lo);
     }
-    if ((double)ddtk_plan_ndm(p) > 1e7)
+    if ((double)ddtk_dmplan_ndm(p) > 1e7)
         return ddtk_fail(DDTK_EDATA, "%s: over 10^7 DMs", name);
     return DDTK_OK;
 }
 
 /* A data line: five tab- or space-separated fields. */
-static int parse_row(char *line, ddtk_plan_row *r)
+static int parse_row(char *line, ddtk_dmplan_row *r)
 {
     char *end, *s = line;
     double v[5];
@@ -354,7 +354,7 @@ static int parse_row(char *line, ddtk_plan_row *r)
     if (s[strspn(s, " \t\r\n")] != '\0' || v[3] != floor(v[3]) || v[4] != floor(v[4])
         || fabs(v[3]) > 1e9 || fabs(v[4]) > 1e9)
         return -1;
-    *r = (ddtk_plan_row){ .dm_lo = v[0], .dm_hi = v[1], .dm_step = v[2],
+    *r = (ddtk_dmplan_row){ .dm_lo = v[0], .dm_hi = v[1], .dm_step = v[2],
                           .downsamp = (int)v[3], .ndm = (int)v[4] };
     return 0;
 }
@@ -368,7 +368,7 @@ static int header_line(const char *line)
         && strcmp(words[4], "ndm") == 0;
 }
 
-static int read_lines(ddtk_plan *p, FILE *fp, const char *path)
+static int read_lines(ddtk_dmplan *p, FILE *fp, const char *path)
 {
     char line[512];
     int lineno = 0, seen_header = 0;
@@ -377,7 +377,7 @@ static int read_lines(ddtk_plan *p, FILE *fp, const char *path)
         const char *s = line + strspn(line, " \t");
         if (*s == '#' || *s == '\n' || *s == '\r' || *s == '\0')
             continue;
-        ddtk_plan_row r;
+        ddtk_dmplan_row r;
         if (!seen_header) {
             if (!header_line(s))
                 return ddtk_fail(DDTK_EDATA, "%s: line %d: expected the header row '%s'",
@@ -386,7 +386,7 @@ static int read_lines(ddtk_plan *p, FILE *fp, const char *path)
         } else if (parse_row(line, &r))
             return ddtk_fail(DDTK_EDATA, "%s: line %d: expected five numbers "
                              "(dm_lo dm_hi dm_step downsamp ndm)", path, lineno);
-        else if (ddtk_plan_push(p, &r))
+        else if (ddtk_dmplan_push(p, &r))
             return DDTK_ESYS;
     }
     if (ferror(fp))
@@ -394,17 +394,17 @@ static int read_lines(ddtk_plan *p, FILE *fp, const char *path)
     return DDTK_OK;
 }
 
-int ddtk_plan_read(ddtk_plan *p, const char *path)
+int ddtk_dmplan_read(ddtk_dmplan *p, const char *path)
 {
     FILE *fp = fopen(path, "r");
     if (!fp)
         return ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", path, strerror(errno));
     int rc = read_lines(p, fp, path);
     fclose(fp);
-    return rc ? rc : ddtk_plan_validate(p, path);
+    return rc ? rc : ddtk_dmplan_validate(p, path);
 }
 
-int ddtk_plan_write(const ddtk_plan *p, const char *path, int force)
+int ddtk_dmplan_write(const ddtk_dmplan *p, const char *path, int force)
 {
     struct stat st;
     char *tmp;
@@ -415,7 +415,7 @@ int ddtk_plan_write(const ddtk_plan *p, const char *path, int force)
         return DDTK_ESYS;
     fprintf(fp, "%s\n", plan_columns);
     for (int i = 0; i < p->n; i++) {
-        const ddtk_plan_row *r = &p->row[i];
+        const ddtk_dmplan_row *r = &p->row[i];
         fprintf(fp, "%.10g\t%.10g\t%.10g\t%d\t%d\n", r->dm_lo, r->dm_hi, r->dm_step,
                 r->downsamp, r->ndm);
     }

@@ -24,19 +24,19 @@ int ddtk_obs_from_header(ddtk_obs *o, const ddtk_header *h, int64_t nsamples, do
 
 /* DMs dm_lo + i*dm_step, i < ndm, dedispersed at downsamp times tsamp;
  * dm_hi = dm_lo + ndm*dm_step is where the next row starts. */
-typedef struct ddtk_plan_row {
+typedef struct ddtk_dmplan_row {
     double dm_lo, dm_hi, dm_step;
     int downsamp, ndm;
     int dms_per_sub;              /* DDplan's DMs per sub-band DM; 0: not planned */
-} ddtk_plan_row;
+} ddtk_dmplan_row;
 
-typedef struct ddtk_plan {
-    ddtk_plan_row *row;
+typedef struct ddtk_dmplan {
+    ddtk_dmplan_row *row;
     int n, cap;
-} ddtk_plan;
+} ddtk_dmplan;
 
-void ddtk_plan_free(ddtk_plan *p);
-int ddtk_plan_push(ddtk_plan *p, const ddtk_plan_row *r);
+void ddtk_dmplan_free(ddtk_dmplan *p);
+int ddtk_dmplan_push(ddtk_dmplan *p, const ddtk_dmplan_row *r);
 
 /* DM where the dispersion sweep across one channel (at the band centre)
  * equals one sample: Barsdell's "diagonal". */
@@ -45,18 +45,18 @@ double ddtk_diagonal_dm(const ddtk_obs *o);
 int ddtk_scrunch_factor(const ddtk_obs *o, double dm);
 
 /* PRESTO DDplan.py's plan for lo..hi with nsub sub-bands (0: none). */
-int ddtk_plan_ranges(ddtk_plan *p, const ddtk_obs *o, double lo, double hi, int nsub);
+int ddtk_dmplan_ranges(ddtk_dmplan *p, const ddtk_obs *o, double lo, double hi, int nsub);
 /* One row per DM of a list; ds (NULL: all 1) gives each DM's scrunch factor. */
-int ddtk_plan_from_list(ddtk_plan *p, const double *dm, const int *ds, int n);
+int ddtk_dmplan_from_list(ddtk_dmplan *p, const double *dm, const int *ds, int n);
 /* The DM list and the per-DM scrunch factors (*ds malloc'd) of a plan. */
-int ddtk_plan_expand(const ddtk_plan *p, ddtk_dmlist *dms, int **ds);
-int ddtk_plan_ndm(const ddtk_plan *p);
+int ddtk_dmplan_expand(const ddtk_dmplan *p, ddtk_dmlist *dms, int **ds);
+int ddtk_dmplan_ndm(const ddtk_dmplan *p);
 
 /* --plan files: TSV, header row "dm_lo dm_hi dm_step downsamp ndm", '#' comments. */
-int ddtk_plan_read(ddtk_plan *p, const char *path);
-int ddtk_plan_write(const ddtk_plan *p, const char *path, int force);
+int ddtk_dmplan_read(ddtk_dmplan *p, const char *path);
+int ddtk_dmplan_write(const ddtk_dmplan *p, const char *path, int force);
 /* Rows must be ascending and contiguous, with sane values; name is for messages. */
-int ddtk_plan_validate(const ddtk_plan *p, const char *name);
+int ddtk_dmplan_validate(const ddtk_dmplan *p, const char *name);
 
 /* Smearing (seconds) of one row at its largest DM, for a pulse of intrinsic
  * width `width`, with sub-bands of chans_per_sub channels. */
@@ -66,7 +66,7 @@ typedef struct ddtk_smear {
     double direct, subband, piecewise;/* totals in quadrature */
 } ddtk_smear;
 
-void ddtk_smear_row(const ddtk_obs *o, const ddtk_plan_row *r, double width,
+void ddtk_smear_row(const ddtk_obs *o, const ddtk_dmplan_row *r, double width,
                     int chans_per_sub, ddtk_smear *s);
 
 /* Work of a plan over nsamples input samples: sample-adds per algorithm and
@@ -75,7 +75,7 @@ typedef struct ddtk_cost {
     double direct, subband, tree, out_bytes;
 } ddtk_cost;
 
-void ddtk_plan_cost(const ddtk_obs *o, const ddtk_plan *p, int64_t nsamples,
+void ddtk_dmplan_cost(const ddtk_obs *o, const ddtk_dmplan *p, int64_t nsamples,
                     int chans_per_sub, ddtk_cost *c);
 
 #endif

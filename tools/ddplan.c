@@ -146,10 +146,10 @@ static int setup(const args *a, ddtk_obs *o)
     return rc;
 }
 
-static int make_plan(const args *a, const ddtk_obs *o, ddtk_plan *p)
+static int make_plan(const args *a, const ddtk_obs *o, ddtk_dmplan *p)
 {
     if (a->ranges)
-        return ddtk_plan_ranges(p, o, a->dm_min, a->dm_max, a->nsub);
+        return ddtk_dmplan_ranges(p, o, a->dm_min, a->dm_max, a->nsub);
     ddtk_dmlist l = { 0 };
     int rc = ddtk_dmlist_tol(&l, a->dm_min, a->dm_max, o->tsamp, a->width, a->tol, o->fctr,
                              o->chan_bw, o->nchans);
@@ -159,7 +159,7 @@ static int make_plan(const args *a, const ddtk_obs *o, ddtk_plan *p)
     for (int i = 0; !rc && i < l.n; i++)
         ds[i] = a->scrunch ? ddtk_scrunch_factor(o, l.dm[i]) : 1;
     if (!rc)
-        rc = ddtk_plan_from_list(p, l.dm, ds, l.n);
+        rc = ddtk_dmplan_from_list(p, l.dm, ds, l.n);
     free(ds);
     ddtk_dmlist_free(&l);
     return rc;
@@ -171,17 +171,17 @@ static int make_plan(const args *a, const ddtk_obs *o, ddtk_plan *p)
 typedef struct line {
     double lo, hi, max_step;
     int downsamp, ndm, rows;
-    ddtk_plan_row probe;
+    ddtk_dmplan_row probe;
 } line;
 
-static int next_line(const ddtk_plan *p, int i, line *l)
+static int next_line(const ddtk_dmplan *p, int i, line *l)
 {
-    const ddtk_plan_row *r = &p->row[i];
+    const ddtk_dmplan_row *r = &p->row[i];
     *l = (line){ .lo = r->dm_lo, .hi = r->dm_hi, .max_step = r->dm_step,
                  .downsamp = r->downsamp, .ndm = r->ndm, .rows = 1, .probe = *r };
     while (r->ndm == 1 && i + l->rows < p->n && p->row[i + l->rows].ndm == 1
            && p->row[i + l->rows].downsamp == l->downsamp) {
-        const ddtk_plan_row *q = &p->row[i + l->rows++];
+        const ddtk_dmplan_row *q = &p->row[i + l->rows++];
         l->hi = q->dm_hi;
         l->max_step = fmax(l->max_step, q->dm_step);
         l->ndm++;
@@ -211,7 +211,7 @@ static void print_header(const args *a, const ddtk_obs *o, int chans_per_sub)
            "subband", "tree");
 }
 
-static void print_table(const args *a, const ddtk_obs *o, const ddtk_plan *p, int chans_per_sub)
+static void print_table(const args *a, const ddtk_obs *o, const ddtk_dmplan *p, int chans_per_sub)
 {
     double work = 0;
     for (int i = 0; i < p->n; i++)
@@ -229,20 +229,20 @@ static void print_table(const args *a, const ddtk_obs *o, const ddtk_plan *p, in
     }
 }
 
-static void print_cost(const ddtk_obs *o, const ddtk_plan *p, int nbits, int chans_per_sub)
+static void print_cost(const ddtk_obs *o, const ddtk_dmplan *p, int nbits, int chans_per_sub)
 {
     int64_t n = o->nsamples > 0 ? o->nsamples : (int64_t)llround(1.0 / o->tsamp);
     ddtk_cost c;
-    ddtk_plan_cost(o, p, n, chans_per_sub, &c);
+    ddtk_dmplan_cost(o, p, n, chans_per_sub, &c);
     double tobs = n * o->tsamp;
-    printf("# total: %d DMs; cost for %lld samples (%.6g s):\n", ddtk_plan_ndm(p), (long long)n, tobs);
+    printf("# total: %d DMs; cost for %lld samples (%.6g s):\n", ddtk_dmplan_ndm(p), (long long)n, tobs);
     printf("#   sample-adds: direct %.4g, sub-band %.4g, tree %.4g (%.4g, %.4g, %.4g per s of data)\n",
            c.direct, c.subband, c.tree, c.direct / tobs, c.subband / tobs, c.tree / tobs);
     printf("#   output %.4g bytes (%.4g MB/s of data); input %.4g MB/s at %d bits\n", c.out_bytes,
            c.out_bytes / tobs / 1e6, o->nchans * (double)nbits / 8 / o->tsamp / 1e6, nbits);
 }
 
-static void print_dms(const ddtk_plan *p)
+static void print_dms(const ddtk_dmplan *p)
 {
     for (int i = 0; i < p->n; i++)
         for (int j = 0; j < p->row[i].ndm; j++)
@@ -250,7 +250,7 @@ static void print_dms(const ddtk_plan *p)
                    p->row[i].downsamp);
 }
 
-static int write_dm_list(const ddtk_plan *p, const char *path, int force)
+static int write_dm_list(const ddtk_dmplan *p, const char *path, int force)
 {
     if (access(path, F_OK) == 0 && !force)
         return ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", path);
@@ -267,7 +267,7 @@ static int write_dm_list(const ddtk_plan *p, const char *path, int force)
 static int run(args *a)
 {
     ddtk_obs o;
-    ddtk_plan p = { 0 };
+    ddtk_dmplan p = { 0 };
     int rc = check(a);
     if (!rc)
         rc = setup(a, &o);
@@ -292,9 +292,9 @@ static int run(args *a)
     }
     if (!rc && a->dm_list)
         rc = write_dm_list(&p, a->dm_list, a->force);
-    if (!rc && a->plan && (rc = ddtk_plan_write(&p, a->plan, a->force)) && a->dm_list)
+    if (!rc && a->plan && (rc = ddtk_dmplan_write(&p, a->plan, a->force)) && a->dm_list)
         unlink(a->dm_list);
-    ddtk_plan_free(&p);
+    ddtk_dmplan_free(&p);
     return rc;
 }
 

@@ -30,12 +30,12 @@ static void presto_ranges(void)
     static const double step[] = { 0.1, 0.2, 0.3, 0.5 }, brk[] = { 202.8, 358.8, 592.8 };
     static const int ds[] = { 1, 2, 4, 8 };
     ddtk_obs o;
-    ddtk_plan p = { 0 };
+    ddtk_dmplan p = { 0 };
     /* -f 1381.8 is the band centre: fch1 = 1381.8 + 511.5 * 0.390625 */
     CHECK(!ddtk_obs_init(&o, 1024, 1381.8 + 511.5 * 0.390625, -0.390625, 64e-6, 0,
                          DDTK_KDM_DEFAULT), "obs");
     CHECK(fabs(o.fctr - 1381.8) < 1e-9 && fabs(o.bw - 400) < 1e-9, "centre/BW");
-    CHECK(!ddtk_plan_ranges(&p, &o, 0, 1000, 64), "ranges: %s", ddtk_errmsg());
+    CHECK(!ddtk_dmplan_ranges(&p, &o, 0, 1000, 64), "ranges: %s", ddtk_errmsg());
     CHECK(p.n == 4, "DDplan rows: %d, PRESTO 4", p.n);
     for (int i = 0; i < p.n && i < 4; i++) {
         CHECK(fabs(p.row[i].dm_step - step[i]) < 1e-9, "row %d step %g, PRESTO %g", i,
@@ -45,9 +45,9 @@ static void presto_ranges(void)
             CHECK(fabs(p.row[i].dm_hi - brk[i]) <= 0.05 * brk[i], "row %d ends at %g, PRESTO %g",
                   i, p.row[i].dm_hi, brk[i]);
     }
-    CHECK(!ddtk_plan_validate(&p, "ranges"), "ranges plan invalid: %s", ddtk_errmsg());
+    CHECK(!ddtk_dmplan_validate(&p, "ranges"), "ranges plan invalid: %s", ddtk_errmsg());
     CHECK(p.row[p.n - 1].dm_hi >= 1000, "last row ends at %g < 1000", p.row[p.n - 1].dm_hi);
-    ddtk_plan_free(&p);
+    ddtk_dmplan_free(&p);
 }
 
 static void scrunch_factors(void)
@@ -67,60 +67,60 @@ static void scrunch_factors(void)
 static void round_trip(void)
 {
     ddtk_obs o;
-    ddtk_plan p = { 0 }, q = { 0 };
+    ddtk_dmplan p = { 0 }, q = { 0 };
     char path[] = "/tmp/test_plan_XXXXXX";
     int fd = mkstemp(path);
     close(fd);
     ddtk_obs_init(&o, 1024, 1581.8, -0.390625, 64e-6, 0, DDTK_KDM_DEFAULT);
-    ddtk_plan_ranges(&p, &o, 0, 1000, 64);
-    CHECK(!ddtk_plan_write(&p, path, 1), "write: %s", ddtk_errmsg());
-    CHECK(!ddtk_plan_read(&q, path), "read: %s", ddtk_errmsg());
+    ddtk_dmplan_ranges(&p, &o, 0, 1000, 64);
+    CHECK(!ddtk_dmplan_write(&p, path, 1), "write: %s", ddtk_errmsg());
+    CHECK(!ddtk_dmplan_read(&q, path), "read: %s", ddtk_errmsg());
     CHECK(p.n == q.n, "rows %d -> %d", p.n, q.n);
     for (int i = 0; i < p.n && i < q.n; i++)
         CHECK(fabs(p.row[i].dm_lo - q.row[i].dm_lo) < 1e-9 && p.row[i].ndm == q.row[i].ndm
               && p.row[i].downsamp == q.row[i].downsamp, "row %d differs", i);
-    CHECK(ddtk_plan_write(&p, path, 0) == DDTK_EUSAGE, "overwrote without force");
+    CHECK(ddtk_dmplan_write(&p, path, 0) == DDTK_EUSAGE, "overwrote without force");
     unlink(path);
-    ddtk_plan_free(&p);
-    ddtk_plan_free(&q);
+    ddtk_dmplan_free(&p);
+    ddtk_dmplan_free(&q);
 }
 
 static void validation(void)
 {
-    ddtk_plan p = { 0 };
-    ddtk_plan_row a = { 0, 10, 1, 1, 10, 0 }, gap = { 11, 21, 1, 2, 10, 0 };
-    ddtk_plan_row over = { 9, 19, 1, 2, 10, 0 }, bad_ds = { 10, 20, 1, 3, 10, 0 };
-    ddtk_plan_push(&p, &a);
-    ddtk_plan_push(&p, &gap);
-    CHECK(ddtk_plan_validate(&p, "x") == DDTK_EDATA && strstr(ddtk_errmsg(), "gap"), "gap: %s",
+    ddtk_dmplan p = { 0 };
+    ddtk_dmplan_row a = { 0, 10, 1, 1, 10, 0 }, gap = { 11, 21, 1, 2, 10, 0 };
+    ddtk_dmplan_row over = { 9, 19, 1, 2, 10, 0 }, bad_ds = { 10, 20, 1, 3, 10, 0 };
+    ddtk_dmplan_push(&p, &a);
+    ddtk_dmplan_push(&p, &gap);
+    CHECK(ddtk_dmplan_validate(&p, "x") == DDTK_EDATA && strstr(ddtk_errmsg(), "gap"), "gap: %s",
           ddtk_errmsg());
     p.row[1] = over;
-    CHECK(ddtk_plan_validate(&p, "x") == DDTK_EDATA && strstr(ddtk_errmsg(), "overlap"),
+    CHECK(ddtk_dmplan_validate(&p, "x") == DDTK_EDATA && strstr(ddtk_errmsg(), "overlap"),
           "overlap: %s", ddtk_errmsg());
     p.row[1] = bad_ds;
-    CHECK(ddtk_plan_validate(&p, "x") == DDTK_EDATA, "downsamp 3 accepted");
+    CHECK(ddtk_dmplan_validate(&p, "x") == DDTK_EDATA, "downsamp 3 accepted");
     p.row[1].downsamp = 2;
     p.row[1].dm_hi = 25;
-    CHECK(ddtk_plan_validate(&p, "x") == DDTK_EDATA, "dm_hi != lo + n*step accepted");
+    CHECK(ddtk_dmplan_validate(&p, "x") == DDTK_EDATA, "dm_hi != lo + n*step accepted");
     p.row[1].dm_hi = 20;
-    CHECK(!ddtk_plan_validate(&p, "x"), "good plan rejected: %s", ddtk_errmsg());
-    ddtk_plan_free(&p);
+    CHECK(!ddtk_dmplan_validate(&p, "x"), "good plan rejected: %s", ddtk_errmsg());
+    ddtk_dmplan_free(&p);
 }
 
 static void cost_model(void)
 {
     ddtk_obs o;
-    ddtk_plan p = { 0 };
+    ddtk_dmplan p = { 0 };
     ddtk_cost c;
-    ddtk_plan_row r = { 0, 100, 1, 1, 100, 0 }, s = { 100, 200, 1, 4, 100, 0 };
+    ddtk_dmplan_row r = { 0, 100, 1, 1, 100, 0 }, s = { 100, 200, 1, 4, 100, 0 };
     ddtk_obs_init(&o, 1024, 1581.8, -0.390625, 64e-6, 0, DDTK_KDM_DEFAULT);
-    ddtk_plan_push(&p, &r);
-    ddtk_plan_push(&p, &s);
-    ddtk_plan_cost(&o, &p, 1000, 32, &c);
+    ddtk_dmplan_push(&p, &r);
+    ddtk_dmplan_push(&p, &s);
+    ddtk_dmplan_cost(&o, &p, 1000, 32, &c);
     CHECK(fabs(c.direct - 1024.0 * (100 * 1000 + 100 * 250)) < 1, "direct adds %g", c.direct);
     CHECK(fabs(c.out_bytes - 4.0 * (100 * 1000 + 100 * 250)) < 1, "output bytes %g", c.out_bytes);
     CHECK(c.subband < c.direct && c.tree < c.direct, "sub-band %g, tree %g", c.subband, c.tree);
-    ddtk_plan_free(&p);
+    ddtk_dmplan_free(&p);
 }
 
 int main(void)
