@@ -13,11 +13,17 @@
  */
 #include "ddtk.h"
 
-/* Measured on 2 cores (htru, 1196 DMs): 64 DMs per block reuse each cached
- * input row often enough that two threads scale 1.9x instead of 1.2x with 16. */
+/* Defaults (ddtk_cpu_config): measured on 2 cores (htru, 1196 DMs), 64 DMs per
+ * block reuse each cached input row often enough that two threads scale 1.9x
+ * instead of 1.2x with 16. */
 #define TIME_TILE 1024          /* output samples per tile: 4 KiB per DM row */
 #define DM_BLOCK 64             /* DMs sharing a channel block while it is cached */
 #define CHAN_BLOCK 32           /* channels per block, a multiple of 4 */
+
+static int or_default(int v, int dflt)
+{
+    return v > 0 ? v : dflt;
+}
 
 static void add_channels(float *restrict o, const float *in, size_t istride,
                          const int32_t *delay, int c0, int c1, int64_t t0, int64_t tn)
@@ -39,22 +45,26 @@ static void add_channels(float *restrict o, const float *in, size_t istride,
 }
 
 void ddtk_direct_cpu(const float *in, size_t istride, int nchan, int64_t nout,
-                     const int32_t *delay, int ndm, float *out, size_t ostride)
+                     const int32_t *delay, int ndm, float *out, size_t ostride,
+                     const ddtk_cpu_config *cfg)
 {
-    const int64_t ntiles = (nout + TIME_TILE - 1) / TIME_TILE;
-    const int nblocks = (ndm + DM_BLOCK - 1) / DM_BLOCK;
+    const int time_tile = or_default(cfg->time_tile, TIME_TILE);
+    const int dm_block = or_default(cfg->dm_block, DM_BLOCK);
+    const int chan_block = (or_default(cfg->chan_block, CHAN_BLOCK) + 3) / 4 * 4;
+    const int64_t ntiles = (nout + time_tile - 1) / time_tile;
+    const int nblocks = (ndm + dm_block - 1) / dm_block;
 
 #pragma omp parallel for collapse(2) schedule(dynamic)
     for (int blk = 0; blk < nblocks; blk++) {
         for (int64_t tile = 0; tile < ntiles; tile++) {
-            const int d0 = blk * DM_BLOCK, d1 = d0 + DM_BLOCK < ndm ? d0 + DM_BLOCK : ndm;
-            const int64_t t0 = tile * TIME_TILE;
-            const int64_t tn = t0 + TIME_TILE < nout ? TIME_TILE : nout - t0;
+            const int d0 = blk * dm_block, d1 = d0 + dm_block < ndm ? d0 + dm_block : ndm;
+            const int64_t t0 = tile * time_tile;
+            const int64_t tn = t0 + time_tile < nout ? time_tile : nout - t0;
             for (int d = d0; d < d1; d++)
                 for (int64_t t = 0; t < tn; t++)
                     out[(size_t)d * ostride + t0 + t] = 0.0f;
-            for (int c0 = 0; c0 < nchan; c0 += CHAN_BLOCK) {
-                const int c1 = c0 + CHAN_BLOCK < nchan ? c0 + CHAN_BLOCK : nchan;
+            for (int c0 = 0; c0 < nchan; c0 += chan_block) {
+                const int c1 = c0 + chan_block < nchan ? c0 + chan_block : nchan;
                 for (int d = d0; d < d1; d++)
                     add_channels(out + (size_t)d * ostride + t0, in, istride,
                                  delay + (size_t)d * nchan, c0, c1, t0, tn);

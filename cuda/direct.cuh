@@ -1,7 +1,8 @@
 /*
- * direct.cuh - the interface between the GPU pipeline (pipeline.cu) and the
- * direct-dedispersion kernels (direct_gpu.cu): how raw samples are stored on the
- * device, which kernel and tuning configuration a run uses, and the launchers.
+ * direct.cuh - the interface between the GPU streaming layer (stream.cu), the
+ * direct plug-in (direct_plugin.cu) and the kernels (direct_gpu.cu): how raw
+ * samples are stored on the device, which kernel and tuning configuration a
+ * level uses, and the launchers.
  */
 #ifndef DDTK_CUDA_DIRECT_CUH
 #define DDTK_CUDA_DIRECT_CUH
@@ -65,7 +66,7 @@ struct DirectArgs {
 
 /* Shared-memory bytes a launch with this row length needs. */
 size_t shared_bytes(KernelKind k, int config, int rowlen);
-/* Largest shared memory one block may use on the current device (opt-in). */
+/* Allow an instance at least smem bytes of shared memory on the current device (opt-in). */
 cudaError_t prepare_kernels(KernelKind k, int config, Storage s, size_t smem);
 cudaError_t launch_shared(KernelKind k, int config, Storage s, const DirectArgs &a,
                           size_t smem, cudaStream_t st);

@@ -558,10 +558,17 @@ static kernel_fn kernel_for(KernelKind k, int config, Storage s)
     return float_fns[s == ST_U16 ? 0 : 1][config];
 }
 
+/* Levels prepare their instances one by one: an instance keeps the largest
+ * shared memory any of them launches it with. */
 cudaError_t prepare_kernels(KernelKind k, int config, Storage s, size_t smem)
 {
-    return cudaFuncSetAttribute(kernel_for(k, config, s),
-                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    kernel_fn fn = kernel_for(k, config, s);
+    cudaFuncAttributes fa;
+    cudaError_t e = cudaFuncGetAttributes(&fa, (const void *)fn);
+    if (e != cudaSuccess || (size_t)fa.maxDynamicSharedSizeBytes >= smem)
+        return e;
+    return cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)smem);
 }
 
 cudaError_t launch_shared(KernelKind k, int config, Storage s, const DirectArgs &a, size_t smem,

@@ -140,12 +140,3 @@ int ddtk_parse_size(const char *s, int64_t *v)
     *v = (int64_t)(x * unit);
     return DDTK_OK;
 }
-
-void ddtk_options_init(ddtk_options *o)
-{
-    memset(o, 0, sizeof *o);
-    o->kdm = DDTK_KDM_DEFAULT;
-    o->rounding = DDTK_ROUND_NEAREST;
-    o->backend = DDTK_BACKEND_AUTO;
-    o->pol = DDTK_POL_DEFAULT;
-}

@@ -99,7 +99,7 @@ const char ddtk_ddcli_help[] =
 void ddtk_ddargs_init(ddtk_ddargs *a)
 {
     memset(a, 0, sizeof *a);
-    ddtk_options_init(&a->opt);
+    ddtk_plan_desc_init(&a->desc);
     a->tol = 1.25;
     a->pulse_width = 40.0;
     a->dm_min = a->dm_max = a->dm_step = NAN;
@@ -142,32 +142,32 @@ static int common_option(ddtk_ddargs *a, int code, const char *arg)
     case OPT_PULSE_WIDTH:
         a->tol_given = 1;
         return ddtk_opt_double("--pulse-width", arg, &a->pulse_width);
-    case OPT_KILLFILE: a->opt.killfile = arg; break;
-    case OPT_ZERODM: a->opt.zerodm = 1; break;
-    case OPT_REF_FREQ: return positive("--ref-freq", arg, &a->opt.fref);
-    case OPT_KDM: return positive("--kdm", arg, &a->opt.kdm);
-    case OPT_ROUNDING: return ddtk_opt_choice("--rounding", arg, roundings, &a->opt.rounding);
-    case OPT_GULP: return ddtk_opt_int64("--gulp", arg, 1, INT64_MAX / 2, &a->opt.gulp);
+    case OPT_KILLFILE: a->killfile = arg; break;
+    case OPT_ZERODM: a->desc.zerodm = 1; break;
+    case OPT_REF_FREQ: return positive("--ref-freq", arg, &a->desc.fref);
+    case OPT_KDM: return positive("--kdm", arg, &a->desc.kdm);
+    case OPT_ROUNDING: return ddtk_opt_choice("--rounding", arg, roundings, &a->desc.rounding);
+    case OPT_GULP: return ddtk_opt_int64("--gulp", arg, 1, INT64_MAX / 2, &a->desc.gulp);
     case OPT_MAX_MEM:
-        if (ddtk_parse_size(arg, &a->opt.max_mem))
+        if (ddtk_parse_size(arg, &a->desc.max_mem))
             return ddtk_bad_option("--max-mem", arg, "expected a size such as 512M or 4G");
         break;
-    case OPT_THREADS: return ddtk_opt_int("--threads", arg, 1, 4096, &a->opt.threads);
-    case OPT_BACKEND: return ddtk_opt_choice("--backend", arg, ddtk_backend_names, &a->opt.backend);
-    case OPT_GPU: return ddtk_opt_int("--gpu", arg, 0, 1023, &a->opt.gpu);
+    case OPT_THREADS: return ddtk_opt_int("--threads", arg, 1, 4096, &a->desc.threads);
+    case OPT_BACKEND: return ddtk_opt_choice("--backend", arg, ddtk_backend_names, &a->desc.backend);
+    case OPT_GPU: return ddtk_opt_int("--gpu", arg, 0, 1023, &a->desc.gpu);
     case OPT_LIST_GPUS: a->list_gpus = 1; break;
     case OPT_FORCE: a->out.force = 1; break;
     case OPT_DISCARD: a->out.discard = 1; break;
     case OPT_POL:
         if (strcmp(arg, "sum") == 0)
-            a->opt.pol = DDTK_POL_SUM;
+            a->desc.pol = DDTK_POL_SUM;
         else
-            return ddtk_opt_int("--pol", arg, 0, 1023, &a->opt.pol);
+            return ddtk_opt_int("--pol", arg, 0, 1023, &a->desc.pol);
         break;
-    case OPT_PAD: a->opt.pad = 1; break;
+    case OPT_PAD: a->pad = 1; break;
     case OPT_EVEN: a->out.even = 1; break;
-    case 'q': a->opt.quiet = 1; break;
-    case 'v': a->opt.verbose = 1; break;
+    case 'q': a->desc.quiet = 1; break;
+    case 'v': a->desc.verbose = 1; break;
     default: return -1;
     }
     return DDTK_OK;
@@ -238,14 +238,13 @@ static int resolve_scrunch(ddtk_ddargs *a, const ddtk_header *h)
         a->downsamp = NULL;
     }
     if (a->scrunch == 1) {
-        if ((rc = ddtk_obs_from_header(&o, h, 0, a->opt.kdm)))
+        if ((rc = ddtk_obs_from_header(&o, h, 0, a->desc.kdm)))
             return rc;
         if (!(a->downsamp = ddtk_malloc((size_t)a->dms.n * sizeof *a->downsamp, "scrunch factors")))
             return DDTK_ESYS;
         for (int i = 0; i < a->dms.n; i++)
             a->downsamp[i] = ddtk_scrunch_factor(&o, a->dms.dm[i]);
     }
-    a->opt.downsamp = a->downsamp;
     return DDTK_OK;
 }
 
@@ -286,4 +285,80 @@ int ddtk_ddargs_resolve(ddtk_ddargs *a, const ddtk_header *h)
         return ddtk_fail(DDTK_ESYS, "out of memory");
     a->out.default_prefix = a->default_prefix;
     return DDTK_OK;
+}
+
+static int load_killfile(const ddtk_ddargs *a, int nchans, uint8_t **kill)
+{
+    int nkilled;
+    *kill = NULL;
+    if (!a->killfile)
+        return DDTK_OK;
+    int rc = ddtk_killfile_read(a->killfile, nchans, kill, &nkilled);
+    if (!rc && a->desc.verbose)
+        ddtk_msg("%s: %d of %d channels killed", a->killfile, nkilled, nchans);
+    return rc;
+}
+
+/* DDTK_GPU_CONFIG=N: the variant of the kernel the input's rows use (bench/gpu). */
+static int gpu_config_from_env(ddtk_plan_desc *d)
+{
+    const char *env = getenv("DDTK_GPU_CONFIG");
+    int v;
+    if (!env || !*env)
+        return DDTK_OK;
+    if (ddtk_opt_int("DDTK_GPU_CONFIG", env, 0, 1023, &v))
+        return DDTK_EUSAGE;
+    if (d->nbits <= 8 && !d->zerodm)
+        d->gpu_config.lane_variant = v;
+    else
+        d->gpu_config.float_variant = v;
+    return DDTK_OK;
+}
+
+int ddtk_ddargs_plan(ddtk_ddargs *a, const ddtk_input *in, int algorithm, ddtk_plan **plan)
+{
+    double *freqs = NULL;
+    uint8_t *kill = NULL;
+    int rc = ddtk_ddargs_resolve(a, &in->hdr);
+    if (!rc)
+        rc = load_killfile(a, in->hdr.nchans, &kill);
+    if (!rc)
+        rc = ddtk_plan_desc_header(&a->desc, &in->hdr, &freqs);
+    if (!rc) {
+        a->desc.name = in->name;
+        a->desc.kill = kill;
+        a->desc.dms = a->dms.dm;
+        a->desc.ndm = a->dms.n;
+        a->desc.downsamp = a->downsamp;
+        a->desc.algorithm = algorithm;
+        rc = gpu_config_from_env(&a->desc);
+    }
+    if (!rc)
+        rc = ddtk_plan_create(plan, &a->desc);
+    free(freqs);
+    free(kill);
+    a->desc.freqs = NULL;
+    a->desc.kill = NULL;
+    return rc;
+}
+
+int ddtk_ddargs_run(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char *notes)
+{
+    ddtk_outset out;
+    ddtk_run_stats stats;
+    double fmin, fmax, chan_bw;
+    ddtk_plan_band(plan, &fmin, &fmax, &chan_bw);
+    ddtk_series_meta meta = {
+        .in = &in->hdr, .tsamp = in->hdr.tsamp, .fref = ddtk_plan_fref(plan), .flow = fmin,
+        .bandwidth = chan_bw * in->hdr.nchans, .chan_bw = chan_bw, .nchans = in->hdr.nchans,
+        .notes = notes, .downsamp = a->downsamp,
+    };
+    int rc = ddtk_outset_open(&out, a->dms.dm, a->dms.n, &a->out, &meta);
+    if (rc)
+        return rc;
+    rc = ddtk_plan_run(plan, in, &out, a->pad, &stats);
+    rc = rc ? (ddtk_outset_abort(&out), rc) : ddtk_outset_close(&out);
+    if (!rc && !a->desc.quiet)
+        ddtk_print_summary(&stats, ddtk_plan_algorithm(plan));
+    return rc;
 }

@@ -18,8 +18,10 @@ typedef struct ddtk_ddargs {
     int scrunch;                  /* --scrunch: -1 not given (follow the plan), 0 none, 1 auto */
     int *downsamp;                /* per DM scrunch factor, NULL for none */
     char *default_prefix;
+    const char *killfile;
+    int pad;
     ddtk_outspec out;
-    ddtk_options opt;
+    ddtk_plan_desc desc;          /* kdm, fref, rounding, resources, backend ... */
 } ddtk_ddargs;
 
 extern const char ddtk_ddcli_help[];
@@ -31,5 +33,11 @@ int ddtk_ddargs_parse(ddtk_ddargs *a, int argc, char **argv,
                       ddtk_option_handler handler, void *ctx, void (*help)(void));
 /* Build the DM list from the options and the input header; set the default prefix. */
 int ddtk_ddargs_resolve(ddtk_ddargs *a, const ddtk_header *h);
+/* Resolve the DMs and plan `algorithm` for the input (killfile, scrunch factors,
+ * DDTK_GPU_CONFIG: the GPU kernel variant of benchmark sweeps). */
+int ddtk_ddargs_plan(ddtk_ddargs *a, const ddtk_input *in, int algorithm, ddtk_plan **plan);
+/* Run a plan on the input into the outputs the options name, with .inf notes
+ * `notes`, and print the summary unless -q. */
+int ddtk_ddargs_run(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char *notes);
 
 #endif

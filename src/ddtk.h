@@ -139,6 +139,11 @@ typedef struct ddtk_channels {
  * identically. kill may be NULL; fref <= 0 selects the highest channel. */
 int ddtk_channels_init(ddtk_channels *ch, const ddtk_header *h,
                        const uint8_t *kill, double fref);
+/* The same from a frequency array (file order); chan_bw is used for one channel. */
+int ddtk_channels_from_freqs(ddtk_channels *ch, int nchans, const double *freqs,
+                             double chan_bw, const uint8_t *kill, double fref);
+/* The channel frequencies of a header, file order (*freqs malloc'd). */
+int ddtk_header_freqs(const ddtk_header *h, double **freqs);
 void ddtk_channels_free(ddtk_channels *ch);
 
 typedef struct ddtk_delays {
@@ -156,6 +161,10 @@ int ddtk_delays_init(ddtk_delays *d, const ddtk_channels *ch, double tsamp,
 void ddtk_delays_free(ddtk_delays *d);
 /* Delay in seconds of frequency f relative to fref. */
 double ddtk_delay_seconds(double dm, double f, double fref, double kdm);
+/* The largest delay (samples) of DM dm over the live channels, as a delay
+ * table at tsamp would hold it. */
+int ddtk_max_delay(const ddtk_channels *ch, double tsamp, double dm, double kdm, int rounding,
+                   int32_t *maxdelay);
 /* Round a delay in samples per the rounding mode (half away from zero / floor). */
 int32_t ddtk_round_delay(double samples, int rounding);
 
@@ -302,57 +311,113 @@ int ddtk_sim_write(const ddtk_sim *s, FILE *fp, const char *name);
 /* Default noise mean and sigma for an nbits format. */
 void ddtk_sim_levels(int nbits, int sgn, double *mean, double *sigma);
 
-/* ---- dedispersion driver (dedisperse.c) ---------------------------------- */
+/* ---- dedispersion plans (engine.c) ---------------------------------------- */
 
 enum { DDTK_BACKEND_AUTO = 0, DDTK_BACKEND_CPU = 1, DDTK_BACKEND_GPU = 2 };
 /* "auto", "cpu", "gpu" in enum order, NULL-terminated, for ddtk_opt_choice. */
 extern const char *const ddtk_backend_names[];
 
-typedef struct ddtk_options {
-    double kdm, fref;
-    int rounding;
-    int64_t gulp;                 /* spectra per gulp, 0 = automatic */
-    int64_t max_mem;              /* bytes, 0 = default */
-    int threads;
-    int backend, gpu;
-    int pol;
-    int zerodm;
-    int pad;                      /* --pad: pad to the input length with the mean */
-    int quiet, verbose;
-    const char *killfile;
-    const int *downsamp;          /* per DM: time-scrunch factor (power of two), or NULL */
-} ddtk_options;
+enum { DDTK_ALGO_DIRECT = 0 };
 
-void ddtk_options_init(ddtk_options *o);
+/* CPU direct kernel tiles (Novotny et al. Algorithm 2); 0 selects the default. */
+typedef struct ddtk_cpu_config {
+    int time_tile;                /* output samples per tile */
+    int dm_block;                 /* DMs sharing a channel block while it is cached */
+    int chan_block;               /* channels per block, a multiple of 4 */
+} ddtk_cpu_config;
+
+/* GPU direct kernel: the compiled shape (DM trials per block, samples per
+ * thread, channels per shared-memory pass) of the 16-bit-lane kernel (input of
+ * 8 bits or less) and of the float kernel; -1 selects the device's default. */
+typedef struct ddtk_gpu_config {
+    int lane_variant, float_variant;
+} ddtk_gpu_config;
+
+/*
+ * The geometry of a dedispersion problem, as dedisp and FFTW plan it: the
+ * channels, the sample time and format of the input, the DM trials, and the
+ * choices that shape the work. Arrays are copied into the plan.
+ */
+typedef struct ddtk_plan_desc {
+    const char *name;             /* the input's name, for messages; NULL: "plan" */
+    int nchans;
+    double tsamp;                 /* seconds */
+    const double *freqs;          /* centre of each channel (MHz), file order */
+    double chan_bw;               /* |channel width| (MHz); 0: from freqs (needed for 1 channel) */
+    const uint8_t *kill;          /* per channel, 1 = killed; NULL: none */
+    int nbits, nifs, signed_data; /* input samples: time-major, nifs * nchans per spectrum */
+    int pol;                      /* DDTK_POL_DEFAULT, DDTK_POL_SUM or an IF */
+    const double *dms;            /* DM trials (pc cm^-3) */
+    int ndm;
+    const int *downsamp;          /* per DM time-scrunch factor (power of two); NULL: all 1 */
+    double kdm;                   /* dispersion constant (default DDTK_KDM_DEFAULT) */
+    double fref;                  /* reference frequency (MHz); <= 0: the highest channel */
+    int rounding;                 /* DDTK_ROUND_NEAREST or DDTK_ROUND_FLOOR */
+    int zerodm;                   /* subtract each spectrum's mean over live channels */
+    int algorithm;                /* DDTK_ALGO_* */
+    int backend, gpu;             /* DDTK_BACKEND_*, GPU index */
+    int threads;                  /* CPU threads; 0: OpenMP's default */
+    int64_t gulp;                 /* spectra per gulp; 0: automatic */
+    int64_t max_mem;              /* host memory bound for the gulp buffers; 0: 2 GiB */
+    ddtk_cpu_config cpu;
+    ddtk_gpu_config gpu_config;
+    int quiet, verbose;           /* progress bar and plan reports on stderr */
+} ddtk_plan_desc;
+
+/* Defaults: SIGPROC's K, nearest rounding, direct algorithm, backend auto. */
+void ddtk_plan_desc_init(ddtk_plan_desc *d);
+/* Channels, tsamp and sample format from a SIGPROC header; *freqs (malloc'd,
+ * the caller frees it after planning) holds the channel frequencies. */
+int ddtk_plan_desc_header(ddtk_plan_desc *d, const ddtk_header *h, double **freqs);
+
+typedef struct ddtk_plan ddtk_plan;
+
+int ddtk_plan_create(ddtk_plan **plan, const ddtk_plan_desc *desc);
+void ddtk_plan_destroy(ddtk_plan *plan);
+
+int ddtk_plan_ndm(const ddtk_plan *plan);
+const double *ddtk_plan_dms(const ddtk_plan *plan);
+/* Each DM's time-scrunch factor. */
+int ddtk_plan_downsamp(const ddtk_plan *plan, int dm);
+/* Largest delay of the DM list in input samples (full resolution). */
+int32_t ddtk_plan_max_delay(const ddtk_plan *plan);
+/* Live and total channels, the reference and the band edges' channel centres. */
+int ddtk_plan_nlive(const ddtk_plan *plan);
+double ddtk_plan_fref(const ddtk_plan *plan);
+void ddtk_plan_band(const ddtk_plan *plan, double *fmin, double *fmax, double *chan_bw);
+/* "cpu" or "gpu": where the plan runs (--backend auto decides at plan time). */
+const char *ddtk_plan_backend(const ddtk_plan *plan);
+const char *ddtk_plan_algorithm(const ddtk_plan *plan);
+/* Output samples of DM `dm` for an input block of nsamps spectra (0 if none). */
+int64_t ddtk_plan_nout(const ddtk_plan *plan, int dm, int64_t nsamps);
+
+/*
+ * Dedisperse an in-memory block of nsamps spectra in the plan's format
+ * (in_nbits must be the plan's): DM d's ddtk_plan_nout(d, nsamps) samples go
+ * to out + d * out_stride as float32 (out_nbits 32). A block not longer than
+ * the maximum delay is bad data. Repeated calls are independent.
+ */
+int ddtk_plan_execute(ddtk_plan *plan, int64_t nsamps, const void *in, int in_nbits,
+                      float *out, size_t out_stride, int out_nbits);
 
 typedef struct ddtk_run_stats {
-    int64_t nin, nout;            /* input spectra, output samples per DM */
+    int64_t nin, nout;            /* input spectra, output samples per DM (finest level) */
     int ndm, nlive, nkilled;
     double wall, kernel, tobs;
     double adds;                  /* sample-adds done (scrunched DMs count their own outputs) */
     const char *backend;
 } ddtk_run_stats;
 
-/* Direct dedispersion of one input into an output set. */
-typedef struct ddtk_direct_plan ddtk_direct_plan;
-
-int ddtk_direct_plan_create(ddtk_direct_plan **plan, ddtk_input *in,
-                            const double *dms, int ndm, const ddtk_options *opt);
-const ddtk_delays *ddtk_direct_plan_delays(const ddtk_direct_plan *plan);
-const ddtk_channels *ddtk_direct_plan_channels(const ddtk_direct_plan *plan);
-/* "cpu" or "gpu": where the plan runs (--backend auto decides at plan time). */
-const char *ddtk_direct_plan_backend(const ddtk_direct_plan *plan);
-/* Stream the whole input through the plan into the outputs. */
-int ddtk_direct_plan_execute(ddtk_direct_plan *plan, ddtk_outset *out,
-                             ddtk_run_stats *stats);
-void ddtk_direct_plan_destroy(ddtk_direct_plan *plan);
-/* After a run: an input with no sample, or none past the maximum delay, is bad data. */
-int ddtk_check_run_length(const ddtk_input *in, int32_t maxdelay, int64_t total_out);
+/* Stream a whole input (in the plan's format) through the plan into an output
+ * set, in gulps of bounded memory; pad: --pad. */
+int ddtk_plan_run(ddtk_plan *plan, ddtk_input *in, ddtk_outset *out, int pad,
+                  ddtk_run_stats *stats);
 
 /* CPU kernel: out[d*ostride + t] = sum over rows c of in[c*istride + t + delay[d*nchan + c]]
  * for t in [0, nout); in must hold nout + max delay samples per row. */
 void ddtk_direct_cpu(const float *in, size_t istride, int nchan, int64_t nout,
-                     const int32_t *delay, int ndm, float *out, size_t ostride);
+                     const int32_t *delay, int ndm, float *out, size_t ostride,
+                     const ddtk_cpu_config *cfg);
 
 /* GPU availability (cuda/device.cu when built with CUDA, else gpu_none.c). */
 int ddtk_gpu_count(void);
@@ -364,18 +429,6 @@ int ddtk_gpu_usable(int index, char *name, size_t n, char *why, size_t nwhy);
  * --backend `backend` and --gpu `gpu` goes to that GPU. gpu without a usable
  * GPU is DDTK_ESYS naming the reason; auto falls back to the CPU (noted with -v). */
 int ddtk_backend_resolve(int backend, int gpu, int verbose, int *use_gpu);
-
-/* GPU direct dedispersion (cuda/pipeline.cu; in a CPU-only build create fails):
- * the backend of ddtk_direct_plan_execute when the plan runs on the GPU.
- * sc: the run's time-scrunch plan (scrunch.h), NULL if none; keep: spectra
- * kept between gulps, as the CPU driver chose them. */
-typedef struct ddtk_gpu_direct ddtk_gpu_direct;
-struct ddtk_scrunch;
-int ddtk_gpu_direct_create(ddtk_gpu_direct **g, ddtk_input *in, const ddtk_channels *ch,
-                           const ddtk_delays *dl, struct ddtk_scrunch *sc, int64_t keep,
-                           int pol, const ddtk_options *opt);
-int ddtk_gpu_direct_execute(ddtk_gpu_direct *g, ddtk_outset *out, ddtk_run_stats *stats);
-void ddtk_gpu_direct_destroy(ddtk_gpu_direct *g);
 
 /* ---- command-line plumbing (cli.c, progress.c) --------------------------- */
 

@@ -24,14 +24,14 @@ static int by_descending_freq(const void *a, const void *b)
     return x->c - y->c;
 }
 
-int ddtk_channels_init(ddtk_channels *ch, const ddtk_header *h,
-                       const uint8_t *kill, double fref)
+int ddtk_channels_from_freqs(ddtk_channels *ch, int nchans, const double *freqs,
+                             double chan_bw, const uint8_t *kill, double fref)
 {
     memset(ch, 0, sizeof *ch);
-    ch->nchans = h->nchans;
-    ch->row = ddtk_malloc((size_t)h->nchans * sizeof *ch->row, "channel map");
-    ch->freq = ddtk_malloc((size_t)h->nchans * sizeof *ch->freq, "channel table");
-    live_chan *live = ddtk_malloc((size_t)h->nchans * sizeof *live, "channel table");
+    ch->nchans = nchans;
+    ch->row = ddtk_malloc((size_t)nchans * sizeof *ch->row, "channel map");
+    ch->freq = ddtk_malloc((size_t)nchans * sizeof *ch->freq, "channel table");
+    live_chan *live = ddtk_malloc((size_t)nchans * sizeof *live, "channel table");
     if (!ch->row || !ch->freq || !live) {
         free(live);
         ddtk_channels_free(ch);
@@ -39,8 +39,8 @@ int ddtk_channels_init(ddtk_channels *ch, const ddtk_header *h,
     }
     ch->fmin = INFINITY;
     ch->fmax = -INFINITY;
-    for (int c = 0; c < h->nchans; c++) {
-        double f = ddtk_chan_freq(h, c);
+    for (int c = 0; c < nchans; c++) {
+        double f = freqs[c];
         ch->fmin = fmin(ch->fmin, f);
         ch->fmax = fmax(ch->fmax, f);
         ch->row[c] = -1;
@@ -53,7 +53,7 @@ int ddtk_channels_init(ddtk_channels *ch, const ddtk_header *h,
         ch->freq[r] = live[r].f;
     }
     free(live);
-    ch->chan_bw = h->nchans > 1 ? (ch->fmax - ch->fmin) / (h->nchans - 1) : fabs(h->foff);
+    ch->chan_bw = nchans > 1 ? (ch->fmax - ch->fmin) / (nchans - 1) : fabs(chan_bw);
     ch->fref = fref > 0 ? fref : ch->fmax;
     if (ch->fref < ch->fmax) {
         ddtk_channels_free(ch);
@@ -61,6 +61,27 @@ int ddtk_channels_init(ddtk_channels *ch, const ddtk_header *h,
                          "(%.6f MHz): delays would be negative", fref, ch->fmax);
     }
     return DDTK_OK;
+}
+
+int ddtk_header_freqs(const ddtk_header *h, double **freqs)
+{
+    *freqs = ddtk_malloc((size_t)h->nchans * sizeof **freqs, "channel frequencies");
+    if (!*freqs)
+        return DDTK_ESYS;
+    for (int c = 0; c < h->nchans; c++)
+        (*freqs)[c] = ddtk_chan_freq(h, c);
+    return DDTK_OK;
+}
+
+int ddtk_channels_init(ddtk_channels *ch, const ddtk_header *h,
+                       const uint8_t *kill, double fref)
+{
+    double *freqs;
+    int rc = ddtk_header_freqs(h, &freqs);
+    if (!rc)
+        rc = ddtk_channels_from_freqs(ch, h->nchans, freqs, h->foff, kill, fref);
+    free(freqs);
+    return rc;
 }
 
 void ddtk_channels_free(ddtk_channels *ch)
@@ -81,6 +102,22 @@ int32_t ddtk_round_delay(double samples, int rounding)
     return (int32_t)(rounding == DDTK_ROUND_FLOOR ? floor(samples) : round(samples));
 }
 
+static int delay_of(double dm, double per_dm, int rounding, int32_t *v)
+{
+    double samples = dm * per_dm;
+    *v = 0;
+    if (samples > INT32_MAX / 2)
+        return ddtk_fail(DDTK_EUSAGE, "DM %g gives a delay of %.3g samples, too large to "
+                         "dedisperse", dm, samples);
+    *v = ddtk_round_delay(samples, rounding);
+    return DDTK_OK;
+}
+
+static double per_unit_dm(const ddtk_channels *ch, int r, double tsamp, double kdm)
+{
+    return ddtk_delay_seconds(1.0, ch->freq[r], ch->fref, kdm) / tsamp;
+}
+
 int ddtk_delays_init(ddtk_delays *d, const ddtk_channels *ch, double tsamp,
                      const double *dms, int ndm, double kdm, int rounding)
 {
@@ -99,20 +136,29 @@ int ddtk_delays_init(ddtk_delays *d, const ddtk_channels *ch, double tsamp,
     }
     memcpy(d->dm, dms, (size_t)ndm * sizeof *dms);
     for (int r = 0; r < ch->nlive; r++)
-        d->per_dm[r] = ddtk_delay_seconds(1.0, ch->freq[r], ch->fref, kdm) / tsamp;
+        d->per_dm[r] = per_unit_dm(ch, r, tsamp, kdm);
     for (int i = 0; i < ndm; i++) {
         for (int r = 0; r < ch->nlive; r++) {
-            double samples = dms[i] * d->per_dm[r];
-            if (samples > INT32_MAX / 2) {
+            int32_t *v = &d->delay[(size_t)i * ch->nlive + r];
+            if (delay_of(dms[i], d->per_dm[r], rounding, v)) {
                 ddtk_delays_free(d);
-                return ddtk_fail(DDTK_EUSAGE, "DM %g gives a delay of %.3g samples, "
-                                 "too large to dedisperse", dms[i], samples);
+                return DDTK_EUSAGE;
             }
-            int32_t v = ddtk_round_delay(samples, rounding);
-            d->delay[(size_t)i * ch->nlive + r] = v;
-            if (v > d->maxdelay)
-                d->maxdelay = v;
+            d->maxdelay = *v > d->maxdelay ? *v : d->maxdelay;
         }
+    }
+    return DDTK_OK;
+}
+
+int ddtk_max_delay(const ddtk_channels *ch, double tsamp, double dm, double kdm, int rounding,
+                   int32_t *maxdelay)
+{
+    *maxdelay = 0;
+    for (int r = 0; r < ch->nlive; r++) {
+        int32_t v;
+        if (delay_of(dm, per_unit_dm(ch, r, tsamp, kdm), rounding, &v))
+            return DDTK_EUSAGE;
+        *maxdelay = v > *maxdelay ? v : *maxdelay;
     }
     return DDTK_OK;
 }

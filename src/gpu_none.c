@@ -1,8 +1,8 @@
 /*
  * gpu_none.c - the GPU entry points in a build without CUDA (make CUDA=0): no
- * devices, and the GPU backend fails with a clear message.
+ * devices, and the GPU streaming layer fails with a clear message.
  */
-#include "ddtk.h"
+#include "engine.h"
 
 int ddtk_have_cuda(void)
 {
@@ -25,26 +25,17 @@ int ddtk_gpu_usable(int index, char *name, size_t n, char *why, size_t nwhy)
     (void)index;
     if (n)
         name[0] = '\0';
-    snprintf(why, nwhy, "ddtk was built without CUDA");
+    snprintf(why, nwhy, "no usable GPU (ddtk was built without CUDA)");
     return 0;
 }
 
-int ddtk_gpu_direct_create(ddtk_gpu_direct **g, ddtk_input *in, const ddtk_channels *ch,
-                           const ddtk_delays *dl, struct ddtk_scrunch *sc, int64_t keep,
-                           int pol, const ddtk_options *opt)
+int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *w, double *kernel)
 {
-    (void)in, (void)ch, (void)dl, (void)sc, (void)keep, (void)pol, (void)opt;
-    *g = NULL;
-    return ddtk_fail(DDTK_ESYS, "--backend gpu: ddtk was built without CUDA");
+    (void)p, (void)src, (void)w, (void)kernel;
+    return ddtk_fail(DDTK_ESYS, "--backend gpu: no usable GPU (ddtk was built without CUDA)");
 }
 
-int ddtk_gpu_direct_execute(ddtk_gpu_direct *g, ddtk_outset *out, ddtk_run_stats *stats)
+void ddtk_gpu_stream_free(ddtk_gpu_stream *s)
 {
-    (void)g, (void)out, (void)stats;
-    return ddtk_fail(DDTK_ESYS, "--backend gpu: ddtk was built without CUDA");
-}
-
-void ddtk_gpu_direct_destroy(ddtk_gpu_direct *g)
-{
-    (void)g;
+    (void)s;
 }

@@ -15,20 +15,21 @@ static void help(void)
            "for each DM trial, writing one time series per DM.\n\n%s", ddtk_ddcli_help);
 }
 
-static char *run_notes(const ddtk_ddargs *a, const ddtk_channels *ch, int nkilled,
-                       const char *backend)
+static char *run_notes(const ddtk_ddargs *a, const ddtk_plan *plan, const ddtk_input *in)
 {
     char *notes = malloc(1024);
+    int nchans = in->hdr.nchans;
     if (notes)
         snprintf(notes, 1024,
                  "Dedispersed by ddtk %s dd_direct (direct algorithm, %s backend)\n"
                  "Dispersion constant %.10g s MHz^2 pc^-1 cm^3, reference frequency %.6f MHz, "
                  "delays rounded %s\n"
                  "Killed channels: %d of %d%s%s%s%s",
-                 DDTK_VERSION, backend, a->opt.kdm, ch->fref,
-                 a->opt.rounding == DDTK_ROUND_FLOOR ? "down (floor)" : "to nearest",
-                 nkilled, ch->nchans, a->opt.zerodm ? "\nZero-DM filter applied" : "",
-                 a->opt.pad ? "\nPadded to the input length with the series mean" : "",
+                 DDTK_VERSION, ddtk_plan_backend(plan), a->desc.kdm, ddtk_plan_fref(plan),
+                 a->desc.rounding == DDTK_ROUND_FLOOR ? "down (floor)" : "to nearest",
+                 nchans - ddtk_plan_nlive(plan), nchans,
+                 a->desc.zerodm ? "\nZero-DM filter applied" : "",
+                 a->pad ? "\nPadded to the input length with the series mean" : "",
                  a->out.even ? "\nTrimmed to an even length when odd (--even)" : "",
                  a->downsamp ? "\nTime scrunched: each series at its DM's downsampling "
                                "factor times the input tsamp" : "");
@@ -37,27 +38,14 @@ static char *run_notes(const ddtk_ddargs *a, const ddtk_channels *ch, int nkille
 
 static int dedisperse(ddtk_ddargs *a, ddtk_input *in)
 {
-    ddtk_direct_plan *plan;
-    ddtk_outset out;
-    ddtk_run_stats stats;
-    int rc = ddtk_ddargs_resolve(a, &in->hdr);
-    if (rc || (rc = ddtk_direct_plan_create(&plan, in, a->dms.dm, a->dms.n, &a->opt)))
+    ddtk_plan *plan;
+    int rc = ddtk_ddargs_plan(a, in, DDTK_ALGO_DIRECT, &plan);
+    if (rc)
         return rc;
-    const ddtk_channels *ch = ddtk_direct_plan_channels(plan);
-    char *notes = run_notes(a, ch, ch->nchans - ch->nlive, ddtk_direct_plan_backend(plan));
-    ddtk_series_meta meta = {
-        .in = &in->hdr, .tsamp = in->hdr.tsamp, .fref = ch->fref, .flow = ch->fmin,
-        .bandwidth = ch->chan_bw * ch->nchans, .chan_bw = ch->chan_bw, .nchans = ch->nchans,
-        .notes = notes, .downsamp = a->downsamp,
-    };
-    if (!(rc = ddtk_outset_open(&out, a->dms.dm, a->dms.n, &a->out, &meta))) {
-        rc = ddtk_direct_plan_execute(plan, &out, &stats);
-        rc = rc ? (ddtk_outset_abort(&out), rc) : ddtk_outset_close(&out);
-        if (!rc && !a->opt.quiet)
-            ddtk_print_summary(&stats, "direct");
-    }
+    char *notes = run_notes(a, plan, in);
+    rc = notes ? ddtk_ddargs_run(a, in, plan, notes) : ddtk_fail(DDTK_ESYS, "out of memory");
     free(notes);
-    ddtk_direct_plan_destroy(plan);
+    ddtk_plan_destroy(plan);
     return rc;
 }
 

@@ -1,0 +1,385 @@
+/*
+ * engine.c - dedispersion plans: from a description (arrays or a SIGPROC
+ * header) to channel tables, time-scrunch levels and one algorithm plug-in
+ * instance per level; execution on an in-memory block or a streamed input,
+ * dispatched to the CPU or GPU streaming layer.
+ *
+ * The plan is the geometry only: it holds no file. Streaming state (gulp
+ * buffers, device memory) is made by the first run and kept for the next
+ * while the gulp it needs stays the same.
+ */
+#include "engine.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static const ddtk_algo *const algorithms[] = { &ddtk_algo_direct };
+
+void ddtk_plan_desc_init(ddtk_plan_desc *d)
+{
+    memset(d, 0, sizeof *d);
+    d->nbits = 32;
+    d->nifs = 1;
+    d->pol = DDTK_POL_DEFAULT;
+    d->kdm = DDTK_KDM_DEFAULT;
+    d->rounding = DDTK_ROUND_NEAREST;
+    d->algorithm = DDTK_ALGO_DIRECT;
+    d->backend = DDTK_BACKEND_AUTO;
+    d->gpu_config.lane_variant = d->gpu_config.float_variant = -1;
+}
+
+int ddtk_plan_desc_header(ddtk_plan_desc *d, const ddtk_header *h, double **freqs)
+{
+    d->nchans = h->nchans;
+    d->tsamp = h->tsamp;
+    d->chan_bw = fabs(h->foff);
+    d->nbits = h->nbits;
+    d->nifs = h->nifs;
+    d->signed_data = h->signed_data == 1;
+    int rc = ddtk_header_freqs(h, freqs);
+    d->freqs = rc ? NULL : *freqs;
+    return rc;
+}
+
+int64_t ddtk_round_up(int64_t x, int64_t m)
+{
+    return (x + m - 1) / m * m;
+}
+
+/* ---- checking and copying the description ---------------------------------- */
+
+static const char *plan_name(const ddtk_plan_desc *d)
+{
+    return d->name ? d->name : "plan";
+}
+
+static int check_desc(const ddtk_plan_desc *d)
+{
+    const char *name = plan_name(d);
+    if (d->nchans < 1 || !d->freqs)
+        return ddtk_fail(DDTK_EUSAGE, "%s: no channels to dedisperse", name);
+    if (!(d->tsamp > 0) || !isfinite(d->tsamp))
+        return ddtk_fail(DDTK_EDATA, "%s: sample time %g is not positive", name, d->tsamp);
+    for (int c = 0; c < d->nchans; c++)
+        if (!(d->freqs[c] > 0) || !isfinite(d->freqs[c]))
+            return ddtk_fail(DDTK_EDATA, "%s: channel %d has frequency %g MHz; dedispersion "
+                             "needs positive frequencies", name, c, d->freqs[c]);
+    if (d->ndm < 1 || !d->dms)
+        return ddtk_fail(DDTK_EUSAGE, "no DMs to dedisperse");
+    for (int i = 0; i < d->ndm; i++)
+        if (!(d->dms[i] >= 0) || !isfinite(d->dms[i]))
+            return ddtk_fail(DDTK_EUSAGE, "DM %g: DMs must be finite and >= 0", d->dms[i]);
+    if (!(d->kdm > 0))
+        return ddtk_fail(DDTK_EUSAGE, "dispersion constant %g is not positive", d->kdm);
+    if (d->algorithm < 0 || d->algorithm >= (int)(sizeof algorithms / sizeof algorithms[0]))
+        return ddtk_fail(DDTK_EUSAGE, "unknown algorithm %d", d->algorithm);
+    return DDTK_OK;
+}
+
+static void *copy_of(const void *src, size_t bytes, int *rc)
+{
+    if (!src || *rc)
+        return NULL;
+    void *dst = ddtk_malloc(bytes, "plan");
+    if (!dst)
+        *rc = DDTK_ESYS;
+    else
+        memcpy(dst, src, bytes);
+    return dst;
+}
+
+static int copy_desc(ddtk_plan *p, const ddtk_plan_desc *d)
+{
+    int rc = DDTK_OK;
+    p->d = *d;
+    p->freqs = copy_of(d->freqs, (size_t)d->nchans * sizeof *d->freqs, &rc);
+    p->kill = copy_of(d->kill, (size_t)d->nchans, &rc);
+    p->dms = copy_of(d->dms, (size_t)d->ndm * sizeof *d->dms, &rc);
+    p->downsamp = copy_of(d->downsamp, (size_t)d->ndm * sizeof *d->downsamp, &rc);
+    p->d.freqs = p->freqs;
+    p->d.kill = p->kill;
+    p->d.dms = p->dms;
+    p->d.downsamp = p->downsamp;
+    p->d.name = NULL;
+    ddtk_header_init(&p->fmt);
+    p->fmt.nchans = d->nchans;
+    p->fmt.nbits = d->nbits;
+    p->fmt.nifs = d->nifs;
+    p->fmt.signed_data = (int8_t)d->signed_data;
+    p->fmt.tsamp = d->tsamp;
+    return rc;
+}
+
+/* ---- levels ------------------------------------------------------------------- */
+
+static int log2_factor(int f)
+{
+    int k = 0;
+    while (k < DDTK_MAX_LEVELS && (1 << k) < f)
+        k++;
+    return k < DDTK_MAX_LEVELS && (1 << k) == f ? k : -1;
+}
+
+/* Group the DMs by factor 2^k; level k gets its DMs and an algorithm instance. */
+static int build_levels(ddtk_plan *p)
+{
+    int top = 0, rc = DDTK_OK;
+    for (int i = 0; i < p->d.ndm; i++) {
+        int k = p->downsamp ? log2_factor(p->downsamp[i]) : 0;
+        if (k < 0)
+            return ddtk_fail(DDTK_EUSAGE, "scrunch factor %d at DM %g is not a power of two "
+                             "1..%d", p->downsamp[i], p->dms[i], 1 << (DDTK_MAX_LEVELS - 1));
+        top = k > top ? k : top;
+    }
+    p->nlevels = top + 1;
+    p->first = -1;
+    for (int k = 0; !rc && k < p->nlevels; k++) {
+        ddtk_level *lv = &p->lv[k];
+        lv->k = k;
+        lv->tsamp = p->d.tsamp * (1 << k);
+        lv->dms = ddtk_malloc((size_t)p->d.ndm * sizeof *lv->dms, "level DMs");
+        lv->index = ddtk_malloc((size_t)p->d.ndm * sizeof *lv->index, "level DMs");
+        if (!lv->dms || !lv->index)
+            return DDTK_ESYS;
+        for (int i = 0; i < p->d.ndm; i++)
+            if ((p->downsamp ? p->downsamp[i] : 1) == 1 << k) {
+                lv->dms[lv->ndm] = p->dms[i];
+                lv->index[lv->ndm++] = i;
+            }
+        if (lv->ndm) {
+            p->first = p->first < 0 ? k : p->first;
+            rc = p->algo->create(p, lv);
+        }
+    }
+    return rc;
+}
+
+/* Spectra kept between gulps: the largest delay at full resolution, and what
+ * the slowest level needs, aligned to the largest factor. */
+static int set_keep(ddtk_plan *p)
+{
+    double dm_max = 0;
+    for (int i = 0; i < p->d.ndm; i++)
+        dm_max = p->dms[i] > dm_max ? p->dms[i] : dm_max;
+    int rc = ddtk_max_delay(&p->ch, p->d.tsamp, dm_max, p->d.kdm, p->d.rounding, &p->maxdelay);
+    int64_t need = p->maxdelay;
+    for (int k = 0; k < p->nlevels; k++)
+        if (p->lv[k].ndm && (p->lv[k].overlap << k) > need)
+            need = p->lv[k].overlap << k;
+    p->align = 1 << (p->nlevels - 1);
+    p->keep = ddtk_round_up(need, p->align > 8 ? p->align : 8);
+    return rc;
+}
+
+static int plan_backend(ddtk_plan *p)
+{
+#ifdef _OPENMP
+    if (p->d.threads > 0)
+        omp_set_num_threads(p->d.threads);
+#endif
+    return ddtk_backend_resolve(p->d.backend, p->d.gpu, p->d.verbose, &p->use_gpu);
+}
+
+int ddtk_plan_create(ddtk_plan **plan, const ddtk_plan_desc *d)
+{
+    ddtk_plan *p;
+    int rc = check_desc(d);
+    *plan = NULL;
+    if (rc)
+        return rc;
+    if (!(p = ddtk_calloc(1, sizeof *p, "plan")))
+        return DDTK_ESYS;
+    p->algo = algorithms[d->algorithm];
+    if (!(rc = copy_desc(p, d)) && !(rc = plan_backend(p))
+        && !(rc = ddtk_resolve_pol(&p->fmt, d->pol, plan_name(d), &p->pol))
+        && !(rc = ddtk_channels_from_freqs(&p->ch, d->nchans, p->freqs, d->chan_bw, p->kill,
+                                           d->fref))
+        && !(rc = build_levels(p)))
+        rc = set_keep(p);
+    if (rc) {
+        ddtk_plan_destroy(p);
+        return rc;
+    }
+    *plan = p;
+    return DDTK_OK;
+}
+
+void ddtk_plan_destroy(ddtk_plan *p)
+{
+    if (!p)
+        return;
+    ddtk_cpu_stream_free(p->cpu);
+    ddtk_gpu_stream_free(p->gpu);
+    for (int k = 0; k < p->nlevels; k++) {
+        if (p->lv[k].ndm)
+            p->algo->destroy(&p->lv[k]);
+        free(p->lv[k].dms);
+        free(p->lv[k].index);
+    }
+    ddtk_channels_free(&p->ch);
+    free(p->freqs);
+    free(p->kill);
+    free(p->dms);
+    free(p->downsamp);
+    free(p);
+}
+
+/* ---- what a plan produces ------------------------------------------------------ */
+
+int ddtk_plan_ndm(const ddtk_plan *p)
+{
+    return p->d.ndm;
+}
+
+const double *ddtk_plan_dms(const ddtk_plan *p)
+{
+    return p->dms;
+}
+
+int ddtk_plan_downsamp(const ddtk_plan *p, int dm)
+{
+    return p->downsamp ? p->downsamp[dm] : 1;
+}
+
+int32_t ddtk_plan_max_delay(const ddtk_plan *p)
+{
+    return p->maxdelay;
+}
+
+int ddtk_plan_nlive(const ddtk_plan *p)
+{
+    return p->ch.nlive;
+}
+
+double ddtk_plan_fref(const ddtk_plan *p)
+{
+    return p->ch.fref;
+}
+
+void ddtk_plan_band(const ddtk_plan *p, double *fmin, double *fmax, double *chan_bw)
+{
+    *fmin = p->ch.fmin;
+    *fmax = p->ch.fmax;
+    *chan_bw = p->ch.chan_bw;
+}
+
+const char *ddtk_plan_backend(const ddtk_plan *p)
+{
+    return p->use_gpu ? "gpu" : "cpu";
+}
+
+const char *ddtk_plan_algorithm(const ddtk_plan *p)
+{
+    return p->algo->name;
+}
+
+static int level_of(const ddtk_plan *p, int dm)
+{
+    return p->downsamp ? log2_factor(p->downsamp[dm]) : 0;
+}
+
+int64_t ddtk_plan_nout(const ddtk_plan *p, int dm, int64_t nsamps)
+{
+    int k = level_of(p, dm);
+    int64_t n = (nsamps >> k) - p->lv[k].overlap;
+    return n > 0 ? n : 0;
+}
+
+int64_t ddtk_level_nout(const ddtk_plan *p, int k, int64_t step, int64_t fill, int last)
+{
+    int64_t n = last ? (fill >> k) - p->lv[k].overlap : step >> k;
+    return n > 0 ? n : 0;
+}
+
+int64_t ddtk_plan_raw_bytes(const ddtk_plan *p, int64_t n)
+{
+    int64_t bits = (int64_t)p->fmt.nchans * p->fmt.nifs * p->fmt.nbits;
+    return (n * bits + 7) / 8;
+}
+
+int ddtk_choose_step(const ddtk_plan *p, const ddtk_source *src, int64_t preferred,
+                     int64_t most, int (*fits)(const ddtk_plan *, int64_t, void *), void *ctx,
+                     int64_t *step)
+{
+    int64_t s = p->d.gulp > 0 ? ddtk_round_up(p->d.gulp, 8)
+                              : ddtk_round_up(preferred > p->keep ? preferred : p->keep, 8);
+    if (src->nsamples >= 0 && s > ddtk_round_up(src->nsamples, 8))
+        s = ddtk_round_up(src->nsamples > 8 ? src->nsamples : 8, 8);
+    s = s < most ? s : most;
+    while (p->d.gulp <= 0 && s > 8 && !fits(p, s, ctx))
+        s = ddtk_round_up(s / 2, 8);
+    *step = s;
+    return fits(p, s, ctx);
+}
+
+/* ---- running ------------------------------------------------------------------------ */
+
+/* A source known to be too short is refused before anything is read. */
+static int check_length(const ddtk_plan *p, const ddtk_source *src)
+{
+    if (src->nsamples == 0)
+        return ddtk_fail(DDTK_EDATA, "%s: no data after the header (shorter than one sample)",
+                         src->name);
+    if (src->nsamples >= 0 && src->nsamples <= p->maxdelay)
+        return ddtk_fail(DDTK_EDATA, "%s: %lld samples is not longer than the maximum delay "
+                         "(%d samples at DM %g)", src->name, (long long)src->nsamples,
+                         p->maxdelay, p->lv[p->nlevels - 1].ndm ? p->dms[p->d.ndm - 1] : 0.0);
+    return DDTK_OK;
+}
+
+static int stream(ddtk_plan *p, ddtk_source *src, ddtk_sink *sink, int pad, int progress,
+                  ddtk_run_stats *st)
+{
+    ddtk_writer w;
+    double t0 = ddtk_now(), kernel = 0;
+    int rc = check_length(p, src);
+    if (rc || (rc = ddtk_writer_init(&w, p, sink, pad, progress, src->nsamples)))
+        return rc;
+    rc = p->use_gpu ? ddtk_gpu_stream_run(p, src, &w, &kernel)
+                    : ddtk_cpu_stream_run(p, src, &w, &kernel);
+    rc = ddtk_writer_finish(&w, src, rc, st);
+    st->kernel = kernel;
+    st->wall = ddtk_now() - t0;
+    st->backend = ddtk_plan_backend(p);
+    ddtk_writer_free(&w);
+    return rc;
+}
+
+int ddtk_plan_run(ddtk_plan *p, ddtk_input *in, ddtk_outset *out, int pad, ddtk_run_stats *st)
+{
+    ddtk_source src;
+    ddtk_sink sink;
+    ddtk_source_file(&src, in);
+    ddtk_sink_outset(&sink, out);
+    return stream(p, &src, &sink, pad, 1, st);
+}
+
+int ddtk_plan_execute(ddtk_plan *p, int64_t nsamps, const void *in, int in_nbits,
+                      float *out, size_t out_stride, int out_nbits)
+{
+    ddtk_source src;
+    ddtk_sink sink;
+    ddtk_run_stats st;
+    int64_t longest = 0;
+    if (in_nbits != p->d.nbits)
+        return ddtk_fail(DDTK_EUSAGE, "execute: input of %d bits, but the plan is for %d-bit "
+                         "samples", in_nbits, p->d.nbits);
+    if (out_nbits != 32)
+        return ddtk_fail(DDTK_EUSAGE, "execute: %d-bit output is not supported (32: float)",
+                         out_nbits);
+    for (int i = 0; i < p->d.ndm; i++)
+        longest = ddtk_plan_nout(p, i, nsamps) > longest ? ddtk_plan_nout(p, i, nsamps) : longest;
+    if (out_stride < (size_t)longest)
+        return ddtk_fail(DDTK_EUSAGE, "execute: output stride %zu is shorter than the %lld "
+                         "samples of a series", out_stride, (long long)longest);
+    ddtk_source_memory(&src, p, in, nsamps);
+    int rc = ddtk_sink_memory(&sink, out, out_stride, p->d.ndm);
+    if (!rc)
+        rc = stream(p, &src, &sink, 0, 0, &st);
+    free(sink.filled);
+    return rc;
+}

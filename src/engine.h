@@ -1,0 +1,158 @@
+/*
+ * engine.h - internals of the dedispersion engine (engine.c), shared by the
+ * algorithm plug-ins (direct.c), the CPU streaming layer (stream_cpu.c), the
+ * output writer (writer.c) and the GPU streaming layer (cuda/stream.cu).
+ *
+ * A plan (the public ddtk_plan) is the geometry of a problem: channels,
+ * sample time, DM list and per-DM time-scrunch factors, the input sample
+ * format and the kernel configurations. Its DMs are grouped into levels by
+ * factor 2^k; each level holds one instance of the algorithm plug-in built
+ * for tsamp * 2^k. A streaming layer (one per backend) reads a source in
+ * gulps, unpacks, applies --zerodm, halves the rows level by level (the
+ * time-scrunch cascade, for any plug-in), runs the plug-in's gulp on every
+ * level with DMs and hands the series to the writer, which maps them to the
+ * plan's DMs, keeps the --pad sums and counts the work.
+ */
+#ifndef DDTK_ENGINE_H
+#define DDTK_ENGINE_H
+
+#include "ddtk.h"
+
+#define DDTK_MAX_LEVELS 11          /* time-scrunch factors 1 .. 1024 */
+#define DDTK_DEFAULT_MAX_MEM ((int64_t)2 << 30)
+
+
+/* One time resolution of a plan: the DMs dedispersed at tsamp * 2^k. */
+typedef struct ddtk_level {
+    int k;
+    double tsamp;
+    int ndm;
+    double *dms;                  /* the level's DMs */
+    int *index;                   /* level DM -> plan DM */
+    int64_t overlap;              /* samples at this resolution a gulp reads past its outputs */
+    void *state;                  /* the plug-in's */
+} ddtk_level;
+
+/*
+ * An algorithm plug-in: what the engine needs to run it at one level.
+ * create builds lv->state for the level's DMs and sets lv->overlap; cpu_gulp
+ * dedisperses nout samples of every DM of the level from rows (nchan live
+ * rows, descending frequency, stride floats apart, each holding at least
+ * nout + overlap samples) into out[d * ostride + t]. Its GPU gulp is the
+ * table of the same id in the GPU streaming layer (cuda/engine.cuh).
+ */
+typedef struct ddtk_algo {
+    int id;                       /* DDTK_ALGO_* */
+    const char *name;
+    int (*create)(const ddtk_plan *p, ddtk_level *lv);
+    void (*cpu_gulp)(const ddtk_plan *p, const ddtk_level *lv, const float *rows,
+                     size_t stride, int64_t nout, float *out, size_t ostride);
+    void (*destroy)(ddtk_level *lv);
+} ddtk_algo;
+
+extern const ddtk_algo ddtk_algo_direct;
+
+/* Streaming state of a backend, kept between runs of one plan. */
+typedef struct ddtk_cpu_stream ddtk_cpu_stream;
+typedef struct ddtk_gpu_stream ddtk_gpu_stream;
+
+struct ddtk_plan {
+    ddtk_plan_desc d;             /* arrays below are the plan's own copies */
+    double *freqs, *dms;
+    uint8_t *kill;
+    int *downsamp;
+    const ddtk_algo *algo;
+    ddtk_header fmt;              /* the input sample format (nchans, nbits, nifs, signed) */
+    int pol;                      /* resolved IF selection */
+    ddtk_channels ch;
+    int nlevels, first;           /* levels 0 .. nlevels-1; first: the finest with DMs */
+    ddtk_level lv[DDTK_MAX_LEVELS];
+    int32_t maxdelay;             /* largest delay of the DM list at full resolution */
+    int64_t keep;                 /* full-resolution spectra kept between gulps */
+    int align;                    /* every gulp step is a multiple of this */
+    int use_gpu;
+    ddtk_cpu_stream *cpu;
+    ddtk_gpu_stream *gpu;
+};
+
+/* ---- sources and sinks ------------------------------------------------------ */
+
+/* Raw spectra in the plan's format, from a file (ddtk_input) or memory. */
+typedef struct ddtk_source {
+    const char *name;
+    int64_t nsamples;             /* -1 when unknown (stdin) */
+    int64_t samples_read;
+    int eof;
+    /* Up to n spectra into raw (n * bits a multiple of 8 unless it is the last read). */
+    int (*read)(struct ddtk_source *s, uint8_t *raw, int64_t n, int64_t *got);
+    void *ctx;                    /* file sources: the ddtk_input */
+    const uint8_t *data;          /* memory sources: the block, and bits per spectrum */
+    int64_t bits;
+} ddtk_source;
+
+void ddtk_source_file(ddtk_source *s, ddtk_input *in);
+void ddtk_source_memory(ddtk_source *s, const ddtk_plan *p, const void *data, int64_t nsamples);
+int64_t ddtk_plan_raw_bytes(const ddtk_plan *p, int64_t nspectra);
+
+/* Where the series go: files (an outset) or a caller's array. */
+typedef struct ddtk_sink {
+    int (*write)(struct ddtk_sink *s, int dm, const float *x, int64_t n);
+    int (*pad)(struct ddtk_sink *s, int dm, float value, int64_t n);
+    ddtk_outset *out;             /* file sink */
+    float *mem;                   /* memory sink: series dm at mem + dm * stride */
+    size_t stride;
+    int64_t *filled;
+} ddtk_sink;
+
+void ddtk_sink_outset(ddtk_sink *s, ddtk_outset *out);
+int ddtk_sink_memory(ddtk_sink *s, float *mem, size_t stride, int ndm);
+
+/* ---- the writer: level series -> plan DMs, --pad, work done ------------------ */
+
+typedef struct ddtk_writer {
+    const ddtk_plan *p;
+    ddtk_sink *sink;
+    int pad;
+    double *sums;                 /* per plan DM */
+    int64_t *count;               /* samples written per plan DM */
+    ddtk_progress prog;
+} ddtk_writer;
+
+/* show: progress for runs of files (not with the plan's quiet); total: input
+ * spectra for the bar, -1 when unknown. */
+int ddtk_writer_init(ddtk_writer *w, const ddtk_plan *p, ddtk_sink *sink, int pad,
+                     int show, int64_t total);
+/* After each gulp: progress. */
+void ddtk_writer_gulp(ddtk_writer *w, const ddtk_source *src);
+/* n samples of each of level k's series, rows pitch floats apart. */
+int ddtk_writer_level(ddtk_writer *w, int k, const float *x, size_t pitch, int64_t n);
+/* End of a run: the length check (no sample, or none past the maximum delay,
+ * is bad data), --pad, and the run statistics. */
+int ddtk_writer_finish(ddtk_writer *w, const ddtk_source *src, int rc, ddtk_run_stats *st);
+void ddtk_writer_free(ddtk_writer *w);
+
+/* ---- streaming layers ---------------------------------------------------------- */
+
+/* Output samples of level k for a gulp of fill spectra with step new ones
+ * (all it can on the last gulp), never negative. */
+int64_t ddtk_level_nout(const ddtk_plan *p, int k, int64_t step, int64_t fill, int last);
+/*
+ * The gulp step: --gulp, else `preferred` (at least keep), never beyond the
+ * input nor `most`, halved (in multiples of 8 spectra) while it does not fit.
+ * Returns whether the step chosen fits; the caller reports why not.
+ */
+int ddtk_choose_step(const ddtk_plan *p, const ddtk_source *src, int64_t preferred,
+                     int64_t most, int (*fits)(const ddtk_plan *, int64_t, void *), void *ctx,
+                     int64_t *step);
+int64_t ddtk_round_up(int64_t x, int64_t m);
+
+/* Stream a source through the plan into the writer (stream_cpu.c, cuda/stream.cu). */
+int ddtk_cpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *w, double *kernel);
+void ddtk_cpu_stream_free(ddtk_cpu_stream *s);
+int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *w, double *kernel);
+void ddtk_gpu_stream_free(ddtk_gpu_stream *s);
+
+/* The delay table of a direct level (direct.c), for the GPU plug-in. */
+const ddtk_delays *ddtk_direct_delays(const ddtk_level *lv);
+
+#endif

@@ -1,0 +1,184 @@
+/*
+ * writer.c - the ends of a stream, shared by the CPU and GPU streaming
+ * layers: sources (a SIGPROC input, or a block in memory), sinks (an output
+ * set of files, or a caller's array), and the writer that maps each level's
+ * series to the plan's DMs, keeps the --pad sums, checks the run's length,
+ * pads, shows progress and fills the run statistics.
+ */
+#include "engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- sources ------------------------------------------------------------------ */
+
+static int read_input(ddtk_source *s, uint8_t *raw, int64_t n, int64_t *got)
+{
+    ddtk_input *in = s->ctx;
+    int rc = ddtk_input_read(in, raw, n, got);
+    s->samples_read = in->samples_read;
+    s->eof = in->eof;
+    return rc;
+}
+
+void ddtk_source_file(ddtk_source *s, ddtk_input *in)
+{
+    memset(s, 0, sizeof *s);
+    s->name = in->name;
+    s->nsamples = in->nsamples;
+    s->read = read_input;
+    s->ctx = in;
+}
+
+static int read_memory(ddtk_source *s, uint8_t *raw, int64_t n, int64_t *got)
+{
+    int64_t left = s->nsamples - s->samples_read;
+    *got = n < left ? n : left;
+    int64_t first = s->samples_read * s->bits / 8;
+    int64_t last = ((s->samples_read + *got) * s->bits + 7) / 8;
+    memcpy(raw, s->data + first, (size_t)(last - first));
+    s->samples_read += *got;
+    s->eof = s->samples_read == s->nsamples;
+    return DDTK_OK;
+}
+
+void ddtk_source_memory(ddtk_source *s, const ddtk_plan *p, const void *data, int64_t nsamples)
+{
+    memset(s, 0, sizeof *s);
+    s->name = "input block";
+    s->nsamples = nsamples;
+    s->read = read_memory;
+    s->data = data;
+    s->bits = (int64_t)p->fmt.nchans * p->fmt.nifs * p->fmt.nbits;
+}
+
+/* ---- sinks ------------------------------------------------------------------------ */
+
+static int write_outset(ddtk_sink *s, int dm, const float *x, int64_t n)
+{
+    return ddtk_outset_write(s->out, dm, x, n);
+}
+
+static int pad_outset(ddtk_sink *s, int dm, float value, int64_t n)
+{
+    return ddtk_outset_pad(s->out, dm, value, n);
+}
+
+void ddtk_sink_outset(ddtk_sink *s, ddtk_outset *out)
+{
+    memset(s, 0, sizeof *s);
+    s->write = write_outset;
+    s->pad = pad_outset;
+    s->out = out;
+}
+
+static int write_memory(ddtk_sink *s, int dm, const float *x, int64_t n)
+{
+    memcpy(s->mem + (size_t)dm * s->stride + s->filled[dm], x, (size_t)n * sizeof *x);
+    s->filled[dm] += n;
+    return DDTK_OK;
+}
+
+int ddtk_sink_memory(ddtk_sink *s, float *mem, size_t stride, int ndm)
+{
+    memset(s, 0, sizeof *s);
+    s->write = write_memory;
+    s->mem = mem;
+    s->stride = stride;
+    s->filled = ddtk_calloc((size_t)ndm, sizeof *s->filled, "output counts");
+    return s->filled ? DDTK_OK : DDTK_ESYS;
+}
+
+/* ---- the writer ------------------------------------------------------------------- */
+
+int ddtk_writer_init(ddtk_writer *w, const ddtk_plan *p, ddtk_sink *sink, int pad,
+                     int show, int64_t total)
+{
+    memset(w, 0, sizeof *w);
+    w->p = p;
+    w->sink = sink;
+    w->pad = pad;
+    w->sums = ddtk_calloc((size_t)p->d.ndm, sizeof *w->sums, "output sums");
+    w->count = ddtk_calloc((size_t)p->d.ndm, sizeof *w->count, "output counts");
+    ddtk_progress_start(&w->prog, "samples", total, p->d.quiet || !show, p->d.verbose);
+    return w->sums && w->count ? DDTK_OK : DDTK_ESYS;
+}
+
+int ddtk_writer_level(ddtk_writer *w, int k, const float *x, size_t pitch, int64_t n)
+{
+    const ddtk_level *lv = &w->p->lv[k];
+    for (int d = 0; d < lv->ndm; d++) {
+        const float *series = x + (size_t)d * pitch;
+        int i = lv->index[d];
+        if (w->pad) {
+            double s = 0;
+            for (int64_t t = 0; t < n; t++)
+                s += series[t];
+            w->sums[i] += s;
+        }
+        w->count[i] += n;
+        int rc = w->sink->write(w->sink, i, series, n);
+        if (rc)
+            return rc;
+    }
+    return DDTK_OK;
+}
+
+void ddtk_writer_gulp(ddtk_writer *w, const ddtk_source *src)
+{
+    ddtk_progress_update(&w->prog, src->samples_read);
+}
+
+/* --pad: each series to its resolution's input length, with its mean. */
+static int pad_all(ddtk_writer *w)
+{
+    int rc = DDTK_OK;
+    for (int k = 0; !rc && k < w->p->nlevels; k++) {
+        const ddtk_level *lv = &w->p->lv[k];
+        for (int d = 0; !rc && d < lv->ndm; d++) {
+            int i = lv->index[d];
+            float mean = w->count[i] > 0 ? (float)(w->sums[i] / (double)w->count[i]) : 0.0f;
+            rc = w->sink->pad(w->sink, i, mean, lv->overlap);
+        }
+    }
+    return rc;
+}
+
+static int check_run_length(const ddtk_writer *w, const ddtk_source *src, int64_t nout)
+{
+    if (src->samples_read == 0)
+        return ddtk_fail(DDTK_EDATA, "%s: no data after the header (shorter than one sample)",
+                         src->name);
+    if (nout == 0)
+        return ddtk_fail(DDTK_EDATA, "%s: %lld samples is not longer than the maximum delay "
+                         "(%d samples)", src->name, (long long)src->samples_read,
+                         w->p->maxdelay);
+    return DDTK_OK;
+}
+
+int ddtk_writer_finish(ddtk_writer *w, const ddtk_source *src, int rc, ddtk_run_stats *st)
+{
+    const ddtk_plan *p = w->p;
+    int64_t nout = w->count[p->lv[p->first].index[0]];
+    ddtk_progress_end(&w->prog);
+    if (!rc)
+        rc = check_run_length(w, src, nout);
+    if (!rc && w->pad)
+        rc = pad_all(w);
+    memset(st, 0, sizeof *st);
+    st->nin = src->samples_read;
+    st->nout = nout;
+    st->ndm = p->d.ndm;
+    st->nlive = p->ch.nlive;
+    st->nkilled = p->ch.nchans - p->ch.nlive;
+    st->tobs = (double)src->samples_read * p->d.tsamp;
+    for (int i = 0; i < p->d.ndm; i++)
+        st->adds += (double)w->count[i] * p->ch.nlive;
+    return rc;
+}
+
+void ddtk_writer_free(ddtk_writer *w)
+{
+    free(w->sums);
+    free(w->count);
+}
