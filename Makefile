@@ -61,11 +61,11 @@ bin/%: tools/%.c libddtk.a $(HEADERS)
 	@mkdir -p bin
 	$(CC) $(CFLAGS) $< -o $@ libddtk.a $(LDLIBS)
 
-build/test/%: test/unit/%.c libddtk.a $(HEADERS)
+build/test/%: test/unit/%.c libddtk.a $(HEADERS) $(wildcard test/unit/*.h test/helpers/*.h)
 	@mkdir -p build/test
 	$(CC) $(CFLAGS) $< -o $@ libddtk.a $(LDLIBS)
 
-build/test/%: test/helpers/%.c libddtk.a $(HEADERS)
+build/test/%: test/helpers/%.c libddtk.a $(HEADERS) $(wildcard test/helpers/*.h)
 	@mkdir -p build/test
 	$(CC) $(CFLAGS) $< -o $@ libddtk.a $(LDLIBS)
 

@@ -1,17 +1,18 @@
 /*
  * ddref - the brute-force reference the dd_direct tests compare against,
  * written independently of libddtk's kernels: its own header walk (8-bit
- * files written by fbsim only), its own delays, a plain triple loop.
+ * files written by fbsim only) around ddref.h's delays and plain loops.
  *
  *   ddref FILE DM floor|nearest [KILLED,CHANNELS,...]  > series.f32
  *
  * Writes N - maxdelay float32 samples (no header) to stdout.
  */
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "ddref.h"
 
 static int32_t get_int(const uint8_t *h, size_t n, const char *key, size_t *off)
 {
@@ -64,22 +65,9 @@ int main(int argc, char **argv)
         for (char *t = strtok(argv[4], ","); t; t = strtok(NULL, ","))
             killed[atoi(t)] = 1;
     size_t nsamp = (size_t)(size - hdr) / (size_t)nchans;
-    double ftop = foff < 0 ? fch1 : fch1 + (nchans - 1) * foff;
-    long *delay = malloc((size_t)nchans * sizeof *delay), maxd = 0;
-    for (int c = 0; c < nchans; c++) {
-        double f = fch1 + c * foff;
-        double s = 4148.741601 * dm * (1 / (f * f) - 1 / (ftop * ftop)) / tsamp;
-        delay[c] = (long)(use_floor ? floor(s) : round(s));
-        if (delay[c] > maxd)
-            maxd = delay[c];
-    }
-    const uint8_t *x = data + hdr;
-    for (size_t t = 0; t + (size_t)maxd < nsamp; t++) {
-        float sum = 0;
-        for (int c = 0; c < nchans; c++)
-            if (!killed[c])
-                sum += x[(t + (size_t)delay[c]) * (size_t)nchans + (size_t)c];
-        fwrite(&sum, 4, 1, stdout);
-    }
+    float *out = malloc(nsamp * sizeof *out);
+    size_t n = ddref_series(data + hdr, nsamp, nchans, fch1, foff, tsamp, dm, use_floor, killed,
+                            out);
+    fwrite(out, sizeof *out, n, stdout);
     return 0;
 }
