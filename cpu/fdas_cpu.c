@@ -6,6 +6,14 @@
  * harmonic summing search over the plane. The driver (src/fdas.c) calls these
  * functions; they call nothing in the driver.
  *
+ * Every FFTW plan belongs to an fdas plan (or, for the template FFT, to its
+ * creation). FFTW's planner is not thread-safe: all planning and destruction
+ * here holds planner_lock, which also keeps the process-wide
+ * fftwf_plan_with_nthreads setting with the plan it is meant for, and FFTW's
+ * own planner lock (fftwf_make_planner_thread_safe) guards against planning
+ * elsewhere in the process. Plans are executed with the new-array functions
+ * or on their own fdas plan's buffers, which needs no lock.
+ *
  * The plane is never held whole on the CPU: each thread walks its own run of
  * top-plane tiles, and for every subharmonic fraction k/2^s keeps one tile of
  * the plane around (top position)*k/2^s, recomputed only when the run moves
@@ -18,34 +26,46 @@
 #include <fftw3.h>
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- FFTW planning ------------------------------------------------------------ */
 
-static fftwf_plan plan_fwd, plan_inv;
-static int plan_len;
+static pthread_mutex_t planner_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t safe_once = PTHREAD_ONCE_INIT, threads_once = PTHREAD_ONCE_INIT;
 
-static int ensure_plans(int L)
+static void make_safe(void)
 {
-    if (plan_len == L)
-        return DDTK_OK;
-    float complex *a = fftwf_malloc(sizeof *a * (size_t)L), *b = fftwf_malloc(sizeof *b * (size_t)L);
-    if (!a || !b) {
-        fftwf_free(a);
-        fftwf_free(b);
-        return ddtk_fail(DDTK_ESYS, "out of memory for FFT plans");
-    }
-    if (plan_len) {
-        fftwf_destroy_plan(plan_fwd);
-        fftwf_destroy_plan(plan_inv);
-    }
-    plan_fwd = fftwf_plan_dft_1d(L, a, b, FFTW_FORWARD, FFTW_MEASURE);
-    plan_inv = fftwf_plan_dft_1d(L, b, a, FFTW_BACKWARD, FFTW_MEASURE);
-    fftwf_free(a);
-    fftwf_free(b);
-    plan_len = L;
-    return plan_fwd && plan_inv ? DDTK_OK : ddtk_fail(DDTK_ESYS, "cannot plan FFTs");
+    fftwf_make_planner_thread_safe();
+}
+
+/* Set up just before the first threaded plan, as ever: set up before the
+ * first template FFT is planned, they change the plan FFTW_ESTIMATE picks
+ * for it, and with it the last digits of candidate powers. */
+static void init_threads(void)
+{
+    fftwf_init_threads();
+}
+
+static void planner_enter(void)
+{
+    pthread_once(&safe_once, make_safe);
+    pthread_mutex_lock(&planner_lock);
+}
+
+static void planner_leave(void)
+{
+    pthread_mutex_unlock(&planner_lock);
+}
+
+static void destroy_plan(void *plan)
+{
+    if (!plan)
+        return;
+    planner_enter();
+    fftwf_destroy_plan(plan);
+    planner_leave();
 }
 
 /* ---- tables shared by both backends ------------------------------------------ */
@@ -86,32 +106,53 @@ int ddtk_fdas_cpu_tables(ddtk_fdas_plan *p)
         fftwf_free(buf);
         return ddtk_fail(DDTK_ESYS, "out of memory for %d templates", p->numz);
     }
+    planner_enter();
     fftwf_plan fwd = fftwf_plan_dft_1d(L, buf, buf, FFTW_FORWARD, FFTW_ESTIMATE);
+    planner_leave();
     if (!fwd) {
         fftwf_free(buf);
         return ddtk_fail(DDTK_ESYS, "cannot plan a %d-point FFT", L);
     }
     for (int zi = 0; zi < p->numz; zi++)
         make_template(p, fwd, buf, zi);
-    fftwf_destroy_plan(fwd);
+    destroy_plan(fwd);
     fftwf_free(buf);
     return DDTK_OK;
 }
 
-/* ---- the CPU backend's buffers and FFTW plan ------------------------------------- */
+/* ---- the CPU backend's buffers and FFTW plans ------------------------------------ */
 
 /* The long real FFT, on as many threads as the search. */
 static int plan_rfft(ddtk_fdas_plan *p)
 {
-    static int threads_ready;
-    if (!threads_ready)
-        threads_ready = fftwf_init_threads();
+    planner_enter();
+    pthread_once(&threads_once, init_threads);
     fftwf_plan_with_nthreads(p->cfg.threads > 0 ? p->cfg.threads : omp_get_max_threads());
     p->rfft = fftwf_plan_dft_r2c_1d((int)p->n, p->work, (fftwf_complex *)p->spec,
                                     FFTW_ESTIMATE);
     fftwf_plan_with_nthreads(1);
+    planner_leave();
     return p->rfft ? DDTK_OK : ddtk_fail(DDTK_ESYS, "cannot plan a %lld-point FFT",
                                          (long long)p->n);
+}
+
+/* The block FFTs of the correlation, executed by every thread on its own arrays. */
+static int plan_blocks(ddtk_fdas_plan *p)
+{
+    int L = p->fftlen;
+    float complex *a = fftwf_malloc(sizeof *a * (size_t)L), *b = fftwf_malloc(sizeof *b * (size_t)L);
+    if (!a || !b) {
+        fftwf_free(a);
+        fftwf_free(b);
+        return ddtk_fail(DDTK_ESYS, "out of memory for FFT plans");
+    }
+    planner_enter();
+    p->blk_fwd = fftwf_plan_dft_1d(L, a, b, FFTW_FORWARD, FFTW_MEASURE);
+    p->blk_inv = fftwf_plan_dft_1d(L, b, a, FFTW_BACKWARD, FFTW_MEASURE);
+    planner_leave();
+    fftwf_free(a);
+    fftwf_free(b);
+    return p->blk_fwd && p->blk_inv ? DDTK_OK : ddtk_fail(DDTK_ESYS, "cannot plan FFTs");
 }
 
 int ddtk_fdas_cpu_init(ddtk_fdas_plan *p)
@@ -121,13 +162,15 @@ int ddtk_fdas_cpu_init(ddtk_fdas_plan *p)
     if (!p->work || !p->spread)
         return ddtk_fail(DDTK_ESYS, "out of memory for a %lld-sample series",
                          (long long)p->n);
-    return plan_rfft(p);
+    int rc = plan_rfft(p);
+    return rc ? rc : plan_blocks(p);
 }
 
 void ddtk_fdas_cpu_free(ddtk_fdas_plan *p)
 {
-    if (p->rfft)
-        fftwf_destroy_plan(p->rfft);
+    destroy_plan(p->rfft);
+    destroy_plan(p->blk_fwd);
+    destroy_plan(p->blk_inv);
     fftwf_free(p->templates);
     fftwf_free(p->work);
     fftwf_free(p->spec);
@@ -230,8 +273,6 @@ static void ws_free(cpu_ws *w)
 
 static cpu_ws *ws_new(const ddtk_fdas_plan *p)
 {
-    if (ensure_plans(p->fftlen))
-        return NULL;
     cpu_ws *w = calloc(1, sizeof *w);
     size_t bytes = sizeof(float complex) * (size_t)p->fftlen;
     if (w && (w->blk = fftwf_malloc(bytes)) && (w->fwd = fftwf_malloc(bytes)) &&
@@ -250,7 +291,7 @@ static void load_block(const ddtk_fdas_plan *p, cpu_ws *w, int64_t m0)
         int64_t m = first + j;
         w->blk[j] = m >= 0 && m < len ? s[m] : 0;
     }
-    fftwf_execute_dft(plan_fwd, w->blk, w->fwd);
+    fftwf_execute_dft(p->blk_fwd, w->blk, w->fwd);
 }
 
 /* Powers of one row: exact (every output) or interbin (outputs and midpoints). */
@@ -279,7 +320,7 @@ static void tile(const ddtk_fdas_plan *p, cpu_ws *w, int zi0, int zi1, int64_t p
         const float complex *t = (const float complex *)p->templates + (size_t)zi * L;
         for (int j = 0; j < L; j++)
             w->prod[j] = w->fwd[j] * t[j];
-        fftwf_execute_dft(plan_inv, w->prod, w->blk);
+        fftwf_execute_dft(p->blk_inv, w->prod, w->blk);
         row_powers(p, w->blk, out + (size_t)(zi - zi0) * p->width);
     }
 }
@@ -463,8 +504,6 @@ int ddtk_fdas_cpu_search(ddtk_fdas_plan *p, const float *x)
     if (rc)
         return rc;
     p->spec_on_host = 1;
-    if ((rc = ensure_plans(p->fftlen)))
-        return rc;
     double corr = 0, sum = 0;
     int nthreads = 1;
     #pragma omp parallel reduction(+ : corr, sum)

@@ -56,6 +56,7 @@ struct ddtk_fdas_plan {
     float *spread;                /* CPU: res*nbins complex: whitened spectrum, spread */
     float *work;                  /* CPU: n floats: de-meaned series for the real FFT */
     void *rfft;                   /* CPU: fftwf_plan of the long real FFT */
+    void *blk_fwd, *blk_inv;      /* CPU: fftwf_plans of the correlation blocks */
     int64_t *rn_start;            /* red-noise blocks: first bin of each, plus end */
     int rn_nblocks;
     ddtk_fdas_hits hits;
