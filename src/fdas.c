@@ -3,6 +3,7 @@
  * red-noise blocks, backend choice, dispatch to the CPU kernels (cpu/) or the
  * GPU kernels (cuda/), f-z plane access and amplitudes at arbitrary (r, z).
  */
+#include "fdas_buffer.h"
 #include "fdas_impl.h"
 
 #include <complex.h>
@@ -182,6 +183,22 @@ const ddtk_fdas_cand *ddtk_fdas_candidates(const ddtk_fdas_plan *p, int *n)
 const ddtk_fdas_times *ddtk_fdas_timing(const ddtk_fdas_plan *p)
 {
     return &p->times;
+}
+
+float *ddtk_fdas_series_buffer(const ddtk_fdas_plan *p, int64_t *n, double *tsamp)
+{
+    *n = p->n;
+    *tsamp = p->tsamp;
+    return p->series;
+}
+
+int ddtk_fdas_host_spectrum(ddtk_fdas_plan *p)
+{
+    if (p->spec_on_host || !p->use_gpu)
+        return DDTK_OK;
+    int rc = ddtk_fdas_gpu_sync_spectrum(p);
+    p->spec_on_host = !rc;
+    return rc;
 }
 
 const char *ddtk_fdas_backend_name(const ddtk_fdas_plan *p)

@@ -2,7 +2,7 @@
  * fdas_impl.h - internals of the fdas plan, private to the driver (src/fdas.c,
  * src/fdas_cands.c) and the kernels (cpu/fdas_cpu.c, cuda/fdas_*.cu*). The
  * driver calls the kernels; the kernels call nothing in the driver. I/O and
- * output code should use the public API (fdas.h) only.
+ * output code use the public API (fdas.h) and fdas_buffer.h only.
  *
  * Geometry. The whitened spectrum F[k], k < nbins, is "spread" to the
  * correlation resolution res (2 for exact half-bin interpolation, 1 for

@@ -3,7 +3,8 @@
  * or stdin) and PRESTO .dat with its .inf, into the series' own memory or the
  * search plan's series buffer (pinned on the GPU backend).
  */
-#include "fdas_impl.h"
+#include "fdas.h"
+#include "fdas_buffer.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -26,10 +27,16 @@ static char *strip_suffix(const char *path)
 
 /* ---- sample memory ------------------------------------------------------------ */
 
-/* The plan's series buffer when a series at tsamp may go there, else NULL. */
-static float *plan_buffer(const ddtk_fdas_plan *p, double tsamp)
+/* The plan's series buffer (*n samples) when a series at tsamp may go there, else NULL. */
+static float *plan_buffer(const ddtk_fdas_plan *p, double tsamp, int64_t *n)
 {
-    return p && p->series && p->tsamp == tsamp ? p->series : NULL;
+    int64_t plan_n = 0;
+    double plan_tsamp = 0;
+    float *buf = p ? ddtk_fdas_series_buffer(p, &plan_n, &plan_tsamp) : NULL;
+    if (!buf || plan_tsamp != tsamp)
+        return NULL;
+    *n = plan_n;
+    return buf;
 }
 
 /* Move the samples into the series' own memory of cap samples. */
@@ -89,8 +96,9 @@ static int read_dat(const char *path, ddtk_fdas_series *s, const ddtk_fdas_plan 
     if (s->n != inf.nsamples)
         ddtk_msg("warning: %s: %lld samples, but its .inf says %lld; using the file size", path,
                  (long long)s->n, (long long)inf.nsamples);
-    float *buf = plan_buffer(plan, inf.tsamp);
-    s->borrowed = buf && s->n == plan->n;
+    int64_t buf_n = 0;
+    float *buf = plan_buffer(plan, inf.tsamp, &buf_n);
+    s->borrowed = buf && s->n == buf_n;
     s->x = s->borrowed ? buf : malloc(sizeof(float) * (size_t)(s->n ? s->n : 1));
     if (!s->x)
         rc = ddtk_fail(DDTK_ESYS, "%s: out of memory for %lld samples", path, (long long)s->n);
@@ -119,8 +127,8 @@ static int read_tim(const char *path, ddtk_fdas_series *s, const ddtk_fdas_plan 
         rc = ddtk_resolve_pol(&in.hdr, DDTK_POL_DEFAULT, in.name, &pol);
     const int64_t chunk = 1 << 18;
     uint8_t *raw = rc ? NULL : malloc((size_t)ddtk_input_bytes(&in, chunk));
-    float *buf = rc ? NULL : plan_buffer(plan, in.hdr.tsamp);
-    int64_t cap = buf ? plan->n : 0, got = 0;
+    int64_t cap = 0, got = 0;
+    float *buf = rc ? NULL : plan_buffer(plan, in.hdr.tsamp, &cap);
     s->x = buf;
     s->borrowed = buf != NULL;
     if (!rc && !raw)
@@ -131,7 +139,7 @@ static int read_tim(const char *path, ddtk_fdas_series *s, const ddtk_fdas_plan 
         s->n += got;
     }
     free(raw);
-    if (!rc && s->borrowed && s->n != plan->n)
+    if (!rc && s->borrowed && s->n != cap)
         rc = own(s, s->n ? s->n : 1);
     if (!rc) {
         s->tsamp = in.hdr.tsamp;
