@@ -5,6 +5,7 @@
  * filter for SIGPROC data.
  */
 #include "ddtk.h"
+#include "inf.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -103,26 +104,10 @@ static int parse(args *a, int argc, char **argv)
 
 /* ---- PRESTO .inf ------------------------------------------------------------ */
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
-static char *inf_name(const char *dat)
-{
-    char *s = malloc(strlen(dat) + 5);
-    if (s) {
-        strcpy(s, dat);
-        strcpy(s + strlen(s) - 4, ".inf");
-    }
-    return s;
-}
-
 /* Copy the input .inf with the new name, length and bin width, and a note. */
 static int write_inf(job *j)
 {
-    char *in_inf = inf_name(j->a->input), *out_inf = inf_name(j->out_name), *tmp = NULL;
+    char *in_inf = ddtk_inf_path(j->a->input), *out_inf = ddtk_inf_path(j->out_name), *tmp = NULL;
     char *base = strdup(j->out_name), line[512];
     FILE *src = in_inf ? fopen(in_inf, "r") : NULL, *dst = NULL;
     int rc = DDTK_ESYS;
@@ -158,31 +143,12 @@ done:
     return rc;
 }
 
-/* A .dat is headerless float32: make the input look like a one-channel series. */
+/* A .dat is headerless float32: open it as a one-channel series. */
 static int open_dat(job *j)
 {
-    ddtk_input *in = &j->in;
-    char *inf = inf_name(j->a->input);
     ddtk_inf meta;
-    int rc = inf ? ddtk_inf_read(inf, &meta, NULL) : ddtk_fail(DDTK_ESYS, "out of memory");
-    free(inf);
-    if (!rc && !(meta.tsamp > 0))
-        rc = ddtk_fail(DDTK_EDATA, "%s: no valid 'Width of each time series bin (sec)' in its "
-                       ".inf", j->a->input);
-    if (rc)
-        return rc;
-    memset(in, 0, sizeof *in);
-    ddtk_header_init(&in->hdr);
-    in->name = strdup(j->a->input);
-    if (!in->name || !(in->fp = fopen(j->a->input, "rb")))
-        return ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", j->a->input, strerror(errno));
-    in->hdr.nchans = in->hdr.nifs = 1;
-    in->hdr.nbits = 32;
-    in->hdr.tsamp = meta.tsamp;
-    in->bits_per_spectrum = 32;
-    in->nsamples = -1;
     j->dat = 1;
-    return DDTK_OK;
+    return ddtk_dat_open(&j->in, j->a->input, &meta, NULL);
 }
 
 /* ---- output ------------------------------------------------------------------- */
@@ -240,7 +206,7 @@ static int open_output(job *j)
 {
     struct stat st;
     j->out_name = j->a->output ? j->a->output : "stdout";
-    if (j->dat && (!j->a->output || !ends_with(j->a->output, ".dat")))
+    if (j->dat && (!j->a->output || !ddtk_ends_with(j->a->output, ".dat")))
         return ddtk_fail(DDTK_EUSAGE, "%s: .dat input needs -o FILE.dat (its .inf goes beside it)",
                          j->in.name);
     if (!j->a->output) {
@@ -385,7 +351,7 @@ static void report(const job *j)
 static int run(const args *a)
 {
     job j = { .a = a };
-    int rc = a->input && ends_with(a->input, ".dat") ? open_dat(&j) : ddtk_input_open(&j.in, a->input);
+    int rc = a->input && ddtk_ends_with(a->input, ".dat") ? open_dat(&j) : ddtk_input_open(&j.in, a->input);
     if (!rc) {
         j.nrows = j.in.hdr.nchans * j.in.hdr.nifs;
         j.chunk = CHUNK_VALUES / j.nrows / 8 * 8;
