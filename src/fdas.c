@@ -1,11 +1,12 @@
 /*
- * fdas.c - the fdas plan: geometry, z templates, the long real FFT, red-noise
- * whitening, dispatch to the CPU or GPU search, and f-z plane access.
+ * fdas.c - the fdas plan (driver): geometry, search ranges and trials,
+ * red-noise blocks, backend choice, dispatch to the CPU kernels (cpu/) or the
+ * GPU kernels (cuda/), f-z plane access and amplitudes at arbitrary (r, z).
  */
+#include "fdas_buffer.h"
 #include "fdas_impl.h"
 
 #include <complex.h>
-#include <fftw3.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -21,20 +22,6 @@ void ddtk_fdas_config_init(ddtk_fdas_config *c)
     c->flo = 1.0;
     c->harm_remove = 1;
     c->backend = DDTK_BACKEND_AUTO;
-}
-
-int ddtk_fdas_hits_push(ddtk_fdas_hits *hs, int64_t p, int zi, int stage, float power)
-{
-    if (hs->n == hs->cap) {
-        int64_t cap = hs->cap ? 2 * hs->cap : 1024;
-        ddtk_fdas_hit *h = realloc(hs->h, (size_t)cap * sizeof *h);
-        if (!h)
-            return ddtk_fail(DDTK_ESYS, "out of memory for candidates");
-        hs->h = h;
-        hs->cap = cap;
-    }
-    hs->h[hs->n++] = (ddtk_fdas_hit){ p, zi, stage, power };
-    return DDTK_OK;
 }
 
 static int check_config(const ddtk_fdas_config *c, int64_t n, double tsamp)
@@ -95,44 +82,6 @@ static void plan_blocks(ddtk_fdas_plan *p)
     p->width = p->uselen * 2 / p->res;
 }
 
-/*
- * Template for row zi: c[d] = conj(R_z(d/res)) for |d| <= res*halfwidth(z),
- * stored at (fftlen - d) mod fftlen so that a cyclic convolution of a block
- * with it correlates the block with the response; normalised to unit energy
- * over whole bins and divided by fftlen for the unnormalised inverse FFT.
- */
-static int make_templates(ddtk_fdas_plan *p)
-{
-    int L = p->fftlen;
-    float complex *buf = fftwf_malloc(sizeof(float complex) * (size_t)L);
-    p->templates = fftwf_malloc(sizeof(float complex) * (size_t)L * p->numz);
-    if (!buf || !p->templates) {
-        fftwf_free(buf);
-        return ddtk_fail(DDTK_ESYS, "out of memory for %d templates", p->numz);
-    }
-    fftwf_plan fwd = fftwf_plan_dft_1d(L, buf, buf, FFTW_FORWARD, FFTW_ESTIMATE);
-    for (int zi = 0; zi < p->numz; zi++) {
-        double z = -p->zmax + 2.0 * zi, energy = 0;
-        int kz = p->res * ddtk_fdas_halfwidth(z);
-        memset(buf, 0, sizeof(float complex) * (size_t)L);
-        for (int d = -kz; d <= kz; d++) {
-            double re, im;
-            ddtk_fdas_zresp((double)d / p->res, z, &re, &im);
-            buf[(L - d) % L] = (float)re - I * (float)im;
-            if (d % p->res == 0)
-                energy += re * re + im * im;
-        }
-        double scale = 1.0 / (sqrt(energy) * L);
-        fftwf_execute(fwd);
-        float complex *t = (float complex *)p->templates + (size_t)zi * L;
-        for (int j = 0; j < L; j++)
-            t[j] = buf[j] * (float)scale;
-    }
-    fftwf_destroy_plan(fwd);
-    fftwf_free(buf);
-    return DDTK_OK;
-}
-
 /* PRESTO-style red-noise blocks: 6 bins, then int(6 ln(start)) up to 200. */
 static int plan_rednoise(ddtk_fdas_plan *p)
 {
@@ -159,30 +108,10 @@ static int plan_rednoise(ddtk_fdas_plan *p)
     return DDTK_OK;
 }
 
-static int plan_buffers(ddtk_fdas_plan *p)
-{
-    size_t spread_len = (size_t)(p->res * p->nbins);
-    p->work = fftwf_malloc(sizeof(float) * (size_t)p->n);
-    p->spec = fftwf_malloc(2 * sizeof(float) * (size_t)(p->nbins + 1));
-    p->spread = fftwf_malloc(2 * sizeof(float) * spread_len);
-    if (!p->work || !p->spec || !p->spread)
-        return ddtk_fail(DDTK_ESYS, "out of memory for a %lld-sample series",
-                         (long long)p->n);
-    static int threads_ready;
-    if (!threads_ready)
-        threads_ready = fftwf_init_threads();
-    fftwf_plan_with_nthreads(p->cfg.threads > 0 ? p->cfg.threads : omp_get_max_threads());
-    p->rfft = fftwf_plan_dft_r2c_1d((int)p->n, p->work, (fftwf_complex *)p->spec,
-                                    FFTW_ESTIMATE);
-    fftwf_plan_with_nthreads(1);
-    return p->rfft ? DDTK_OK : ddtk_fail(DDTK_ESYS, "cannot plan a %lld-point FFT",
-                                         (long long)p->n);
-}
-
 static int choose_backend(ddtk_fdas_plan *p)
 {
     int rc = ddtk_backend_resolve(p->cfg.backend, p->cfg.gpu, p->cfg.verbose, &p->use_gpu);
-    return rc || !p->use_gpu ? rc : ddtk_fdas_gpu_init(p);
+    return rc ? rc : p->use_gpu ? ddtk_fdas_gpu_init(p) : ddtk_fdas_cpu_init(p);
 }
 
 int ddtk_fdas_plan_create(ddtk_fdas_plan **plan, int64_t n, double tsamp,
@@ -206,8 +135,8 @@ int ddtk_fdas_plan_create(ddtk_fdas_plan **plan, int64_t n, double tsamp,
     while ((1 << (p->nstages - 1)) < cfg->numharm)
         p->nstages++;
     plan_blocks(p);
-    if ((rc = plan_ranges(p)) || (rc = make_templates(p)) || (rc = plan_rednoise(p)) ||
-        (rc = plan_buffers(p)) || (rc = choose_backend(p))) {
+    if ((rc = plan_ranges(p)) || (rc = plan_rednoise(p)) || (rc = ddtk_fdas_cpu_tables(p)) ||
+        (rc = choose_backend(p))) {
         ddtk_fdas_plan_destroy(p);
         return rc;
     }
@@ -221,97 +150,22 @@ void ddtk_fdas_plan_destroy(ddtk_fdas_plan *p)
         return;
     if (p->use_gpu)
         ddtk_fdas_gpu_free(p);
-    if (p->rfft)
-        fftwf_destroy_plan(p->rfft);
-    fftwf_free(p->templates);
-    fftwf_free(p->work);
-    fftwf_free(p->spec);
-    fftwf_free(p->spread);
+    ddtk_fdas_cpu_free(p);
     free(p->rn_start);
     free(p->hits.h);
     free(p->cands);
     free(p);
 }
 
-/*
- * Each block's median power / ln 2 estimates the local mean power (the median
- * of an exponential distribution is ln 2 times its mean) at the block centre;
- * the mean is interpolated linearly between centres and every amplitude is
- * divided by its square root, so that noise powers become exponential, mean 1.
- */
-void ddtk_fdas_rednoise_cpu(const ddtk_fdas_plan *p, float *specf)
-{
-    float complex *spec = (float complex *)specf;
-    int nb = p->rn_nblocks;
-    double *mean = malloc(sizeof(double) * (size_t)nb);
-    double *centre = malloc(sizeof(double) * (size_t)nb);
-    float pw[256];
-    for (int b = 0; b < nb; b++) {
-        int64_t s = p->rn_start[b];
-        int len = (int)(p->rn_start[b + 1] - s);
-        for (int i = 0; i < len; i++)
-            pw[i] = crealf(spec[s + i] * conjf(spec[s + i]));
-        mean[b] = fmax(ddtk_fdas_select_median(pw, len) / M_LN2, 1e-30);
-        centre[b] = s + 0.5 * (len - 1);
-    }
-    spec[0] = 0;
-    int b = 0;
-    for (int64_t k = 1; k < p->nbins; k++) {
-        while (b + 1 < nb && centre[b + 1] <= k)
-            b++;
-        double m = mean[b];
-        if (b + 1 < nb && k > centre[b])
-            m += (mean[b + 1] - mean[b]) * (k - centre[b]) / (centre[b + 1] - centre[b]);
-        spec[k] *= (float)(1.0 / sqrt(m));
-    }
-    free(mean);
-    free(centre);
-}
-
-static void demean(ddtk_fdas_plan *p, const float *x)
-{
-    double sum = 0;
-    #pragma omp parallel for reduction(+ : sum)
-    for (int64_t i = 0; i < p->n; i++)
-        sum += x[i];
-    float mean = (float)(sum / p->n);
-    #pragma omp parallel for
-    for (int64_t i = 0; i < p->n; i++)
-        p->work[i] = x[i] - mean;
-}
-
-static void spread_spectrum(ddtk_fdas_plan *p)
-{
-    float complex *src = (float complex *)p->spec, *dst = (float complex *)p->spread;
-    #pragma omp parallel for
-    for (int64_t k = 0; k < p->nbins; k++) {
-        dst[p->res * k] = src[k];
-        if (p->res == 2)
-            dst[2 * k + 1] = 0;
-    }
-}
-
 int ddtk_fdas_execute(ddtk_fdas_plan *p, const float *x)
 {
     double t0 = ddtk_now(), t;
-    int rc;
     if (p->cfg.threads > 0)
         omp_set_num_threads(p->cfg.threads);
     memset(&p->times, 0, sizeof p->times);
     p->hits.n = 0;
     p->hits.sorted = 0;
-    if (p->use_gpu) {
-        rc = ddtk_fdas_gpu_search(p, x);
-    } else {
-        demean(p, x);
-        fftwf_execute(p->rfft);
-        p->times.fft = (t = ddtk_now()) - t0;
-        ddtk_fdas_rednoise_cpu(p, p->spec);
-        spread_spectrum(p);
-        p->times.rednoise = ddtk_now() - t;
-        rc = ddtk_fdas_cpu_search(p);
-        p->spec_on_host = 1;
-    }
+    int rc = p->use_gpu ? ddtk_fdas_gpu_search(p, x) : ddtk_fdas_cpu_search(p, x);
     t = ddtk_now();
     if (!rc)
         rc = ddtk_fdas_candidates_build(p);
@@ -329,6 +183,22 @@ const ddtk_fdas_cand *ddtk_fdas_candidates(const ddtk_fdas_plan *p, int *n)
 const ddtk_fdas_times *ddtk_fdas_timing(const ddtk_fdas_plan *p)
 {
     return &p->times;
+}
+
+float *ddtk_fdas_series_buffer(const ddtk_fdas_plan *p, int64_t *n, double *tsamp)
+{
+    *n = p->n;
+    *tsamp = p->tsamp;
+    return p->series;
+}
+
+int ddtk_fdas_host_spectrum(ddtk_fdas_plan *p)
+{
+    if (p->spec_on_host || !p->use_gpu)
+        return DDTK_OK;
+    int rc = ddtk_fdas_gpu_sync_spectrum(p);
+    p->spec_on_host = !rc;
+    return rc;
 }
 
 const char *ddtk_fdas_backend_name(const ddtk_fdas_plan *p)
@@ -361,27 +231,8 @@ int ddtk_fdas_plane(ddtk_fdas_plan *p, int zi0, int zi1, int64_t p0, int64_t np,
 {
     if (zi0 < 0 || zi1 > p->numz || zi0 >= zi1 || p0 < 0 || np < 1 || p0 + np > p->plane_len)
         return ddtk_fail(DDTK_EUSAGE, "plane request outside the plane");
-    if (p->use_gpu)
-        return ddtk_fdas_gpu_plane(p, zi0, zi1, p0, np, out);
-    int w = p->width, nz = zi1 - zi0;
-    float *tile = malloc(sizeof(float) * (size_t)w * (size_t)nz);
-    void *ws = ddtk_fdas_cpu_ws_new(p);
-    if (!tile || !ws) {
-        free(tile);
-        ddtk_fdas_cpu_ws_free(ws);
-        return ddtk_fail(DDTK_ESYS, "out of memory for the plane");
-    }
-    int64_t start = p->res == 1 ? p0 & ~(int64_t)1 : p0;
-    for (int64_t t = start; t < p0 + np; t += w) {
-        ddtk_fdas_cpu_tile(p, ws, zi0, zi1, t, tile);
-        for (int z = 0; z < nz; z++)
-            for (int64_t i = 0; i < w; i++)
-                if (t + i >= p0 && t + i < p0 + np)
-                    out[z * np + (t + i - p0)] = tile[(size_t)z * w + i];
-    }
-    free(tile);
-    ddtk_fdas_cpu_ws_free(ws);
-    return DDTK_OK;
+    return p->use_gpu ? ddtk_fdas_gpu_plane(p, zi0, zi1, p0, np, out)
+                      : ddtk_fdas_cpu_plane(p, zi0, zi1, p0, np, out);
 }
 
 void ddtk_fdas_rz_amp(const ddtk_fdas_plan *p, double r, double z, double *re, double *im)

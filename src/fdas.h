@@ -105,8 +105,14 @@ void ddtk_fdas_get_geometry(const ddtk_fdas_plan *plan, ddtk_fdas_geometry *g);
  */
 int ddtk_fdas_plane(ddtk_fdas_plan *plan, int zi0, int zi1, int64_t p0, int64_t np, float *out);
 
-/* Complex amplitude at arbitrary (r, z) by direct correlation (for harmonics). */
+/*
+ * Complex amplitude at arbitrary (r, z) by direct correlation (for harmonics),
+ * from the whitened spectrum of the last execute as held on the host: with the
+ * GPU backend, call ddtk_fdas_host_spectrum after the execute (it copies the
+ * spectrum back once; with the CPU backend it does nothing).
+ */
 void ddtk_fdas_rz_amp(const ddtk_fdas_plan *plan, double r, double z, double *re, double *im);
+int ddtk_fdas_host_spectrum(ddtk_fdas_plan *plan);
 
 /* ---- statistics and special functions (fdas_math.c) ---------------------- */
 

@@ -1,6 +1,8 @@
 /*
- * fdas_impl.h - internals of the fdas plan shared by the driver (src/fdas.c),
- * the CPU kernels (cpu/fdas_cpu.c) and the CUDA kernels (cuda/fdas_gpu.cu).
+ * fdas_impl.h - internals of the fdas plan, private to the driver (src/fdas.c,
+ * src/fdas_cands.c) and the kernels (cpu/fdas_cpu.c, cuda/fdas_*.cu*). The
+ * driver calls the kernels; the kernels call nothing in the driver. I/O and
+ * output code use the public API (fdas.h) and fdas_buffer.h only.
  *
  * Geometry. The whitened spectrum F[k], k < nbins, is "spread" to the
  * correlation resolution res (2 for exact half-bin interpolation, 1 for
@@ -32,8 +34,6 @@ typedef struct ddtk_fdas_hits {
     int sorted;                   /* by stage, power (descending), position: the GPU sorts them */
 } ddtk_fdas_hits;
 
-int ddtk_fdas_hits_push(ddtk_fdas_hits *hs, int64_t p, int zi, int stage, float power);
-
 /* One subharmonic fraction k/2^s (k odd) used by stage s. */
 typedef struct ddtk_fdas_frac {
     int num, den, stage;
@@ -52,10 +52,11 @@ struct ddtk_fdas_plan {
     ddtk_fdas_frac frac[DDTK_FDAS_MAXHARM];
     int nfrac;
     float *templates;             /* numz x fftlen complex: template spectra / fftlen */
-    float *spread;                /* res*nbins complex: whitened spectrum, spread */
     float *spec;                  /* nbins+1 complex: whitened spectrum */
-    float *work;                  /* n floats: de-meaned series for the real FFT */
-    void *rfft;                   /* fftwf_plan of the long real FFT */
+    float *spread;                /* CPU: res*nbins complex: whitened spectrum, spread */
+    float *work;                  /* CPU: n floats: de-meaned series for the real FFT */
+    void *rfft;                   /* CPU: fftwf_plan of the long real FFT */
+    void *blk_fwd, *blk_inv;      /* CPU: fftwf_plans of the correlation blocks */
     int64_t *rn_start;            /* red-noise blocks: first bin of each, plus end */
     int rn_nblocks;
     ddtk_fdas_hits hits;
@@ -72,17 +73,19 @@ struct ddtk_fdas_plan {
 /* Hits -> sigma, clustering, harmonic removal, sorting (fdas_cands.c). */
 int ddtk_fdas_candidates_build(ddtk_fdas_plan *p);
 
-/* Red-noise whitening on the CPU: spec[0..nbins) normalised in place. */
-void ddtk_fdas_rednoise_cpu(const ddtk_fdas_plan *p, float *spec);
-
 /* CPU kernels (cpu/fdas_cpu.c). */
-/* Plane rows [zi0, zi1) at positions [p0, p0 + width) into out (ld = width). */
-void ddtk_fdas_cpu_tile(const ddtk_fdas_plan *p, void *ws, int zi0, int zi1, int64_t p0,
+/* Every plan, either backend: the template spectra and the host spectrum buffer. */
+int ddtk_fdas_cpu_tables(ddtk_fdas_plan *p);
+/* The CPU backend: its buffers and FFTW plans. */
+int ddtk_fdas_cpu_init(ddtk_fdas_plan *p);
+/* Frees what the two above made (either may have been left part done). */
+void ddtk_fdas_cpu_free(ddtk_fdas_plan *p);
+/* Whiten x, then correlate, harmonic-sum and threshold the whole plane; hits
+ * into p->hits. */
+int ddtk_fdas_cpu_search(ddtk_fdas_plan *p, const float *x);
+/* Plane rows [zi0, zi1) at positions [p0, p0 + np) from the whitened spectrum. */
+int ddtk_fdas_cpu_plane(const ddtk_fdas_plan *p, int zi0, int zi1, int64_t p0, int64_t np,
                         float *out);
-void *ddtk_fdas_cpu_ws_new(const ddtk_fdas_plan *p);
-void ddtk_fdas_cpu_ws_free(void *ws);
-/* Correlate, harmonic-sum and threshold the whole plane; hits into p->hits. */
-int ddtk_fdas_cpu_search(ddtk_fdas_plan *p);
 
 /* Fraction index helpers shared by CPU and GPU: nearest half bin / even z. */
 static inline DDTK_HD int64_t ddtk_fdas_frac_pos(int64_t p, int num, int den)

@@ -3,33 +3,33 @@
  * or stdin) and PRESTO .dat with its .inf, into the series' own memory or the
  * search plan's series buffer (pinned on the GPU backend).
  */
-#include "fdas_impl.h"
+#include "fdas.h"
+#include "fdas_buffer.h"
+#include "inf.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
-}
 
 static char *strip_suffix(const char *path)
 {
     char *b = strdup(path);
-    if (b && (ends_with(b, ".tim") || ends_with(b, ".dat") || ends_with(b, ".fil")))
+    if (b && (ddtk_ends_with(b, ".tim") || ddtk_ends_with(b, ".dat") || ddtk_ends_with(b, ".fil")))
         b[strlen(b) - 4] = '\0';
     return b;
 }
 
 /* ---- sample memory ------------------------------------------------------------ */
 
-/* The plan's series buffer when a series at tsamp may go there, else NULL. */
-static float *plan_buffer(const ddtk_fdas_plan *p, double tsamp)
+/* The plan's series buffer (*n samples) when a series at tsamp may go there, else NULL. */
+static float *plan_buffer(const ddtk_fdas_plan *p, double tsamp, int64_t *n)
 {
-    return p && p->series && p->tsamp == tsamp ? p->series : NULL;
+    int64_t plan_n = 0;
+    double plan_tsamp = 0;
+    float *buf = p ? ddtk_fdas_series_buffer(p, &plan_n, &plan_tsamp) : NULL;
+    if (!buf || plan_tsamp != tsamp)
+        return NULL;
+    *n = plan_n;
+    return buf;
 }
 
 /* Move the samples into the series' own memory of cap samples. */
@@ -62,78 +62,56 @@ static int grow(ddtk_fdas_series *s, int64_t *cap, int64_t need)
 
 /* ---- readers ---------------------------------------------------------------- */
 
-static int read_dat(const char *path, ddtk_fdas_series *s, const ddtk_fdas_plan *plan)
+/* Samples are unpacked straight into x: the plan's buffer while they fit. */
+static int read_samples(ddtk_input *in, int pol, ddtk_fdas_series *s, const ddtk_fdas_plan *plan)
 {
-    char *inf_path = strdup(path);
-    ddtk_inf inf;
-    if (!inf_path)
-        return ddtk_fail(DDTK_ESYS, "out of memory");
-    strcpy(inf_path + strlen(inf_path) - 4, ".inf");
-    int rc = ddtk_inf_read(inf_path, &inf, &s->inf_text);
-    free(inf_path);
-    if (rc)
-        return rc;
-    if (!(inf.tsamp > 0))
-        return ddtk_fail(DDTK_EDATA, "%s: sample time %g in its .inf: must be > 0", path,
-                         inf.tsamp);
-    FILE *fp = fopen(path, "rb");
-    struct stat st;
-    if (!fp || fstat(fileno(fp), &st) != 0) {
-        rc = ddtk_fail(errno == ENOENT ? DDTK_EDATA : DDTK_ESYS, "%s: cannot open: %s", path,
-                       strerror(errno));
-        if (fp)
-            fclose(fp);
-        return rc;
+    const int64_t chunk = 1 << 18;
+    uint8_t *raw = malloc((size_t)ddtk_input_bytes(in, chunk));
+    int64_t cap = 0, got = 0;
+    int row = 0, rc = raw ? DDTK_OK : ddtk_fail(DDTK_ESYS, "out of memory");
+    s->x = plan_buffer(plan, in->hdr.tsamp, &cap);
+    s->borrowed = s->x != NULL;
+    while (!rc && !(rc = ddtk_input_read(in, raw, chunk, &got)) && got > 0 &&
+           !(rc = grow(s, &cap, s->n + got))) {
+        ddtk_unpack(&in->hdr, raw, got, &row, pol, s->x + s->n, (size_t)got);
+        s->n += got;
     }
-    s->n = st.st_size / (int64_t)sizeof(float);
-    if (s->n != inf.nsamples)
-        ddtk_msg("warning: %s: %lld samples, but its .inf says %lld; using the file size", path,
-                 (long long)s->n, (long long)inf.nsamples);
-    float *buf = plan_buffer(plan, inf.tsamp);
-    s->borrowed = buf && s->n == plan->n;
-    s->x = s->borrowed ? buf : malloc(sizeof(float) * (size_t)(s->n ? s->n : 1));
-    if (!s->x)
-        rc = ddtk_fail(DDTK_ESYS, "%s: out of memory for %lld samples", path, (long long)s->n);
-    else if ((int64_t)fread(s->x, sizeof(float), (size_t)s->n, fp) != s->n)
-        rc = ddtk_fail(DDTK_ESYS, "%s: read error", path);
-    fclose(fp);
-    s->tsamp = inf.tsamp;
-    s->dm = inf.dm;
-    s->hdr.tstart = inf.mjd;
-    s->hdr.tsamp = inf.tsamp;
-    snprintf(s->hdr.source_name, sizeof s->hdr.source_name, "%s", inf.object);
+    free(raw);
+    if (!rc && s->borrowed && s->n != cap)
+        rc = own(s, s->n ? s->n : 1);
     return rc;
 }
 
-/* Samples are unpacked straight into x: the plan's buffer while they fit. */
-static int read_tim(const char *path, ddtk_fdas_series *s, const ddtk_fdas_plan *plan)
+/* What the outputs need from a .dat's .inf. */
+static void dat_meta(ddtk_fdas_series *s, const ddtk_inf *inf)
+{
+    s->tsamp = inf->tsamp;
+    s->dm = inf->dm;
+    s->hdr.tstart = inf->mjd;
+    s->hdr.tsamp = inf->tsamp;
+    snprintf(s->hdr.source_name, sizeof s->hdr.source_name, "%s", inf->object);
+}
+
+/* A .tim (or stdin), or a .dat with its .inf. */
+static int read_series(const char *path, int dat, ddtk_fdas_series *s, const ddtk_fdas_plan *plan)
 {
     ddtk_input in;
-    int rc = ddtk_input_open(&in, path), pol = 0, row = 0;
-    if (rc)
-        return rc;
-    if (in.hdr.nchans != 1)
+    ddtk_inf inf;
+    int pol = 0;
+    int rc = dat ? ddtk_dat_open(&in, path, &inf, &s->inf_text) : ddtk_input_open(&in, path);
+    if (!rc && in.hdr.nchans != 1)
         rc = ddtk_fail(DDTK_EDATA, "%s: %d channels: not a time series (dedisperse it first)",
                        in.name, in.hdr.nchans);
     if (!rc)
         rc = ddtk_resolve_pol(&in.hdr, DDTK_POL_DEFAULT, in.name, &pol);
-    const int64_t chunk = 1 << 18;
-    uint8_t *raw = rc ? NULL : malloc((size_t)ddtk_input_bytes(&in, chunk));
-    float *buf = rc ? NULL : plan_buffer(plan, in.hdr.tsamp);
-    int64_t cap = buf ? plan->n : 0, got = 0;
-    s->x = buf;
-    s->borrowed = buf != NULL;
-    if (!rc && !raw)
-        rc = ddtk_fail(DDTK_ESYS, "out of memory");
-    while (!rc && !(rc = ddtk_input_read(&in, raw, chunk, &got)) && got > 0 &&
-           !(rc = grow(s, &cap, s->n + got))) {
-        ddtk_unpack(&in.hdr, raw, got, &row, pol, s->x + s->n, (size_t)got);
-        s->n += got;
-    }
-    free(raw);
-    if (!rc && s->borrowed && s->n != plan->n)
-        rc = own(s, s->n ? s->n : 1);
-    if (!rc) {
+    if (!rc && dat && in.nsamples >= 0 && in.nsamples != inf.nsamples)
+        ddtk_msg("warning: %s: %lld samples, but its .inf says %lld; using the file size", path,
+                 (long long)in.nsamples, (long long)inf.nsamples);
+    if (!rc)
+        rc = read_samples(&in, pol, s, plan);
+    if (!rc && dat)
+        dat_meta(s, &inf);
+    else if (!rc) {
         s->tsamp = in.hdr.tsamp;
         s->dm = in.hdr.refdm;
         rc = ddtk_header_copy(&s->hdr, &in.hdr);
@@ -156,8 +134,7 @@ int ddtk_fdas_read_for(const char *path, ddtk_fdas_series *s, ddtk_fdas_plan *pl
     s->base = is_stdin ? strdup("stdin") : strip_suffix(path);
     if (!s->name || !s->base)
         return ddtk_fail(DDTK_ESYS, "out of memory");
-    int rc = !is_stdin && ends_with(path, ".dat") ? read_dat(path, s, plan)
-                                                  : read_tim(path, s, plan);
+    int rc = read_series(path, !is_stdin && ddtk_ends_with(path, ".dat"), s, plan);
     if (!rc && s->n == 0)
         rc = ddtk_fail(DDTK_EDATA, "%s: empty time series", s->name);
     if (!rc && !(s->tsamp > 0))

@@ -3,7 +3,7 @@
  * <base>_ACCEL_<zmax> text layout (fundamentals, harmonics, then the .inf),
  * which PRESTO's ACCEL_sift parses.
  */
-#include "fdas_impl.h"
+#include "fdas.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -105,12 +105,9 @@ int ddtk_fdas_write_presto(FILE *fp, ddtk_fdas_plan *plan, const ddtk_fdas_serie
     int n;
     const ddtk_fdas_cand *c = ddtk_fdas_candidates(plan, &n);
     harm h[DDTK_FDAS_MAXHARM];
-    if (!plan->spec_on_host) {
-        int rc = ddtk_fdas_gpu_sync_spectrum(plan);
-        if (rc)
-            return rc;
-        plan->spec_on_host = 1;
-    }
+    int rc = ddtk_fdas_host_spectrum(plan);
+    if (rc)
+        return rc;
     fundamentals(fp, plan, c, n, h);
     harmonic_rows(fp, plan, c, n, h);
     if (s->inf_text)

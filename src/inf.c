@@ -1,12 +1,14 @@
 /*
- * inf.c - reading PRESTO .inf files, and reading small text files whole.
- * (Writing .inf files is output.c's.)
+ * inf.c - reading PRESTO .inf files and opening the .dat beside them, .dat and
+ * .inf names, and reading small text files whole. (Writing .inf files is
+ * output.c's.)
  */
-#include "ddtk.h"
+#include "inf.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int ddtk_slurp(const char *path, char **text)
 {
@@ -108,5 +110,59 @@ int ddtk_inf_read(const char *path, ddtk_inf *inf, char **text)
         *text = buf;
     else
         free(buf);
+    return DDTK_OK;
+}
+
+int ddtk_ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+char *ddtk_inf_path(const char *dat)
+{
+    size_t n = strlen(dat);
+    char *s = malloc(n + 5);
+    if (!s)
+        return NULL;
+    strcpy(s, dat);
+    if (n > 4 && strcmp(s + n - 4, ".dat") == 0)
+        strcpy(s + n - 4, ".inf");
+    else
+        strcat(s, ".inf");
+    return s;
+}
+
+/* Samples of a regular file of float32; -1 for pipes and devices. */
+static int64_t dat_samples(FILE *fp)
+{
+    struct stat st;
+    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode))
+        return -1;
+    return (int64_t)st.st_size / (int64_t)sizeof(float);
+}
+
+int ddtk_dat_open(ddtk_input *in, const char *path, ddtk_inf *inf, char **inf_text)
+{
+    memset(in, 0, sizeof *in);
+    ddtk_header_init(&in->hdr);
+    char *inf_path = ddtk_inf_path(path);
+    int rc = inf_path ? ddtk_inf_read(inf_path, inf, inf_text)
+                      : ddtk_fail(DDTK_ESYS, "out of memory");
+    free(inf_path);
+    if (!rc && !(inf->tsamp > 0))
+        rc = ddtk_fail(DDTK_EDATA, "%s: sample time %g in its .inf: must be > 0", path,
+                       inf->tsamp);
+    if (rc)
+        return rc;
+    if (!(in->name = strdup(path)))
+        return ddtk_fail(DDTK_ESYS, "out of memory");
+    if (!(in->fp = fopen(path, "rb")))
+        return ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", path, strerror(errno));
+    in->hdr.nchans = in->hdr.nifs = 1;
+    in->hdr.nbits = 32;
+    in->hdr.tsamp = inf->tsamp;
+    in->bits_per_spectrum = 32;
+    in->nsamples = dat_samples(in->fp);
     return DDTK_OK;
 }

@@ -6,6 +6,7 @@
  * looks finished. Existing outputs are refused unless --force is given.
  */
 #include "ddtk.h"
+#include "inf.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -297,21 +298,6 @@ static char *name_for(const char *prefix, double dm, const char *ext)
     return s;
 }
 
-/* For .dat, the .inf path sits beside it with the suffix swapped. */
-static char *inf_path(const char *dat)
-{
-    size_t n = strlen(dat);
-    char *s = malloc(n + 5);
-    if (!s)
-        return NULL;
-    strcpy(s, dat);
-    if (n > 4 && strcmp(s + n - 4, ".dat") == 0)
-        strcpy(s + n - 4, ".inf");
-    else
-        strcat(s, ".inf");
-    return s;
-}
-
 static int check_names(ddtk_outset *o)
 {
     for (int i = 0; i < o->n; i++) {
@@ -324,7 +310,7 @@ static int check_names(ddtk_outset *o)
         if (!o->spec.force && stat(path, &st) == 0 && !is_special(path))
             return ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", path);
         if (o->spec.format == DDTK_FMT_DAT) {
-            char *inf = inf_path(path);
+            char *inf = ddtk_inf_path(path);
             int exists = inf && stat(inf, &st) == 0;
             free(inf);
             if (!o->spec.force && exists)
@@ -433,7 +419,7 @@ static int write_inf_file(const char *path, const char *basename_noext,
 
 static int close_dat(ddtk_series_file *f, const ddtk_series_meta *m)
 {
-    char *inf = inf_path(f->path), *base = strdup(f->path);
+    char *inf = ddtk_inf_path(f->path), *base = strdup(f->path);
     int rc = DDTK_ESYS;
     if (inf && base) {
         char *b = basename(base);
