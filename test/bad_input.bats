@@ -201,7 +201,7 @@ header_with() {   # header_with KEY VALUE-WRITER... : a valid header with one ch
 
 @test "--backend gpu without a usable GPU fails with exit 3; auto falls back to the CPU" {
     if dd_direct --list-gpus | grep -q '^[0-9]'; then skip "a GPU is present"; fi
-    run_err "GPU" dd_direct good.fil --dm 10 --backend gpu --prefix out/x
+    run_err "--backend gpu" dd_direct good.fil --dm 10 --backend gpu --prefix out/x
     [ "$status" -eq 3 ]
     no_output_left
     run dd_direct good.fil --dm 10 --backend auto -v -o out/a.tim
