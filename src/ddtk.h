@@ -44,6 +44,8 @@ void *ddtk_calloc(size_t n, size_t size, const char *what);
 
 #define DDTK_MAX_STRING 4096
 #define DDTK_MAX_KEYS 48
+/* Largest channel count a header may give (and frequency table length). */
+#define DDTK_MAX_NCHANS (1 << 24)
 
 typedef struct ddtk_header {
     int32_t telescope_id, machine_id, data_type, barycentric, pulsarcentric;

@@ -157,6 +157,9 @@ static int read_freq_table(reader *r, ddtk_header *h)
         if (strcmp(key, "fchannel") != 0)
             return ddtk_fail(DDTK_EDATA, "%s: unexpected keyword '%s' at byte offset %lld "
                              "inside the frequency table", r->name, key, (long long)at);
+        if (h->nfreqs == DDTK_MAX_NCHANS)
+            return ddtk_fail(DDTK_EDATA, "%s: frequency table has more than %d entries",
+                             r->name, DDTK_MAX_NCHANS);
         if (h->nfreqs == cap) {
             cap = cap ? 2 * cap : 1024;
             double *f = realloc(h->freqs, (size_t)cap * sizeof *f);
@@ -184,6 +187,39 @@ static int read_value(reader *r, ddtk_header *h, const keyword *k)
     return DDTK_OK;
 }
 
+/* The keywords up to HEADER_END: one given twice keeps its last value, but a
+ * second frequency table is an error. */
+static int read_keywords(reader *r, ddtk_header *h)
+{
+    char key[DDTK_MAX_STRING + 1];
+    int rc;
+    for (;;) {
+        int64_t at = r->pos;
+        if ((rc = read_string(r, key))) {
+            if (rc == DDTK_EDATA && feof(r->fp))
+                return ddtk_fail(DDTK_EDATA, "%s: truncated header, no HEADER_END "
+                                 "(ends at byte %lld)", r->name, (long long)r->pos);
+            return rc;
+        }
+        if (strcmp(key, "HEADER_END") == 0)
+            return DDTK_OK;
+        int k = key_index(key);
+        if (k < 0)
+            return ddtk_fail(DDTK_EDATA, "%s: unknown header keyword '%.64s' at byte offset %lld",
+                             r->name, key, (long long)at);
+        if (keywords[k].type == K_FREQTABLE && ddtk_header_has(h, key))
+            return ddtk_fail(DDTK_EDATA, "%s: second frequency table (FREQUENCY_START at byte "
+                             "offset %lld)", r->name, (long long)at);
+        if ((rc = read_value(r, h, &keywords[k])))
+            return rc;
+        if (!ddtk_header_has(h, key)) {
+            if (h->norder == DDTK_MAX_KEYS)
+                return ddtk_fail(DDTK_EDATA, "%s: too many header keywords", r->name);
+            h->order[h->norder++] = (uint8_t)k;
+        }
+    }
+}
+
 int ddtk_header_read(FILE *fp, const char *name, ddtk_header *h)
 {
     reader r = { fp, name, 0 };
@@ -200,27 +236,9 @@ int ddtk_header_read(FILE *fp, const char *name, ddtk_header *h)
     r.pos = 4;
     if (len != 12 || read_bytes(&r, key, 12) || memcmp(key, "HEADER_START", 12) != 0)
         return ddtk_fail(DDTK_EDATA, "%s: not a SIGPROC file (no HEADER_START)", name);
-    for (;;) {
-        int64_t at = r.pos;
-        if ((rc = read_string(&r, key))) {
-            if (rc == DDTK_EDATA && feof(fp))
-                return ddtk_fail(DDTK_EDATA, "%s: truncated header, no HEADER_END "
-                                 "(ends at byte %lld)", name, (long long)r.pos);
-            return rc;
-        }
-        if (strcmp(key, "HEADER_END") == 0)
-            break;
-        int k = key_index(key);
-        if (k < 0)
-            return ddtk_fail(DDTK_EDATA, "%s: unknown header keyword '%.64s' at byte offset %lld",
-                             name, key, (long long)at);
-        if ((rc = read_value(&r, h, &keywords[k])))
-            return rc;
-        if (!ddtk_header_has(h, key)) {
-            if (h->norder == DDTK_MAX_KEYS)
-                return ddtk_fail(DDTK_EDATA, "%s: too many header keywords", name);
-            h->order[h->norder++] = (uint8_t)k;
-        }
+    if ((rc = read_keywords(&r, h))) {
+        ddtk_header_free(h);
+        return rc;
     }
     h->header_bytes = r.pos;
     return DDTK_OK;

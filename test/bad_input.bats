@@ -24,6 +24,14 @@ header_with() {   # header_with KEY VALUE-WRITER... : a valid header with one ch
       str fch1; f64 1400; str foff; f64 -1; "$@"; str HEADER_END; head -c 4000 /dev/zero; }
 }
 
+# freq_table N F0 DF: a FREQUENCY_START block of N fchannel entries F0 + i*DF
+freq_table() {
+    perl -e 'sub s_ { pack("l<", length $_[0]) . $_[0] }
+             my ($n, $f0, $df) = @ARGV;
+             print s_("FREQUENCY_START"), (map { s_("fchannel") . pack("d<", $f0 + $_ * $df) } 0 .. $n - 1),
+                   s_("FREQUENCY_END")' -- "$@"
+}
+
 @test "truncated header" {
     head -c 30 good.fil > trunc.fil
     run_err trunc.fil dd_direct trunc.fil --dm 10 --prefix out/x
@@ -229,4 +237,16 @@ header_with() {   # header_with KEY VALUE-WRITER... : a valid header with one ch
         [ "$status" -eq 124 ]
         [ -z "$(ls -A out)" ] || { ls -la out; return 1; }
     done
+}
+
+@test "a second frequency table is bad data, not a heap overflow" {
+    { str HEADER_START; str nchans; i32 1024; str nbits; i32 8; str tsamp; f64 0.001
+      freq_table 1024 1400 -0.25; freq_table 1024 1400 -0.25; str HEADER_END
+      head -c 40000 /dev/zero; } > two.fil
+    run_err two.fil fbinfo two.fil
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"second frequency table"* ]]
+    run_err two.fil dd_direct two.fil --dm 10 --prefix out/x
+    [ "$status" -eq 1 ]
+    no_output_left
 }
