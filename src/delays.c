@@ -103,10 +103,11 @@ int ddtk_delays_init(ddtk_delays *d, const ddtk_channels *ch, double tsamp,
     for (int i = 0; i < ndm; i++) {
         for (int r = 0; r < ch->nlive; r++) {
             double samples = dms[i] * d->per_dm[r];
-            if (samples > INT32_MAX / 2) {
+            if (!(samples >= 0 && samples <= INT32_MAX / 2)) {   /* NaN too */
                 ddtk_delays_free(d);
-                return ddtk_fail(DDTK_EUSAGE, "DM %g gives a delay of %.3g samples, "
-                                 "too large to dedisperse", dms[i], samples);
+                return ddtk_fail(DDTK_EUSAGE, "DM %g gives a delay of %.3g samples at %g MHz, "
+                                 "outside 0..%d: cannot dedisperse", dms[i], samples,
+                                 ch->freq[r], INT32_MAX / 2);
             }
             int32_t v = ddtk_round_delay(samples, rounding);
             d->delay[(size_t)i * ch->nlive + r] = v;

@@ -249,6 +249,32 @@ static int nbits_valid(int nbits)
     return nbits == 1 || nbits == 2 || nbits == 4 || nbits == 8 || nbits == 16 || nbits == 32;
 }
 
+/* Every frequency given is finite. A filterbank (anything but a one-channel
+ * time series, whose fch1 only records the reference frequency) needs fch1 or
+ * a frequency table, and every channel above 0 MHz: the delays divide by f^2. */
+static int check_frequencies(const ddtk_header *h, const char *name)
+{
+    if (!isfinite(h->fch1) || !isfinite(h->foff))
+        return ddtk_fail(DDTK_EDATA, "%s: non-finite fch1 or foff", name);
+    if (h->nfreqs > 0 && h->nfreqs != h->nchans)
+        return ddtk_fail(DDTK_EDATA, "%s: frequency table has %d entries for %d channels",
+                         name, h->nfreqs, h->nchans);
+    for (int i = 0; i < h->nfreqs; i++)
+        if (!isfinite(h->freqs[i]))
+            return ddtk_fail(DDTK_EDATA, "%s: non-finite frequency in channel %d", name, i);
+    if (h->data_type == 2 && h->nchans == 1)
+        return DDTK_OK;
+    if (h->nfreqs == 0 && !ddtk_header_has(h, "fch1"))
+        return ddtk_fail(DDTK_EDATA, "%s: header has no 'fch1' (nor a frequency table)", name);
+    for (int c = 0; c < h->nchans; c++) {
+        double f = ddtk_chan_freq(h, c);
+        if (!(f > 0) || !isfinite(f))
+            return ddtk_fail(DDTK_EDATA, "%s: channel %d is at %g MHz; channel frequencies "
+                             "must be finite and above 0", name, c, f);
+    }
+    return DDTK_OK;
+}
+
 int ddtk_header_validate(const ddtk_header *h, const char *name)
 {
     static const char *required[] = { "nbits", "tsamp" };
@@ -266,15 +292,7 @@ int ddtk_header_validate(const ddtk_header *h, const char *name)
         return ddtk_fail(DDTK_EDATA, "%s: nifs %d < 1", name, h->nifs);
     if (!(h->tsamp > 0) || !isfinite(h->tsamp))
         return ddtk_fail(DDTK_EDATA, "%s: tsamp %g is not a positive number", name, h->tsamp);
-    if (!isfinite(h->fch1) || !isfinite(h->foff))
-        return ddtk_fail(DDTK_EDATA, "%s: non-finite fch1 or foff", name);
-    if (h->nfreqs > 0 && h->nfreqs != h->nchans)
-        return ddtk_fail(DDTK_EDATA, "%s: frequency table has %d entries for %d channels",
-                         name, h->nfreqs, h->nchans);
-    for (int i = 0; i < h->nfreqs; i++)
-        if (!isfinite(h->freqs[i]))
-            return ddtk_fail(DDTK_EDATA, "%s: non-finite frequency in channel %d", name, i);
-    return DDTK_OK;
+    return check_frequencies(h, name);
 }
 
 /* ---- writing ------------------------------------------------------------- */

@@ -24,6 +24,11 @@ header_with() {   # header_with KEY VALUE-WRITER... : a valid header with one ch
       str fch1; f64 1400; str foff; f64 -1; "$@"; str HEADER_END; head -c 4000 /dev/zero; }
 }
 
+band() {   # band FCH1 FOFF: a 4-channel 8-bit header and data
+    { str HEADER_START; str nchans; i32 4; str nbits; i32 8; str tsamp; f64 0.001
+      str fch1; f64 "$1"; str foff; f64 "$2"; str HEADER_END; head -c 4000 /dev/zero; }
+}
+
 # freq_table N F0 DF: a FREQUENCY_START block of N fchannel entries F0 + i*DF
 freq_table() {
     perl -e 'sub s_ { pack("l<", length $_[0]) . $_[0] }
@@ -248,5 +253,47 @@ freq_table() {
     [[ "$output" == *"second frequency table"* ]]
     run_err two.fil dd_direct two.fil --dm 10 --prefix out/x
     [ "$status" -eq 1 ]
+    no_output_left
+}
+
+@test "fch1 0 is bad data naming the file, with nothing left (not even a hidden temporary)" {
+    band 0 -1 > f0.fil
+    run_err f0.fil dd_direct f0.fil --dm 10,20 --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"0 MHz"* ]]
+    no_output_left
+    run_err f0.fil ddplan f0.fil --dm-max 100
+    [ "$status" -eq 1 ]
+}
+
+@test "negative channel frequencies are bad data, from fch1/foff and from a frequency table" {
+    band 1.5 -1.25 > neg.fil
+    run_err neg.fil dd_direct neg.fil --dm 10 --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"channel 2"* ]]
+    { str HEADER_START; str nchans; i32 4; str nbits; i32 8; str tsamp; f64 0.001
+      freq_table 4 1.5 -1; str HEADER_END; head -c 4000 /dev/zero; } > negtab.fil
+    run_err negtab.fil dd_direct negtab.fil --dm 10 --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"channel 2"* ]]
+    no_output_left
+}
+
+@test "a filterbank header without fch1 or a frequency table is bad data" {
+    { str HEADER_START; str nchans; i32 4; str nbits; i32 8; str tsamp; f64 0.001
+      str foff; f64 -1; str HEADER_END; head -c 4000 /dev/zero; } > nof.fil
+    run_err nof.fil dd_direct nof.fil --dm 10 --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"fch1"* ]]
+    no_output_left
+}
+
+@test "a time series with fch1 0 is read, but dedispersing it is refused before any delay is cast" {
+    { str HEADER_START; str data_type; i32 2; str nchans; i32 1; str nbits; i32 32
+      str tsamp; f64 0.001; str fch1; f64 0; str HEADER_END; head -c 4000 /dev/zero; } > ts0.tim
+    run fbinfo -k nsamples ts0.tim
+    [ "$status" -eq 0 ] && [ "$output" = 1000 ]
+    run_err "DM 10" dd_direct ts0.tim --dm 10,20 --prefix out/x
+    [ "$status" -eq 2 ]
     no_output_left
 }
