@@ -17,6 +17,7 @@ no_output_left() {
 # Header bytes: a length-prefixed string, an int32, a double.
 str() { printf "$(printf '\\%03o' $(( ${#1} & 255 )) $(( ${#1} >> 8 )) 0 0)%s" "$1"; }
 i32() { printf "$(printf '\\%03o' $(( $1 & 255 )) $(( ($1 >> 8) & 255 )) 0 0)"; }
+i32_full() { perl -e 'print pack("l<", $ARGV[0])' -- "$1"; }   # i32 writes 16 bits only
 f64() { perl -e 'print pack("d<", $ARGV[0])' -- "$1"; }
 
 header_with() {   # header_with KEY VALUE-WRITER... : a valid header with one change
@@ -296,4 +297,44 @@ freq_table() {
     run_err "DM 10" dd_direct ts0.tim --dm 10,20 --prefix out/x
     [ "$status" -eq 2 ]
     no_output_left
+}
+
+@test "channel and IF counts that overflow the spectrum size are bad data" {
+    { str HEADER_START; str nchans; i32_full 2147483647; str nbits; i32 8; str tsamp; f64 0.001
+      str fch1; f64 1400; str foff; f64 -0.0000001; str HEADER_END; head -c 4000 /dev/zero; } > big.fil
+    run_err big.fil dd_direct big.fil --dm 10 --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"nchans"* ]]
+    { str HEADER_START; str nchans; i32 1024; str nifs; i32_full 2147483647; str nbits; i32 32
+      str tsamp; f64 0.001; str fch1; f64 1400; str foff; f64 -0.1; str HEADER_END
+      head -c 4000 /dev/zero; } > ifs.fil
+    run_err ifs.fil fbinfo ifs.fil
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"nifs"* ]]
+    no_output_left
+}
+
+@test "fbinfo prints extreme but finite positions and epochs without garbage; a NaN epoch is bad data" {
+    { str HEADER_START; str nchans; i32 4; str nbits; i32 8; str tsamp; f64 0.001
+      str fch1; f64 1400; str foff; f64 -1; str src_raj; f64 1e300; str src_dej; f64 -1e300
+      str tstart; f64 1e300; str HEADER_END; head -c 4000 /dev/zero; } > far.fil
+    run fbinfo far.fil
+    [ "$status" -eq 0 ]
+    [[ "$output" != *"2147483648"* ]] || { echo "$output"; return 1; }
+    [[ "$output" == *"Source RA (J2000)"*"1e+300"* ]]
+    [[ "$output" == *"Gregorian date (YYYY/MM/DD)"*"out of range"* ]]
+    { str HEADER_START; str nchans; i32 4; str nbits; i32 8; str tsamp; f64 0.001
+      str fch1; f64 1400; str foff; f64 -1; str tstart; f64 nan; str HEADER_END
+      head -c 4000 /dev/zero; } > nan.fil
+    run_err nan.fil fbinfo nan.fil
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"tstart"* ]]
+}
+
+@test "a directory as input is bad data, not a read error" {
+    run_err out dd_direct out --dm 10 --prefix x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"directory"* ]]
+    run_err out fbinfo out
+    [ "$status" -eq 1 ]
 }

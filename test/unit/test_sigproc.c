@@ -161,6 +161,10 @@ static void test_sexagesimal(void)
     CHECK(strcmp(s, "12:34:56.7890") == 0);
     ddtk_format_sexagesimal(-5012.5, s, sizeof s);
     CHECK(strcmp(s, "-00:50:12.5000") == 0);
+    ddtk_format_sexagesimal(-1e300, s, sizeof s);   /* no double->int overflow */
+    CHECK(strcmp(s, "-1.0000000000000001e+300") == 0);
+    ddtk_format_sexagesimal(NAN, s, sizeof s);
+    CHECK(strcmp(s, "nan") == 0);
 }
 
 int main(void)
