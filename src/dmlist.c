@@ -66,29 +66,37 @@ int ddtk_dmlist_range(ddtk_dmlist *l, double lo, double hi, double step)
     return DDTK_OK;
 }
 
+/* One line of a DM list: blank, a comment, or one DM. */
+static int parse_dm_line(ddtk_dmlist *l, const char *line, const char *path, long lineno)
+{
+    const char *p = line + strspn(line, " \t");
+    if (*p == '#' || *p == '\n' || *p == '\r' || *p == '\0')
+        return DDTK_OK;
+    char *end;
+    errno = 0;
+    double v = strtod(p, &end);
+    end += strspn(end, " \t\r\n");
+    if (end == p || errno || *end || !isfinite(v) || v < 0)
+        return ddtk_fail(DDTK_EDATA, "%s: line %ld: not a DM (a finite number >= 0)", path, lineno);
+    return ddtk_dmlist_push(l, v);
+}
+
 int ddtk_dmlist_file(ddtk_dmlist *l, const char *path)
 {
     FILE *fp = fopen(path, "r");
     if (!fp)
         return ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", path, strerror(errno));
-    char line[256];
-    int lineno = 0, rc = DDTK_OK;
-    while (!rc && fgets(line, sizeof line, fp)) {
-        lineno++;
-        char *p = line + strspn(line, " \t");
-        if (*p == '#' || *p == '\n' || *p == '\0')
-            continue;
-        char *end;
-        errno = 0;
-        double v = strtod(p, &end);
-        end += strspn(end, " \t\r\n");
-        if (end == p || errno || *end || ddtk_dmlist_push(l, v))
-            rc = ddtk_fail(DDTK_EDATA, "%s: line %d: not a DM (a finite number >= 0)", path, lineno);
-    }
+    char *line = NULL;
+    size_t cap = 0;
+    long lineno = 0;
+    int rc = DDTK_OK;
+    while (!rc && getline(&line, &cap, fp) >= 0)
+        rc = parse_dm_line(l, line, path, ++lineno);
     if (!rc && ferror(fp))
-        rc = ddtk_fail(DDTK_ESYS, "%s: read error", path);
+        rc = ddtk_fail(DDTK_ESYS, "%s: read error: %s", path, strerror(errno));
     if (!rc && l->n == 0)
         rc = ddtk_fail(DDTK_EDATA, "%s: no DMs in the file", path);
+    free(line);
     fclose(fp);
     return rc;
 }

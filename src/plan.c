@@ -368,30 +368,38 @@ static int header_line(const char *line)
         && strcmp(words[4], "ndm") == 0;
 }
 
+/* One line of a plan file: blank, a comment, the header row (first), or a row. */
+static int read_line(ddtk_plan *p, char *line, const char *path, long lineno, int *seen_header)
+{
+    const char *s = line + strspn(line, " \t");
+    ddtk_plan_row r;
+    if (*s == '#' || *s == '\n' || *s == '\r' || *s == '\0')
+        return DDTK_OK;
+    if (!*seen_header) {
+        if (!header_line(s))
+            return ddtk_fail(DDTK_EDATA, "%s: line %ld: expected the header row '%s'",
+                             path, lineno, "dm_lo dm_hi dm_step downsamp ndm");
+        *seen_header = 1;
+        return DDTK_OK;
+    }
+    if (parse_row(line, &r))
+        return ddtk_fail(DDTK_EDATA, "%s: line %ld: expected five numbers "
+                         "(dm_lo dm_hi dm_step downsamp ndm)", path, lineno);
+    return ddtk_plan_push(p, &r);
+}
+
 static int read_lines(ddtk_plan *p, FILE *fp, const char *path)
 {
-    char line[512];
-    int lineno = 0, seen_header = 0;
-    while (fgets(line, sizeof line, fp)) {
-        lineno++;
-        const char *s = line + strspn(line, " \t");
-        if (*s == '#' || *s == '\n' || *s == '\r' || *s == '\0')
-            continue;
-        ddtk_plan_row r;
-        if (!seen_header) {
-            if (!header_line(s))
-                return ddtk_fail(DDTK_EDATA, "%s: line %d: expected the header row '%s'",
-                                 path, lineno, "dm_lo dm_hi dm_step downsamp ndm");
-            seen_header = 1;
-        } else if (parse_row(line, &r))
-            return ddtk_fail(DDTK_EDATA, "%s: line %d: expected five numbers "
-                             "(dm_lo dm_hi dm_step downsamp ndm)", path, lineno);
-        else if (ddtk_plan_push(p, &r))
-            return DDTK_ESYS;
-    }
-    if (ferror(fp))
-        return ddtk_fail(DDTK_ESYS, "%s: read error: %s", path, strerror(errno));
-    return DDTK_OK;
+    char *line = NULL;
+    size_t cap = 0;
+    long lineno = 0;
+    int seen_header = 0, rc = DDTK_OK;
+    while (!rc && getline(&line, &cap, fp) >= 0)
+        rc = read_line(p, line, path, ++lineno, &seen_header);
+    if (!rc && ferror(fp))
+        rc = ddtk_fail(DDTK_ESYS, "%s: read error: %s", path, strerror(errno));
+    free(line);
+    return rc;
 }
 
 int ddtk_plan_read(ddtk_plan *p, const char *path)

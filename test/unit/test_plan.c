@@ -107,6 +107,20 @@ static void validation(void)
     ddtk_plan_free(&p);
 }
 
+/* A plan row longer than any line buffer is one row, not several pieces. */
+static void long_line(void)
+{
+    ddtk_plan q = { 0 };
+    char path[] = "/tmp/test_plan_XXXXXX";
+    FILE *fp = fdopen(mkstemp(path), "w");
+    fprintf(fp, "dm_lo dm_hi dm_step downsamp ndm\n0.%0900d\t10\t1\t1\t10\n", 0);
+    fclose(fp);
+    CHECK(!ddtk_plan_read(&q, path), "long row: %s", ddtk_errmsg());
+    CHECK(q.n == 1 && q.row[0].ndm == 10, "long row read as %d rows", q.n);
+    unlink(path);
+    ddtk_plan_free(&q);
+}
+
 static void cost_model(void)
 {
     ddtk_obs o;
@@ -131,6 +145,7 @@ int main(void)
     round_trip();
     validation();
     cost_model();
+    long_line();
     if (failures)
         printf("%d failures\n", failures);
     return failures != 0;
