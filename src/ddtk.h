@@ -161,6 +161,10 @@ double ddtk_delay_seconds(double dm, double f, double fref, double kdm);
 /* Round a delay in samples per the rounding mode (half away from zero / floor). */
 int32_t ddtk_round_delay(double samples, int rounding);
 
+/* Most DMs one list (or plan) may hold: longer ones are refused before they
+ * are built. */
+#define DDTK_MAX_DMS 10000000
+
 typedef struct ddtk_dmlist {
     double *dm;
     int n, cap;

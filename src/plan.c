@@ -185,7 +185,7 @@ static int ranges_row(ddtk_plan *p, const ddtk_obs *o, double lo, double hi,
         n = 1;
     if (nsub)
         n = ceil(n / r.dms_per_sub) * r.dms_per_sub;
-    if (n > 1e7)
+    if (n > DDTK_MAX_DMS)
         return ddtk_fail(DDTK_EUSAGE, "DM range %g..%g needs over 10^7 DMs", lo, hi);
     r.ndm = (int)n;
     r.dm_hi = lo + r.ndm * step;
@@ -321,12 +321,15 @@ static int check_row(const ddtk_plan_row *r, const char *name, int line)
 
 int ddtk_plan_validate(const ddtk_plan *p, const char *name)
 {
+    double ndm = 0;               /* in double: rows may hold up to 10^9 each */
     if (p->n == 0)
         return ddtk_fail(DDTK_EDATA, "%s: the plan has no rows", name);
     for (int i = 0; i < p->n; i++) {
         int rc = check_row(&p->row[i], name, i + 1);
         if (rc)
             return rc;
+        if ((ndm += p->row[i].ndm) > DDTK_MAX_DMS)
+            return ddtk_fail(DDTK_EDATA, "%s: over 10^7 DMs by row %d", name, i + 1);
         if (i == 0)
             continue;
         double prev = p->row[i - 1].dm_hi, lo = p->row[i].dm_lo;
@@ -334,8 +337,6 @@ int ddtk_plan_validate(const ddtk_plan *p, const char *name)
             return ddtk_fail(DDTK_EDATA, "%s: row %d: %s between dm_hi %g of row %d and dm_lo %g",
                              name, i + 1, lo > prev ? "gap" : "overlap", prev, i, lo);
     }
-    if ((double)ddtk_plan_ndm(p) > 1e7)
-        return ddtk_fail(DDTK_EDATA, "%s: over 10^7 DMs", name);
     return DDTK_OK;
 }
 

@@ -104,6 +104,11 @@ static void validation(void)
     CHECK(ddtk_plan_validate(&p, "x") == DDTK_EDATA, "dm_hi != lo + n*step accepted");
     p.row[1].dm_hi = 20;
     CHECK(!ddtk_plan_validate(&p, "x"), "good plan rejected: %s", ddtk_errmsg());
+    /* 3e9 DMs in two rows: counted without int overflow, and refused */
+    p.row[0] = (ddtk_plan_row){ 0, 1.5e9, 1, 1, 1500000000, 0 };
+    p.row[1] = (ddtk_plan_row){ 1.5e9, 3e9, 1, 1, 1500000000, 0 };
+    CHECK(ddtk_plan_validate(&p, "x") == DDTK_EDATA && strstr(ddtk_errmsg(), "10^7"),
+          "3e9 DMs: %s", ddtk_errmsg());
     ddtk_plan_free(&p);
 }
 
