@@ -417,6 +417,8 @@ int ddtk_opt_choice(const char *opt, const char *arg, const char *const *names, 
 int ddtk_one_input(int argc, char **argv, const char **input);
 
 extern const char *ddtk_progname;
+/* Set the name messages start with, and check stdout at exit: a tool that
+ * returns 0 but whose stdout could not be written exits 3 with one line. */
 void ddtk_set_progname(const char *argv0);
 /* Print "prog: message" to stderr. */
 void ddtk_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
