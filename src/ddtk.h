@@ -266,8 +266,8 @@ void ddtk_inf_print(FILE *fp, const char *basename, const ddtk_series_meta *m, d
                     int64_t nsamples);
 
 /*
- * Outputs are written to a hidden temporary beside their final name:
- * create opens it (*tmp gets its name; NULL for devices and pipes, which are
+ * Outputs are written to a hidden temporary beside their final name
+ * (tempfile.c): create opens it (*tmp gets its name; NULL for devices and pipes, which are
  * written in place); commit closes it and renames it to path, or removes it
  * if that fails; discard closes and removes it. Both free *tmp. Temporaries
  * still open when SIGINT, SIGTERM, SIGHUP or SIGPIPE ends the process are
