@@ -99,3 +99,9 @@ install: all
 
 clean:
 	rm -rf build bin libddtk.a test/tmp
+
+# LD_PRELOAD shim that fails one rename or fsync on demand (test/commit.bats).
+TEST_HELPERS += build/test/fault.so
+build/test/fault.so: test/fault/fault.c
+	@mkdir -p build/test
+	$(CC) -shared -fPIC -O2 -Wall -Wextra $< -o $@ -ldl

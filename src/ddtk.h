@@ -224,6 +224,7 @@ typedef struct ddtk_series_meta {
 typedef struct ddtk_series_file {
     char *path;                   /* final name; NULL for stdout */
     char *tmp;                    /* temporary name while writing */
+    char *inf, *inf_tmp;          /* a .dat's .inf, and its temporary while closing */
     FILE *fp;
     double dm;
     int64_t nwritten;
@@ -255,7 +256,9 @@ int ddtk_outset_open(ddtk_outset *o, const double *dms, int ndm,
 int ddtk_outset_write(ddtk_outset *o, int i, const float *x, int64_t n);
 /* --pad: append n copies of value (the series mean) to output i. */
 int ddtk_outset_pad(ddtk_outset *o, int i, float value, int64_t n);
-/* Finish every file (header fix-ups, .inf, rename). */
+/* Finish every file (--even, .inf), put all of them on disk, then rename them
+ * into place: all or nothing. Without force, a name that appeared meanwhile
+ * is not replaced: DDTK_EUSAGE "exists", and none of the set is left. */
 int ddtk_outset_close(ddtk_outset *o);
 /* Remove temporaries after a failure. */
 void ddtk_outset_abort(ddtk_outset *o);
@@ -267,11 +270,12 @@ void ddtk_inf_print(FILE *fp, const char *basename, const ddtk_series_meta *m, d
 
 /*
  * Outputs are written to a hidden temporary beside their final name
- * (tempfile.c): create opens it (*tmp gets its name; NULL for devices and pipes, which are
- * written in place); commit closes it and renames it to path, or removes it
- * if that fails; discard closes and removes it. Both free *tmp. Temporaries
- * still open when SIGINT, SIGTERM, SIGHUP or SIGPIPE ends the process are
- * removed, so an interrupted run leaves nothing behind.
+ * (tempfile.c): create opens it (*tmp gets its name; NULL for devices and
+ * pipes, which are written in place); commit flushes, fsyncs and closes it and
+ * renames it to path (replacing it), or removes it if that fails; discard
+ * closes and removes it. Both free *tmp. Temporaries still open when SIGINT,
+ * SIGTERM, SIGHUP or SIGPIPE ends the process are removed, so an interrupted
+ * run leaves nothing behind.
  */
 FILE *ddtk_temp_create(const char *path, char **tmp);
 int ddtk_temp_commit(FILE *fp, char **tmp, const char *path);

@@ -2,17 +2,25 @@
  * tempfile.c - temporary files and how they become outputs.
  *
  * An output is written to a hidden temporary ".NAME.XXXXXX" beside NAME and
- * renamed when complete. Temporaries still open when SIGINT, SIGTERM, SIGHUP
- * or SIGPIPE ends the process are removed.
+ * renamed when complete: replacing NAME, or, for output sets without
+ * --force, never (RENAME_NOREPLACE). Runs writing into one directory take
+ * turns (flock on the directory) to commit, so two commits never interleave.
+ * Temporaries still open when SIGINT, SIGTERM, SIGHUP or SIGPIPE ends the
+ * process are removed.
  */
+#define _GNU_SOURCE               /* renameat2 */
 #include "tempfile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* ---- removal on signals ------------------------------------------------------ */
 
 /* Temporaries not yet committed, for the signal handler to remove. The list
  * only changes with those signals blocked, so the handler sees it whole. */
@@ -29,20 +37,25 @@ static void remove_pending(int sig)
     raise(sig);
 }
 
-static void block_cleanup(int how, sigset_t *old)
+void ddtk_temp_hold_signals(sigset_t *old)
 {
     sigset_t set;
     sigemptyset(&set);
     for (size_t i = 0; i < NCLEANUP; i++)
         sigaddset(&set, cleanup_signals[i]);
-    sigprocmask(how, how == SIG_BLOCK ? &set : old, how == SIG_BLOCK ? old : NULL);
+    sigprocmask(SIG_BLOCK, &set, old);
+}
+
+void ddtk_temp_release_signals(const sigset_t *old)
+{
+    sigprocmask(SIG_SETMASK, old, NULL);
 }
 
 static int track(char *tmp)
 {
     sigset_t old;
     int ok = 1;
-    block_cleanup(SIG_BLOCK, &old);
+    ddtk_temp_hold_signals(&old);
     if (!pending)
         for (size_t i = 0; i < NCLEANUP; i++) {
             struct sigaction sa = { .sa_handler = remove_pending };
@@ -62,21 +75,23 @@ static int track(char *tmp)
     }
     if (ok)
         pending[npending++] = tmp;
-    block_cleanup(SIG_SETMASK, &old);
+    ddtk_temp_release_signals(&old);
     return ok;
 }
 
 static void untrack(const char *tmp)
 {
     sigset_t old;
-    block_cleanup(SIG_BLOCK, &old);
+    ddtk_temp_hold_signals(&old);
     for (size_t i = 0; i < npending; i++)
         if (pending[i] == tmp) {
             pending[i] = pending[--npending];
             break;
         }
-    block_cleanup(SIG_SETMASK, &old);
+    ddtk_temp_release_signals(&old);
 }
+
+/* ---- creating ------------------------------------------------------------------ */
 
 int ddtk_temp_is_special(const char *path)
 {
@@ -84,67 +99,153 @@ int ddtk_temp_is_special(const char *path)
     return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
 }
 
-/* Create a hidden temporary beside path; *tmp receives its name (NULL when
- * path is a device or pipe, which is opened directly). */
-FILE *ddtk_temp_create(const char *path, char **tmp)
+static char *dir_of(const char *path)
 {
-    if (ddtk_temp_is_special(path)) {
-        *tmp = NULL;
-        FILE *fp = fopen(path, "wb");
-        if (!fp)
-            ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", path, strerror(errno));
-        return fp;
+    char *copy = strdup(path), *dir = copy ? strdup(dirname(copy)) : NULL;
+    free(copy);
+    return dir;
+}
+
+int ddtk_tempdir_lock(const char *path)
+{
+    char *dir = dir_of(path);
+    int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1, rc;
+    free(dir);
+    if (fd < 0)
+        return -1;
+    while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR)
+        ;
+    if (rc != 0) {
+        close(fd);
+        return -1;
     }
-    char *copy1 = strdup(path), *copy2 = strdup(path);
-    size_t n = strlen(path) + 16;
-    *tmp = malloc(n);
-    FILE *fp = NULL;
-    if (copy1 && copy2 && *tmp) {
-        snprintf(*tmp, n, "%s/.%s.XXXXXX", dirname(copy1), basename(copy2));
-        int fd = mkstemp(*tmp);
-        if (fd >= 0) {
-            mode_t mask = umask(0);
-            umask(mask);
-            fchmod(fd, 0666 & ~mask);
-            fp = fdopen(fd, "wb");
-            if (!fp)
-                close(fd);
-        }
-    }
-    if (fp && !track(*tmp)) {
+    return fd;
+}
+
+void ddtk_tempdir_unlock(int fd)
+{
+    if (fd >= 0)
+        close(fd);                /* releases the lock */
+}
+
+/* Create name from a mkstemp template, tracked, with the mode the umask
+ * gives new files. */
+static FILE *open_new(char *name)
+{
+    int fd = mkostemp(name, O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+    FILE *fp = fdopen(fd, "wb");
+    if (fp && !track(name)) {
         fclose(fp);
         fp = NULL;
+        fd = -1;
         errno = ENOMEM;
     }
     if (!fp) {
         int err = errno;
-        ddtk_fail(DDTK_ESYS, "%s: cannot create: %s", path, strerror(err));
-        if (*tmp && (*tmp)[0])
-            unlink(*tmp);
+        if (fd >= 0)
+            close(fd);
+        unlink(name);
+        errno = err;
+    }
+    return fp;
+}
+
+static FILE *created(FILE *fp, const char *path, char **tmp)
+{
+    if (!fp) {
+        ddtk_fail(DDTK_ESYS, "%s: cannot create: %s", path, strerror(errno));
         free(*tmp);
         *tmp = NULL;
     }
-    free(copy1);
-    free(copy2);
     return fp;
+}
+
+FILE *ddtk_temp_open(const char *path, char **tmp)
+{
+    *tmp = NULL;
+    if (ddtk_temp_is_special(path))
+        return created(fopen(path, "wb"), path, tmp);
+    char *dir = dir_of(path), *copy = strdup(path);
+    size_t n = strlen(path) + 16;
+    FILE *fp = NULL;
+    errno = ENOMEM;
+    if (dir && copy && (*tmp = malloc(n))) {
+        snprintf(*tmp, n, "%s/.%s.XXXXXX", dir, basename(copy));
+        fp = open_new(*tmp);
+    }
+    free(dir);
+    free(copy);
+    return created(fp, path, tmp);
+}
+
+FILE *ddtk_temp_create(const char *path, char **tmp)
+{
+    return ddtk_temp_open(path, tmp);
+}
+
+/* ---- committing ---------------------------------------------------------------- */
+
+int ddtk_temp_flush(FILE *fp, const char *tmp, const char *path)
+{
+    errno = 0;
+    if (fflush(fp) != 0 || ferror(fp) || (tmp && fsync(fileno(fp)) != 0))
+        return ddtk_fail(DDTK_ESYS, "%s: write error: %s", path, strerror(errno ? errno : EIO));
+    return DDTK_OK;
+}
+
+/* rename() that fails with EEXIST instead of replacing to: RENAME_NOREPLACE,
+ * or where the file system lacks it, link() (which never replaces) and unlink. */
+static int rename_noreplace(const char *from, const char *to)
+{
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+        return -1;
+    if (link(from, to) != 0)
+        return -1;
+    unlink(from);
+    return 0;
+}
+
+int ddtk_temp_rename(char **tmp, const char *path, int force)
+{
+    if (!*tmp)
+        return DDTK_OK;           /* a device or pipe, written in place */
+    if ((force ? rename(*tmp, path) : rename_noreplace(*tmp, path)) != 0) {
+        if (errno == EEXIST)
+            return ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", path);
+        return ddtk_fail(DDTK_ESYS, "%s: cannot rename from %s: %s", path, *tmp,
+                         strerror(errno));
+    }
+    untrack(*tmp);
+    free(*tmp);
+    *tmp = NULL;
+    return DDTK_OK;
+}
+
+void ddtk_temp_remove(char **tmp)
+{
+    if (!*tmp)
+        return;
+    unlink(*tmp);
+    untrack(*tmp);
+    free(*tmp);
+    *tmp = NULL;
 }
 
 int ddtk_temp_commit(FILE *fp, char **tmp, const char *path)
 {
-    int bad = ferror(fp);
-    bad |= fclose(fp) != 0;
-    int rc = DDTK_OK;
-    if (bad)
+    int rc = ddtk_temp_flush(fp, *tmp, path);
+    if (fclose(fp) != 0 && !rc)
         rc = ddtk_fail(DDTK_ESYS, "%s: write error: %s", path, strerror(errno));
-    else if (*tmp && rename(*tmp, path) != 0)
-        rc = ddtk_fail(DDTK_ESYS, "%s: cannot rename from %s: %s", path, *tmp, strerror(errno));
-    if (*tmp) {
-        if (rc)
-            unlink(*tmp);
-        untrack(*tmp);
-        free(*tmp);
-        *tmp = NULL;
-    }
+    if (!rc)
+        return ddtk_temp_rename(tmp, path, 1);
+    ddtk_temp_remove(tmp);
     return rc;
 }
 
@@ -152,10 +253,5 @@ void ddtk_temp_discard(FILE *fp, char **tmp)
 {
     if (fp)
         fclose(fp);
-    if (*tmp) {
-        unlink(*tmp);
-        untrack(*tmp);
-        free(*tmp);
-        *tmp = NULL;
-    }
+    ddtk_temp_remove(tmp);
 }

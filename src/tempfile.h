@@ -1,5 +1,8 @@
 /*
- * tempfile.h - the temporaries behind outputs (tempfile.c), for output.c.
+ * tempfile.h - the temporaries behind output sets (tempfile.c), for output.c.
+ * Tools use the three ddtk_temp_* calls of ddtk.h; output sets need the
+ * steps one by one, so that every file of a set is on disk before the first
+ * is renamed and a failed commit can be undone.
  */
 #ifndef DDTK_TEMPFILE_H
 #define DDTK_TEMPFILE_H
@@ -10,5 +13,27 @@
 
 /* Devices and pipes (-o /dev/null, a FIFO) are written in place, never replaced. */
 int ddtk_temp_is_special(const char *path);
+
+/* Hold flock on the directory of path, so that runs writing there take turns
+ * to commit; -1 where the directory cannot be locked (NFS), which takes no
+ * turns. Unlock with the result. */
+int ddtk_tempdir_lock(const char *path);
+void ddtk_tempdir_unlock(int fd);
+
+/* Create path's temporary ".NAME.XXXXXX" (*tmp NULL for a device or pipe,
+ * opened in place). */
+FILE *ddtk_temp_open(const char *path, char **tmp);
+
+/* Flush fp, and fsync it when it is a temporary: DDTK_ESYS naming path. */
+int ddtk_temp_flush(FILE *fp, const char *tmp, const char *path);
+/* Rename the (closed or open) temporary *tmp to path, which must not exist
+ * unless force: an existing path is DDTK_EUSAGE "exists". Frees *tmp. */
+int ddtk_temp_rename(char **tmp, const char *path, int force);
+/* Remove the closed temporary *tmp and free it. */
+void ddtk_temp_remove(char **tmp);
+
+/* Hold off SIGINT, SIGTERM, SIGHUP and SIGPIPE while a set is committed. */
+void ddtk_temp_hold_signals(sigset_t *old);
+void ddtk_temp_release_signals(const sigset_t *old);
 
 #endif
