@@ -249,7 +249,8 @@ typedef struct ddtk_outset {
 /*
  * Plan the outputs of a run: one DM with neither -o nor --prefix and format
  * tim goes to stdout; one DM with -o goes there; otherwise one file per DM,
- * <prefix>_DM%.2f.<ext>. Fails (no file created) if a name exists without force.
+ * <prefix>_DM%.2f.<ext>. Fails (no file created) if a name exists without
+ * force. Temporaries of dead runs on the same names are removed (with a note).
  */
 int ddtk_outset_open(ddtk_outset *o, const double *dms, int ndm,
                      const ddtk_outspec *spec, const ddtk_series_meta *meta);
@@ -275,7 +276,8 @@ void ddtk_inf_print(FILE *fp, const char *basename, const ddtk_series_meta *m, d
  * renames it to path (replacing it), or removes it if that fails; discard
  * closes and removes it. Both free *tmp. Temporaries still open when SIGINT,
  * SIGTERM, SIGHUP or SIGPIPE ends the process are removed, so an interrupted
- * run leaves nothing behind.
+ * run leaves nothing behind; those of a run killed otherwise are removed by
+ * the next output set written beside them.
  */
 FILE *ddtk_temp_create(const char *path, char **tmp);
 int ddtk_temp_commit(FILE *fp, char **tmp, const char *path);

@@ -215,10 +215,30 @@ static int ends_with(const char *s, const char *tail)
     return n >= m && strcmp(s + n - m, tail) == 0;
 }
 
-/* Temporaries for every output, and a .tim header in each. */
+/* Whether a stale temporary's final name belongs to this set's scheme: with
+ * -o, the output or its .inf; else "<prefix>_DM....tim|.dat|.inf". */
+static int owned_name(const char *name, const void *ctx)
+{
+    const ddtk_outset *o = ctx;
+    const char *mine = last_component(o->f[0].path);
+    if (o->spec.output)
+        return strcmp(name, mine) == 0
+            || (o->f[0].inf && strcmp(name, last_component(o->f[0].inf)) == 0);
+    const char *dm = strstr(mine, "_DM"), *next;
+    while (dm && (next = strstr(dm + 1, "_DM")))
+        dm = next;
+    return dm && strncmp(name, mine, (size_t)(dm - mine) + 3) == 0
+        && (ends_with(name, ".tim") || ends_with(name, ".dat") || ends_with(name, ".inf"));
+}
+
+/* Temporaries for every output (and a .tim header in each), created while
+ * the directory is locked, after removing those of dead runs. */
 static int create_files(ddtk_outset *o)
 {
-    int rc = DDTK_OK;
+    int special = ddtk_temp_is_special(o->f[0].path), rc = DDTK_OK;
+    int lock = special ? -1 : ddtk_tempdir_lock(o->f[0].path);
+    if (lock >= 0)
+        ddtk_temp_sweep(o->f[0].path, owned_name, o);
     for (int i = 0; i < o->n && !rc; i++) {
         ddtk_series_file *f = &o->f[i];
         ddtk_series_meta m = file_meta(o, i);
@@ -230,6 +250,7 @@ static int create_files(ddtk_outset *o)
         if (o->spec.format == DDTK_FMT_TIM)
             rc = ddtk_tim_header_write(f->fp, &m, f->dm);
     }
+    ddtk_tempdir_unlock(lock);
     return rc;
 }
 
@@ -302,7 +323,8 @@ static int drop_last_sample(ddtk_series_file *f)
     return DDTK_OK;
 }
 
-/* The .inf of output i, complete and on disk under its temporary. */
+/* The .inf of output i, complete and on disk under its temporary (beside
+ * the .dat's, so that it lives as long as that one). */
 static int write_inf(ddtk_outset *o, int i)
 {
     ddtk_series_file *f = &o->f[i];
@@ -312,7 +334,8 @@ static int write_inf(ddtk_outset *o, int i)
         return ddtk_fail(DDTK_ESYS, "out of memory");
     if (ends_with(base, ".dat") && strlen(base) > 4)
         base[strlen(base) - 4] = '\0';
-    FILE *fp = ddtk_temp_open(f->inf, &f->inf_tmp);
+    FILE *fp = f->tmp ? ddtk_temp_open_beside(f->tmp, ".inf", f->inf, &f->inf_tmp)
+                      : ddtk_temp_open(f->inf, &f->inf_tmp);
     int rc = fp ? DDTK_OK : DDTK_ESYS;
     if (fp) {
         ddtk_inf_print(fp, base, &m, f->dm, f->nwritten);

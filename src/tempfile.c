@@ -2,18 +2,25 @@
  * tempfile.c - temporary files and how they become outputs.
  *
  * An output is written to a hidden temporary ".NAME.XXXXXX" beside NAME and
- * renamed when complete: replacing NAME, or, for output sets without
- * --force, never (RENAME_NOREPLACE). Runs writing into one directory take
- * turns (flock on the directory) to commit, so two commits never interleave.
+ * renamed when complete. The process writing a temporary holds flock on it
+ * while it is open, so that a later run can tell the temporaries of dead runs
+ * (unlocked, even after SIGKILL) from those of live ones; a temporary named
+ * "<another temporary>.inf" lives as long as that other one. Runs writing
+ * into one directory take turns (flock on the directory) to create
+ * temporaries, sweep stale ones and commit, so a sweep never sees a
+ * temporary before it is locked, and two commits never interleave.
  * Temporaries still open when SIGINT, SIGTERM, SIGHUP or SIGPIPE ends the
  * process are removed.
  */
 #define _GNU_SOURCE               /* renameat2 */
 #include "tempfile.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -128,16 +135,20 @@ void ddtk_tempdir_unlock(int fd)
         close(fd);                /* releases the lock */
 }
 
-/* Create name from a mkstemp template, tracked, with the mode the umask
- * gives new files. */
-static FILE *open_new(char *name)
+/* Create name exclusively (from a mkstemp template, or as it is), locked and
+ * tracked, with the mode the umask gives new files. */
+static FILE *open_new(char *name, int from_template)
 {
-    int fd = mkostemp(name, O_CLOEXEC);
+    int fd = from_template ? mkostemp(name, O_CLOEXEC)
+                           : open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0)
         return NULL;
-    mode_t mask = umask(0);
-    umask(mask);
-    fchmod(fd, 0666 & ~mask);
+    if (from_template) {
+        mode_t mask = umask(0);
+        umask(mask);
+        fchmod(fd, 0666 & ~mask);
+    }
+    flock(fd, LOCK_EX | LOCK_NB);   /* a new file: never contended; NFS may refuse */
     FILE *fp = fdopen(fd, "wb");
     if (fp && !track(name)) {
         fclose(fp);
@@ -176,16 +187,31 @@ FILE *ddtk_temp_open(const char *path, char **tmp)
     errno = ENOMEM;
     if (dir && copy && (*tmp = malloc(n))) {
         snprintf(*tmp, n, "%s/.%s.XXXXXX", dir, basename(copy));
-        fp = open_new(*tmp);
+        fp = open_new(*tmp, 1);
     }
     free(dir);
     free(copy);
     return created(fp, path, tmp);
 }
 
+FILE *ddtk_temp_open_beside(const char *of, const char *suffix, const char *path, char **tmp)
+{
+    size_t n = strlen(of) + strlen(suffix) + 1;
+    FILE *fp = NULL;
+    errno = ENOMEM;
+    if ((*tmp = malloc(n))) {
+        snprintf(*tmp, n, "%s%s", of, suffix);
+        fp = open_new(*tmp, 0);
+    }
+    return created(fp, path, tmp);
+}
+
 FILE *ddtk_temp_create(const char *path, char **tmp)
 {
-    return ddtk_temp_open(path, tmp);
+    int lock = ddtk_temp_is_special(path) ? -1 : ddtk_tempdir_lock(path);
+    FILE *fp = ddtk_temp_open(path, tmp);
+    ddtk_tempdir_unlock(lock);
+    return fp;
 }
 
 /* ---- committing ---------------------------------------------------------------- */
@@ -254,4 +280,59 @@ void ddtk_temp_discard(FILE *fp, char **tmp)
     if (fp)
         fclose(fp);
     ddtk_temp_remove(tmp);
+}
+
+/* ---- stale temporaries ------------------------------------------------------------ */
+
+/* ".NAME.XXXXXX" (mkstemp's letters and digits), or that plus ".inf" (*beside
+ * set): NAME goes to name (n bytes). 0 for any other directory entry. */
+static int parse_temp(const char *entry, char *name, size_t n, int *beside)
+{
+    size_t len = strlen(entry);
+    *beside = len > 4 && strcmp(entry + len - 4, ".inf") == 0;
+    if (*beside)
+        len -= 4;
+    if (len < 9 || entry[0] != '.' || entry[len - 7] != '.' || len - 8 >= n)
+        return 0;
+    for (size_t i = len - 6; i < len; i++)
+        if (!isalnum((unsigned char)entry[i]))
+            return 0;
+    snprintf(name, n, "%.*s", (int)(len - 8), entry + 1);
+    return 1;
+}
+
+/* 1 if no process holds the temporary entry (for a temporary beside
+ * another, the other: gone or unlocked). */
+static int is_stale(int dir, const char *entry, int beside)
+{
+    char holder[NAME_MAX + 1];
+    struct stat st;
+    snprintf(holder, sizeof holder, "%.*s", (int)(strlen(entry) - (beside ? 4 : 0)), entry);
+    int fd = openat(dir, holder, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return beside && errno == ENOENT;
+    int stale = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0;
+    close(fd);
+    return stale;
+}
+
+int ddtk_temp_sweep(const char *path, int (*owned)(const char *name, const void *ctx),
+                    const void *ctx)
+{
+    char *dir = dir_of(path), first[NAME_MAX + 1] = "", name[NAME_MAX + 1];
+    DIR *d = dir ? opendir(dir) : NULL;
+    struct dirent *e;
+    int n = 0, beside;
+    while (d && (e = readdir(d)))
+        if (parse_temp(e->d_name, name, sizeof name, &beside) && owned(name, ctx)
+            && is_stale(dirfd(d), e->d_name, beside) && unlinkat(dirfd(d), e->d_name, 0) == 0
+            && n++ == 0)
+            snprintf(first, sizeof first, "%s", e->d_name);
+    if (n)
+        ddtk_msg("note: removed %d stale temporar%s of dead runs in %s (%s%s)", n,
+                 n == 1 ? "y" : "ies", dir, first, n > 1 ? ", ..." : "");
+    if (d)
+        closedir(d);
+    free(dir);
+    return n;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # Committing output sets: a run that fails leaves none of its outputs (a disk
-# that fills, a rename or fsync that fails), and concurrent runs on one prefix
-# never replace each other's files without --force.
+# that fills, a rename or fsync that fails), concurrent runs on one prefix never
+# replace each other's files without --force, and temporaries of dead runs are
+# cleaned by the next run on the prefix.
 
 load common
 
@@ -106,4 +107,52 @@ small_tmpfs() {   # small_tmpfs SIZE: mount a tmpfs of SIZE at mnt, or skip
         [ "$(ls -A out | wc -l)" -eq "$(ls ref$w | wc -l)" ] || { ls -A out; return 1; }
         for f in ref$w/*; do cmp "$f" "out/${f#ref$w/}"; done
     done
+}
+
+# A run blocked reading a FIFO holds its temporaries until it is killed
+# (fd 3 is bats's own).
+start_blocked_run() {   # start_blocked_run DMS: pid in $blocked, writer on fd 8
+    mkfifo fifo
+    dd_direct fifo --dm "$1" --prefix out/x -q &
+    blocked=$!
+    exec 8> fifo
+    head -c $(( $(fbinfo -k header_size good.fil) + 1000 )) good.fil >&8
+    for _ in $(seq 100); do
+        [ "$(ls -A out | wc -l)" -ge 1 ] && return 0
+        sleep 0.05
+    done
+    echo "no temporaries appeared"; return 1
+}
+
+@test "temporaries of a run killed with SIGKILL are removed by the next run on the prefix, with a note" {
+    start_blocked_run 10,20
+    kill -KILL "$blocked"
+    wait "$blocked" || true
+    exec 8>&-
+    [ "$(ls -A out | grep -c '^\.x_DM')" -eq 2 ]
+    run dd_direct good.fil --dm 10,20 --prefix out/x -q
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"removed 2 stale temporaries"* ]]
+    [ "$(ls -A out)" = "$(printf 'x_DM10.00.tim\nx_DM20.00.tim')" ]
+}
+
+@test "the temporaries of a live run on the same prefix are left alone" {
+    start_blocked_run 10,20
+    run dd_direct good.fil --dm 30 --prefix out/x -q
+    [ "$status" -eq 0 ]
+    [[ "$output" != *stale* ]]
+    [ "$(ls -A out | grep -c '^\.x_DM')" -eq 2 ]
+    kill -TERM "$blocked"
+    wait "$blocked" || true
+    exec 8>&-
+    [ "$(ls -A out)" = x_DM30.00.tim ]
+}
+
+@test "stale temporaries are recognised by name: other prefixes and other files are kept" {
+    touch out/.x_DM10.00.inf.AbC123 out/.x_DM10.00.dat.XyZ789.inf out/.x_DM5.00.tim.Q1w2E3
+    touch out/.y_DM10.00.tim.AbC123 out/.x_DM10.00.tim.toolong1 out/x_notes.txt
+    run dd_direct good.fil --dm 10 --prefix out/x -q
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"removed 3 stale temporaries"* ]]
+    [ "$(ls -A out | tr '\n' ' ')" = ".x_DM10.00.tim.toolong1 .y_DM10.00.tim.AbC123 x_DM10.00.tim x_notes.txt " ]
 }
