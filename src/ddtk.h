@@ -247,9 +247,9 @@ typedef struct ddtk_outset {
 } ddtk_outset;
 
 /*
- * Plan the outputs of a run: one DM with neither -o nor --prefix and format
- * tim goes to stdout; one DM with -o goes there; otherwise one file per DM,
- * <prefix>_DM%.2f.<ext>. Fails (no file created) if a name exists without
+ * Plan the outputs of a run: one DM with neither -o nor --prefix (or -o -) and
+ * format tim goes to stdout; one DM with -o goes there; otherwise one file per
+ * DM, <prefix>_DM%.2f.<ext>. Fails (no file created) if a name exists without
  * force. Temporaries of dead runs on the same names are removed (with a note).
  */
 int ddtk_outset_open(ddtk_outset *o, const double *dms, int ndm,

@@ -254,6 +254,14 @@ static int create_files(ddtk_outset *o)
     return rc;
 }
 
+/* "-o -": the one .tim series goes to stdout, as with neither -o nor --prefix. */
+static int wants_stdout(int ndm, const ddtk_outspec *spec)
+{
+    if (spec->output)
+        return strcmp(spec->output, "-") == 0 && ndm == 1;
+    return ndm == 1 && !spec->prefix;
+}
+
 int ddtk_outset_open(ddtk_outset *o, const double *dms, int ndm,
                      const ddtk_outspec *spec, const ddtk_series_meta *meta)
 {
@@ -269,7 +277,12 @@ int ddtk_outset_open(ddtk_outset *o, const double *dms, int ndm,
         o->f[i].dm = dms[i];
     if (spec->discard)
         return DDTK_OK;         /* no files: writes only count samples */
-    if (ndm == 1 && !spec->output && format == DDTK_FMT_TIM && !spec->prefix) {
+    if (wants_stdout(ndm, spec) && format == DDTK_FMT_DAT && spec->output) {
+        rc = ddtk_fail(DDTK_EUSAGE, "-o -: a PRESTO .dat and its .inf cannot go to stdout; "
+                       "name a file");
+        goto fail;
+    }
+    if (wants_stdout(ndm, spec) && format == DDTK_FMT_TIM) {
         o->to_stdout = 1;
         o->f[0].fp = stdout;
         ddtk_series_meta m = file_meta(o, 0);

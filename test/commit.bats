@@ -156,3 +156,13 @@ start_blocked_run() {   # start_blocked_run DMS: pid in $blocked, writer on fd 8
     [[ "$output" == *"removed 3 stale temporaries"* ]]
     [ "$(ls -A out | tr '\n' ' ')" = ".x_DM10.00.tim.toolong1 .y_DM10.00.tim.AbC123 x_DM10.00.tim x_notes.txt " ]
 }
+
+@test "-o - writes the series to stdout, not to a file named -" {
+    dd_direct good.fil --dm 10 > a.tim
+    dd_direct good.fil --dm 10 -o - > b.tim
+    cmp a.tim b.tim
+    [ ! -e ./- ]
+    run_err "-o -" dd_direct good.fil --dm 10 -o - --format dat
+    [ "$status" -eq 2 ]
+    [ ! -e ./- ]
+}
