@@ -13,11 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Header strings sit at any byte offset: lengths are copied, not loaded. */
 static int32_t get_int(const uint8_t *h, size_t n, const char *key, size_t *off)
 {
     size_t k = strlen(key);
+    int32_t len;
     for (size_t i = 4; i + k + 4 <= n; i++)
-        if (memcmp(h + i, key, k) == 0 && *(const int32_t *)(h + i - 4) == (int32_t)k) {
+        if (memcmp(h + i, key, k) == 0 && (memcpy(&len, h + i - 4, 4), len == (int32_t)k)) {
             *off = i + k;
             return 1;
         }
@@ -81,5 +83,8 @@ int main(int argc, char **argv)
                 sum += x[(t + (size_t)delay[c]) * (size_t)nchans + (size_t)c];
         fwrite(&sum, 4, 1, stdout);
     }
+    free(data);
+    free(killed);
+    free(delay);
     return 0;
 }
