@@ -105,3 +105,53 @@ TEST_HELPERS += build/test/fault.so
 build/test/fault.so: test/fault/fault.c
 	@mkdir -p build/test
 	$(CC) -shared -fPIC -O2 -Wall -Wextra $< -o $@ -ldl
+
+# ---- sanitizers -------------------------------------------------------------------
+# make check-sanitize: an ASan+UBSan copy of the library, tools, unit tests and
+# helpers in build/sanitize (CPU only, its own objects), and the whole suite
+# run against it. Any sanitizer report fails the process with status 86.
+SAN_DIR := build/sanitize
+SAN_CC ?= $(CC)
+SAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	-fno-sanitize-recover=all -std=gnu11 -Wall -Wextra -fopenmp -Isrc
+SAN_LIB_C := $(filter-out src/gpu_none.c src/%_gpu_none.c,$(wildcard src/*.c)) \
+	$(wildcard cpu/*.c) src/gpu_none.c $(wildcard src/*_gpu_none.c)
+SAN_OBJ := $(SAN_LIB_C:%.c=$(SAN_DIR)/%.o)
+SAN_TOOLS := $(patsubst tools/%.c,$(SAN_DIR)/bin/%,$(wildcard tools/*.c))
+SAN_UNITS := $(patsubst test/unit/%.c,$(SAN_DIR)/test/%,$(wildcard test/unit/*.c))
+SAN_HELPERS := $(patsubst test/helpers/%.c,$(SAN_DIR)/test/%,$(wildcard test/helpers/*.c)) \
+	$(SAN_DIR)/test/fault.so
+SAN_ENV := ASAN_OPTIONS=exitcode=86:detect_leaks=1:verify_asan_link_order=0 \
+	LSAN_OPTIONS=exitcode=86 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=86
+
+.PHONY: sanitize check-sanitize
+sanitize: $(SAN_TOOLS) $(SAN_UNITS) $(SAN_HELPERS)
+
+check-sanitize: deps
+	@$(MAKE) --no-print-directory sanitize
+	@$(SAN_ENV) DDTK_BIN=$(CURDIR)/$(SAN_DIR)/bin DDTK_TEST_BIN=$(CURDIR)/$(SAN_DIR)/test \
+		scripts/run-tests $(SAN_UNITS)
+
+$(SAN_DIR)/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(SAN_CFLAGS) -c $< -o $@
+
+$(SAN_DIR)/libddtk.a: $(SAN_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(SAN_DIR)/bin/%: tools/%.c $(SAN_DIR)/libddtk.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(SAN_CFLAGS) $< -o $@ $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lm
+
+$(SAN_DIR)/test/%: test/unit/%.c $(SAN_DIR)/libddtk.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(SAN_CFLAGS) $< -o $@ $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lm
+
+$(SAN_DIR)/test/%: test/helpers/%.c $(SAN_DIR)/libddtk.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(SAN_CFLAGS) $< -o $@ $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lm
+
+$(SAN_DIR)/test/fault.so: test/fault/fault.c
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -O2 -Wall -Wextra $< -o $@ -ldl
