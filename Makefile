@@ -155,3 +155,32 @@ $(SAN_DIR)/test/%: test/helpers/%.c $(SAN_DIR)/libddtk.a $(HEADERS)
 $(SAN_DIR)/test/fault.so: test/fault/fault.c
 	@mkdir -p $(dir $@)
 	$(CC) -shared -fPIC -O2 -Wall -Wextra $< -o $@ -ldl
+
+# ---- fuzzing ----------------------------------------------------------------------
+# make fuzz: libFuzzer harnesses (clang, with ASan+UBSan) for the header,
+# killfile, DM-list, plan and .inf parsers (test/fuzz/), each run for
+# FUZZ_SECONDS from its seed corpus; test/fuzz/run says how many inputs each
+# parser got and fails on a crash.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 30
+FUZZ_DIR := build/fuzz
+FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	-fno-sanitize-recover=all -std=gnu11 -Wall -Wextra -Isrc
+FUZZ_LIB_C := src/error.c src/cli.c src/sigproc.c src/dmlist.c src/killfile.c src/inf.c \
+	src/plan.c src/delays.c src/tempfile.c
+FUZZ_OBJ := $(FUZZ_LIB_C:%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_TARGETS := header killfile dmlist plan inf
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
+
+.PHONY: fuzz fuzz-build
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	@test/fuzz/run $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+$(FUZZ_DIR)/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_DIR)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -o $@ -lm
