@@ -173,6 +173,7 @@ FUZZ_TARGETS := header killfile dmlist plan inf
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 
 .PHONY: fuzz fuzz-build
+.SECONDARY: $(FUZZ_OBJ)
 fuzz-build: $(FUZZ_BINS)
 
 fuzz: fuzz-build
