@@ -159,10 +159,11 @@ $(SAN_DIR)/test/fault.so: test/fault/fault.c
 # ---- fuzzing ----------------------------------------------------------------------
 # make fuzz: libFuzzer harnesses (clang, with ASan+UBSan) for the header,
 # killfile, DM-list, plan and .inf parsers (test/fuzz/), each run for
-# FUZZ_SECONDS from its seed corpus; test/fuzz/run says how many inputs each
-# parser got and fails on a crash.
+# FUZZ_SECONDS from its seed corpus (in FUZZ_JOBS processes); test/fuzz/run
+# says how many inputs each parser got and fails on a crash.
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 30
+FUZZ_JOBS ?= 1
 FUZZ_DIR := build/fuzz
 FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=all -std=gnu11 -Wall -Wextra -Isrc
@@ -177,7 +178,7 @@ FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 fuzz-build: $(FUZZ_BINS)
 
 fuzz: fuzz-build
-	@test/fuzz/run $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+	@FUZZ_JOBS=$(FUZZ_JOBS) test/fuzz/run $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 $(FUZZ_DIR)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
