@@ -2,6 +2,8 @@
 #
 #   make            libddtk.a and every tool into bin/
 #   make test       C unit tests and the bats suites
+#   make check-sanitize   the same against an ASan+UBSan build (build/sanitize)
+#   make fuzz       libFuzzer runs over the parsers (FUZZ_SECONDS each; clang)
 #   make demo       the built-in demo observation
 #   make bench      CPU benchmarks (bench/run, bench/scrunch, bench/fdas)
 #   make install PREFIX=/usr/local

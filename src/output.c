@@ -277,16 +277,16 @@ int ddtk_outset_open(ddtk_outset *o, const double *dms, int ndm,
         o->f[i].dm = dms[i];
     if (spec->discard)
         return DDTK_OK;         /* no files: writes only count samples */
-    if (wants_stdout(ndm, spec) && format == DDTK_FMT_DAT && spec->output) {
-        rc = ddtk_fail(DDTK_EUSAGE, "-o -: a PRESTO .dat and its .inf cannot go to stdout; "
-                       "name a file");
-        goto fail;
-    }
     if (wants_stdout(ndm, spec) && format == DDTK_FMT_TIM) {
         o->to_stdout = 1;
         o->f[0].fp = stdout;
         ddtk_series_meta m = file_meta(o, 0);
         return ddtk_tim_header_write(stdout, &m, dms[0]);
+    }
+    if (wants_stdout(ndm, spec) && spec->output) {
+        rc = ddtk_fail(DDTK_EUSAGE, "-o -: a PRESTO .dat and its .inf cannot go to stdout; "
+                       "name a file");
+        goto fail;
     }
     if ((rc = name_outputs(o, spec->output,
                            spec->prefix ? spec->prefix : spec->default_prefix))
