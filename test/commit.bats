@@ -115,7 +115,7 @@ start_blocked_run() {   # start_blocked_run DMS: pid in $blocked, writer on fd 8
     mkfifo fifo
     dd_direct fifo --dm "$1" --prefix out/x -q &
     blocked=$!
-    exec 8> fifo
+    exec 8<> fifo               # read-write: never blocks, even if dd_direct died
     head -c $(( $(fbinfo -k header_size good.fil) + 1000 )) good.fil >&8
     for _ in $(seq 100); do
         [ "$(ls -A out | wc -l)" -ge 1 ] && return 0
