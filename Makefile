@@ -2,6 +2,8 @@
 #
 #   make            libddtk.a and every tool into bin/
 #   make test       C unit tests and the bats suites
+#   make check-sanitize   the same against an ASan+UBSan build (build/sanitize)
+#   make fuzz       libFuzzer runs over the parsers (FUZZ_SECONDS each; clang)
 #   make demo       the built-in demo observation
 #   make bench      CPU benchmarks (bench/run, bench/scrunch, bench/fdas)
 #   make install PREFIX=/usr/local
@@ -99,3 +101,90 @@ install: all
 
 clean:
 	rm -rf build bin libddtk.a test/tmp
+
+# LD_PRELOAD shim that fails one rename or fsync on demand (test/commit.bats).
+TEST_HELPERS += build/test/fault.so
+build/test/fault.so: test/fault/fault.c
+	@mkdir -p build/test
+	$(CC) -shared -fPIC -O2 -Wall -Wextra $< -o $@ -ldl
+
+# ---- sanitizers -------------------------------------------------------------------
+# make check-sanitize: an ASan+UBSan copy of the library, tools, unit tests and
+# helpers in build/sanitize (CPU only, its own objects), and the whole suite
+# run against it. Any sanitizer report fails the process with status 86.
+SAN_DIR := build/sanitize
+SAN_CC ?= $(CC)
+SAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	-fno-sanitize-recover=all -std=gnu11 -Wall -Wextra -fopenmp -Isrc
+SAN_LIB_C := $(filter-out src/gpu_none.c src/%_gpu_none.c,$(wildcard src/*.c)) \
+	$(wildcard cpu/*.c) src/gpu_none.c $(wildcard src/*_gpu_none.c)
+SAN_OBJ := $(SAN_LIB_C:%.c=$(SAN_DIR)/%.o)
+SAN_TOOLS := $(patsubst tools/%.c,$(SAN_DIR)/bin/%,$(wildcard tools/*.c))
+SAN_UNITS := $(patsubst test/unit/%.c,$(SAN_DIR)/test/%,$(wildcard test/unit/*.c))
+SAN_HELPERS := $(patsubst test/helpers/%.c,$(SAN_DIR)/test/%,$(wildcard test/helpers/*.c)) \
+	$(SAN_DIR)/test/fault.so
+SAN_ENV := ASAN_OPTIONS=exitcode=86:detect_leaks=1:verify_asan_link_order=0 \
+	LSAN_OPTIONS=exitcode=86 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=86
+
+.PHONY: sanitize check-sanitize
+sanitize: $(SAN_TOOLS) $(SAN_UNITS) $(SAN_HELPERS)
+
+check-sanitize: deps
+	@$(MAKE) --no-print-directory sanitize
+	@$(SAN_ENV) DDTK_BIN=$(CURDIR)/$(SAN_DIR)/bin DDTK_TEST_BIN=$(CURDIR)/$(SAN_DIR)/test \
+		scripts/run-tests $(SAN_UNITS)
+
+$(SAN_DIR)/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(SAN_CFLAGS) -c $< -o $@
+
+$(SAN_DIR)/libddtk.a: $(SAN_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(SAN_DIR)/bin/%: tools/%.c $(SAN_DIR)/libddtk.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(SAN_CFLAGS) $< -o $@ $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lm
+
+$(SAN_DIR)/test/%: test/unit/%.c $(SAN_DIR)/libddtk.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(SAN_CFLAGS) $< -o $@ $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lm
+
+$(SAN_DIR)/test/%: test/helpers/%.c $(SAN_DIR)/libddtk.a $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(SAN_CC) $(SAN_CFLAGS) $< -o $@ $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lm
+
+$(SAN_DIR)/test/fault.so: test/fault/fault.c
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -O2 -Wall -Wextra $< -o $@ -ldl
+
+# ---- fuzzing ----------------------------------------------------------------------
+# make fuzz: libFuzzer harnesses (clang, with ASan+UBSan) for the header,
+# killfile, DM-list, plan and .inf parsers (test/fuzz/), each run for
+# FUZZ_SECONDS from its seed corpus (in FUZZ_JOBS processes); test/fuzz/run
+# says how many inputs each parser got and fails on a crash.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 30
+FUZZ_JOBS ?= 1
+FUZZ_DIR := build/fuzz
+FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	-fno-sanitize-recover=all -std=gnu11 -Wall -Wextra -Isrc
+FUZZ_LIB_C := src/error.c src/cli.c src/sigproc.c src/dmlist.c src/killfile.c src/inf.c \
+	src/plan.c src/delays.c src/tempfile.c
+FUZZ_OBJ := $(FUZZ_LIB_C:%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_TARGETS := header killfile dmlist plan inf
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
+
+.PHONY: fuzz fuzz-build
+.SECONDARY: $(FUZZ_OBJ)
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	@FUZZ_JOBS=$(FUZZ_JOBS) test/fuzz/run $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+$(FUZZ_DIR)/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_DIR)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -o $@ -lm

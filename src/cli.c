@@ -1,5 +1,6 @@
 /*
- * cli.c - command-line helpers shared by every tool: messages, number parsing.
+ * cli.c - command-line helpers shared by every tool: messages, number parsing,
+ * and the check at exit that what a tool wrote to stdout got out.
  */
 #include "ddtk.h"
 
@@ -7,15 +8,38 @@
 #include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *ddtk_progname = "ddtk";
 
+/* At exit: a run that succeeded fails after all if what it wrote to stdout
+ * did not get out (a full disk, a closed descriptor). A closed stdout that
+ * nothing was written to is no error. A run that already failed keeps its code. */
+static void check_stdout(int status, void *unused)
+{
+    (void)unused;
+    int pending = __fpending(stdout) > 0, failed = ferror(stdout);
+    errno = 0;
+    int closed = fclose(stdout) == 0;
+    if (status != 0 || (!failed && (closed || (errno == EBADF && !pending))))
+        return;
+    if (errno)
+        ddtk_msg("stdout: write error: %s", strerror(errno));
+    else
+        ddtk_msg("stdout: write error");
+    _exit(DDTK_ESYS);
+}
+
 void ddtk_set_progname(const char *argv0)
 {
+    static int registered;
     const char *slash = strrchr(argv0, '/');
     ddtk_progname = slash ? slash + 1 : argv0;
+    if (!registered++)
+        on_exit(check_stdout, NULL);
 }
 
 int ddtk_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,

@@ -44,6 +44,8 @@ void *ddtk_calloc(size_t n, size_t size, const char *what);
 
 #define DDTK_MAX_STRING 4096
 #define DDTK_MAX_KEYS 48
+/* Largest channel count a header may give (and frequency table length). */
+#define DDTK_MAX_NCHANS (1 << 24)
 
 typedef struct ddtk_header {
     int32_t telescope_id, machine_id, data_type, barycentric, pulsarcentric;
@@ -168,6 +170,10 @@ int ddtk_max_delay(const ddtk_channels *ch, double tsamp, double dm, double kdm,
 /* Round a delay in samples per the rounding mode (half away from zero / floor). */
 int32_t ddtk_round_delay(double samples, int rounding);
 
+/* Most DMs one list (or plan) may hold: longer ones are refused before they
+ * are built. */
+#define DDTK_MAX_DMS 10000000
+
 typedef struct ddtk_dmlist {
     double *dm;
     int n, cap;
@@ -227,6 +233,7 @@ typedef struct ddtk_series_meta {
 typedef struct ddtk_series_file {
     char *path;                   /* final name; NULL for stdout */
     char *tmp;                    /* temporary name while writing */
+    char *inf, *inf_tmp;          /* a .dat's .inf, and its temporary while closing */
     FILE *fp;
     double dm;
     int64_t nwritten;
@@ -249,16 +256,19 @@ typedef struct ddtk_outset {
 } ddtk_outset;
 
 /*
- * Plan the outputs of a run: one DM with neither -o nor --prefix and format
- * tim goes to stdout; one DM with -o goes there; otherwise one file per DM,
- * <prefix>_DM%.2f.<ext>. Fails (no file created) if a name exists without force.
+ * Plan the outputs of a run: one DM with neither -o nor --prefix (or -o -) and
+ * format tim goes to stdout; one DM with -o goes there; otherwise one file per
+ * DM, <prefix>_DM%.2f.<ext>. Fails (no file created) if a name exists without
+ * force. Temporaries of dead runs on the same names are removed (with a note).
  */
 int ddtk_outset_open(ddtk_outset *o, const double *dms, int ndm,
                      const ddtk_outspec *spec, const ddtk_series_meta *meta);
 int ddtk_outset_write(ddtk_outset *o, int i, const float *x, int64_t n);
 /* --pad: append n copies of value (the series mean) to output i. */
 int ddtk_outset_pad(ddtk_outset *o, int i, float value, int64_t n);
-/* Finish every file (header fix-ups, .inf, rename). */
+/* Finish every file (--even, .inf), put all of them on disk, then rename them
+ * into place: all or nothing. Without force, a name that appeared meanwhile
+ * is not replaced: DDTK_EUSAGE "exists", and none of the set is left. */
 int ddtk_outset_close(ddtk_outset *o);
 /* Remove temporaries after a failure. */
 void ddtk_outset_abort(ddtk_outset *o);
@@ -269,12 +279,14 @@ void ddtk_inf_print(FILE *fp, const char *basename, const ddtk_series_meta *m, d
                     int64_t nsamples);
 
 /*
- * Outputs are written to a hidden temporary beside their final name:
- * create opens it (*tmp gets its name; NULL for devices and pipes, which are
- * written in place); commit closes it and renames it to path, or removes it
- * if that fails; discard closes and removes it. Both free *tmp. Temporaries
- * still open when SIGINT, SIGTERM, SIGHUP or SIGPIPE ends the process are
- * removed, so an interrupted run leaves nothing behind.
+ * Outputs are written to a hidden temporary beside their final name
+ * (tempfile.c): create opens it (*tmp gets its name; NULL for devices and
+ * pipes, which are written in place); commit flushes, fsyncs and closes it and
+ * renames it to path (replacing it), or removes it if that fails; discard
+ * closes and removes it. Both free *tmp. Temporaries still open when SIGINT,
+ * SIGTERM, SIGHUP or SIGPIPE ends the process are removed, so an interrupted
+ * run leaves nothing behind; those of a run killed otherwise are removed by
+ * the next output set written beside them.
  */
 FILE *ddtk_temp_create(const char *path, char **tmp);
 int ddtk_temp_commit(FILE *fp, char **tmp, const char *path);
@@ -464,6 +476,8 @@ int ddtk_opt_choice(const char *opt, const char *arg, const char *const *names, 
 int ddtk_one_input(int argc, char **argv, const char **input);
 
 extern const char *ddtk_progname;
+/* Set the name messages start with, and check stdout at exit: a tool that
+ * returns 0 but whose stdout could not be written exits 3 with one line. */
 void ddtk_set_progname(const char *argv0);
 /* Print "prog: message" to stderr. */
 void ddtk_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -102,13 +102,15 @@ int32_t ddtk_round_delay(double samples, int rounding)
     return (int32_t)(rounding == DDTK_ROUND_FLOOR ? floor(samples) : round(samples));
 }
 
-static int delay_of(double dm, double per_dm, int rounding, int32_t *v)
+/* The delay of one channel in samples; DM x per-unit-DM delay must land in
+ * 0..INT32_MAX/2 (NaN fails the test too) so that sums of delays stay in int32. */
+static int delay_of(double dm, double per_dm, double freq, int rounding, int32_t *v)
 {
     double samples = dm * per_dm;
     *v = 0;
-    if (samples > INT32_MAX / 2)
-        return ddtk_fail(DDTK_EUSAGE, "DM %g gives a delay of %.3g samples, too large to "
-                         "dedisperse", dm, samples);
+    if (!(samples >= 0 && samples <= INT32_MAX / 2))
+        return ddtk_fail(DDTK_EUSAGE, "DM %g gives a delay of %.3g samples at %g MHz, "
+                         "outside 0..%d: cannot dedisperse", dm, samples, freq, INT32_MAX / 2);
     *v = ddtk_round_delay(samples, rounding);
     return DDTK_OK;
 }
@@ -140,7 +142,7 @@ int ddtk_delays_init(ddtk_delays *d, const ddtk_channels *ch, double tsamp,
     for (int i = 0; i < ndm; i++) {
         for (int r = 0; r < ch->nlive; r++) {
             int32_t *v = &d->delay[(size_t)i * ch->nlive + r];
-            if (delay_of(dms[i], d->per_dm[r], rounding, v)) {
+            if (delay_of(dms[i], d->per_dm[r], ch->freq[r], rounding, v)) {
                 ddtk_delays_free(d);
                 return DDTK_EUSAGE;
             }
@@ -156,7 +158,7 @@ int ddtk_max_delay(const ddtk_channels *ch, double tsamp, double dm, double kdm,
     *maxdelay = 0;
     for (int r = 0; r < ch->nlive; r++) {
         int32_t v;
-        if (delay_of(dm, per_unit_dm(ch, r, tsamp, kdm), rounding, &v))
+        if (delay_of(dm, per_unit_dm(ch, r, tsamp, kdm), ch->freq[r], rounding, &v))
             return DDTK_EUSAGE;
         *maxdelay = v > *maxdelay ? v : *maxdelay;
     }

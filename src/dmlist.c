@@ -18,6 +18,8 @@ int ddtk_dmlist_push(ddtk_dmlist *l, double dm)
 {
     if (!isfinite(dm) || dm < 0)
         return ddtk_fail(DDTK_EUSAGE, "DM %g is not a finite number >= 0", dm);
+    if (l->n == DDTK_MAX_DMS)
+        return ddtk_fail(DDTK_EUSAGE, "over 10^7 DMs in one list");
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 64;
         double *p = realloc(l->dm, (size_t)cap * sizeof *p);
@@ -55,7 +57,7 @@ int ddtk_dmlist_range(ddtk_dmlist *l, double lo, double hi, double step)
     if (!(step > 0) || !isfinite(step))
         return ddtk_fail(DDTK_EUSAGE, "--dm-step %g: need a step > 0", step);
     double n = floor((hi - lo) / step * (1 + 1e-12)) + 1;
-    if (n > 1e7)
+    if (n > DDTK_MAX_DMS)
         return ddtk_fail(DDTK_EUSAGE, "DM range %g..%g in steps of %g gives %.0f DMs (over 10^7)",
                          lo, hi, step, n);
     for (int i = 0; i < (int)n; i++) {
@@ -66,29 +68,37 @@ int ddtk_dmlist_range(ddtk_dmlist *l, double lo, double hi, double step)
     return DDTK_OK;
 }
 
+/* One line of a DM list: blank, a comment, or one DM. */
+static int parse_dm_line(ddtk_dmlist *l, const char *line, const char *path, long lineno)
+{
+    const char *p = line + strspn(line, " \t");
+    if (*p == '#' || *p == '\n' || *p == '\r' || *p == '\0')
+        return DDTK_OK;
+    char *end;
+    errno = 0;
+    double v = strtod(p, &end);
+    end += strspn(end, " \t\r\n");
+    if (end == p || errno || *end || !isfinite(v) || v < 0)
+        return ddtk_fail(DDTK_EDATA, "%s: line %ld: not a DM (a finite number >= 0)", path, lineno);
+    return ddtk_dmlist_push(l, v);
+}
+
 int ddtk_dmlist_file(ddtk_dmlist *l, const char *path)
 {
     FILE *fp = fopen(path, "r");
     if (!fp)
         return ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", path, strerror(errno));
-    char line[256];
-    int lineno = 0, rc = DDTK_OK;
-    while (!rc && fgets(line, sizeof line, fp)) {
-        lineno++;
-        char *p = line + strspn(line, " \t");
-        if (*p == '#' || *p == '\n' || *p == '\0')
-            continue;
-        char *end;
-        errno = 0;
-        double v = strtod(p, &end);
-        end += strspn(end, " \t\r\n");
-        if (end == p || errno || *end || ddtk_dmlist_push(l, v))
-            rc = ddtk_fail(DDTK_EDATA, "%s: line %d: not a DM (a finite number >= 0)", path, lineno);
-    }
+    char *line = NULL;
+    size_t cap = 0;
+    long lineno = 0;
+    int rc = DDTK_OK;
+    while (!rc && getline(&line, &cap, fp) >= 0)
+        rc = parse_dm_line(l, line, path, ++lineno);
     if (!rc && ferror(fp))
-        rc = ddtk_fail(DDTK_ESYS, "%s: read error", path);
+        rc = ddtk_fail(DDTK_ESYS, "%s: read error: %s", path, strerror(errno));
     if (!rc && l->n == 0)
         rc = ddtk_fail(DDTK_EDATA, "%s: no DMs in the file", path);
+    free(line);
     fclose(fp);
     return rc;
 }
@@ -102,6 +112,38 @@ int ddtk_dmlist_file(ddtk_dmlist *l, const char *path)
  *     s^2 + a^2 x^2 + b^2 (x - p)^2 = tol^2 W(p)^2,
  * a quadratic in x whose larger root we take.
  */
+typedef struct tol_step {
+    double a2, b2, tol2, s2;
+} tol_step;
+
+/* The DM after p, or a value <= p when the recurrence does not advance. */
+static double tol_next(const tol_step *t, double p)
+{
+    double k = t->s2 * (t->tol2 - 1.0) + t->tol2 * t->a2 * p * p;
+    return (t->b2 * p + sqrt(-t->a2 * t->b2 * p * p + (t->a2 + t->b2) * k)) / (t->a2 + t->b2);
+}
+
+/* Walk the list from lo to hi; with l, push each DM. Fails past DDTK_MAX_DMS. */
+static int tol_walk(const tol_step *t, double lo, double hi, ddtk_dmlist *l)
+{
+    double p = lo;
+    int n = 1, rc = l ? ddtk_dmlist_push(l, lo) : DDTK_OK;
+    while (!rc && p < hi) {
+        double x = tol_next(t, p);
+        if (!(x > p))
+            return ddtk_fail(DDTK_EUSAGE, "tolerance DM list does not advance at DM %g", p);
+        if (x > hi)
+            break;
+        if (++n > DDTK_MAX_DMS)
+            return ddtk_fail(DDTK_EUSAGE, "the tolerance DM list for %g..%g has over 10^7 DMs; "
+                             "raise --tol or narrow the range", lo, hi);
+        if (l)
+            rc = ddtk_dmlist_push(l, x);
+        p = x;
+    }
+    return rc;
+}
+
 int ddtk_dmlist_tol(ddtk_dmlist *l, double lo, double hi, double tsamp,
                     double pulse_width_us, double tol, double fcentre_mhz,
                     double chan_bw_mhz, int nchans)
@@ -115,18 +157,9 @@ int ddtk_dmlist_tol(ddtk_dmlist *l, double lo, double hi, double tsamp,
                          pulse_width_us);
     double ts = tsamp * 1e6, f = fcentre_mhz * 1e-3;
     double a = 8.3 * fabs(chan_bw_mhz) / (f * f * f);
-    double a2 = a * a, b2 = a2 * (double)nchans * nchans / 16.0, tol2 = tol * tol;
-    double s2 = ts * ts + pulse_width_us * pulse_width_us;
-    int rc = ddtk_dmlist_push(l, lo);
-    while (!rc && l->dm[l->n - 1] < hi) {
-        double p = l->dm[l->n - 1];
-        double k = s2 * (tol2 - 1.0) + tol2 * a2 * p * p;
-        double x = (b2 * p + sqrt(-a2 * b2 * p * p + (a2 + b2) * k)) / (a2 + b2);
-        if (!(x > p))
-            return ddtk_fail(DDTK_EUSAGE, "tolerance DM list does not advance at DM %g", p);
-        if (x > hi)
-            break;
-        rc = ddtk_dmlist_push(l, x);
-    }
-    return rc;
+    tol_step t = { .a2 = a * a, .tol2 = tol * tol,
+                   .s2 = ts * ts + pulse_width_us * pulse_width_us };
+    t.b2 = t.a2 * (double)nchans * nchans / 16.0;
+    int rc = tol_walk(&t, lo, hi, NULL);   /* count first: refuse before allocating */
+    return rc ? rc : tol_walk(&t, lo, hi, l);
 }

@@ -22,8 +22,17 @@ static int open_stream(ddtk_input *in, const char *path)
     in->fp = in->is_stdin ? stdin : fopen(path, "rb");
     if (!in->fp)
         return ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(in->fp), &st) == 0 && S_ISDIR(st.st_mode))
+        return ddtk_fail(DDTK_EDATA, "%s: is a directory, not a SIGPROC file", in->name);
     setvbuf(in->fp, NULL, _IOFBF, INPUT_BUFFER);
     return DDTK_OK;
+}
+
+/* Whole spectra of bps bits in bytes, without overflowing bytes * 8. */
+static int64_t spectra_in(int64_t bytes, int64_t bps)
+{
+    return bytes / bps * 8 + bytes % bps * 8 / bps;
 }
 
 /* Samples from the file size, with warnings for leftovers and a header that disagrees. */
@@ -36,7 +45,7 @@ static void count_samples(ddtk_input *in)
     int64_t bytes = (int64_t)st.st_size - in->hdr.header_bytes;
     if (bytes < 0)
         bytes = 0;
-    in->nsamples = bytes * 8 / in->bits_per_spectrum;
+    in->nsamples = spectra_in(bytes, in->bits_per_spectrum);
     int64_t used = ddtk_input_bytes(in, in->nsamples);
     if (bytes > used && in->nsamples > 0)
         ddtk_msg("warning: %s: %lld trailing bytes after the last whole spectrum are ignored",

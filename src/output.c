@@ -1,16 +1,18 @@
 /*
  * output.c - dedispersed time series: SIGPROC .tim and PRESTO .dat + .inf.
  *
- * Every file is written under a hidden temporary name in its final directory
- * and renamed when complete, so an interrupted run never leaves a file that
- * looks finished. Existing outputs are refused unless --force is given.
+ * An output set is all or nothing. Every file is written under a hidden
+ * temporary in its final directory (tempfile.c); at the end all of them are
+ * completed, flushed and fsynced, and only then renamed into place, one by
+ * one, in turn with other runs in the directory. If a rename fails, the
+ * files this run already renamed are removed, so a failed run leaves none of
+ * its outputs. Existing outputs are refused unless --force is given, also
+ * when they appear while the run is going (another run on the same prefix).
  */
-#include "ddtk.h"
 #include "inf.h"
+#include "tempfile.h"
 
 #include <errno.h>
-#include <libgen.h>
-#include <signal.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,155 +140,6 @@ static ddtk_series_meta file_meta(const ddtk_outset *o, int i)
     return m;
 }
 
-/* ---- temporary files ------------------------------------------------------ */
-
-/* Temporaries not yet committed, for the signal handler to remove. The list
- * only changes with those signals blocked, so the handler sees it whole. */
-static char **pending;
-static size_t npending, cap_pending;
-static const int cleanup_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
-#define NCLEANUP (sizeof cleanup_signals / sizeof cleanup_signals[0])
-
-static void remove_pending(int sig)
-{
-    for (size_t i = 0; i < npending; i++)
-        unlink(pending[i]);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static void block_cleanup(int how, sigset_t *old)
-{
-    sigset_t set;
-    sigemptyset(&set);
-    for (size_t i = 0; i < NCLEANUP; i++)
-        sigaddset(&set, cleanup_signals[i]);
-    sigprocmask(how, how == SIG_BLOCK ? &set : old, how == SIG_BLOCK ? old : NULL);
-}
-
-static int track(char *tmp)
-{
-    sigset_t old;
-    int ok = 1;
-    block_cleanup(SIG_BLOCK, &old);
-    if (!pending)
-        for (size_t i = 0; i < NCLEANUP; i++) {
-            struct sigaction sa = { .sa_handler = remove_pending };
-            struct sigaction prev;
-            sigaction(cleanup_signals[i], NULL, &prev);
-            if (prev.sa_handler == SIG_DFL)   /* leave ignored signals ignored */
-                sigaction(cleanup_signals[i], &sa, NULL);
-        }
-    if (npending == cap_pending) {
-        size_t cap = cap_pending ? 2 * cap_pending : 64;
-        char **p = realloc(pending, cap * sizeof *p);
-        if (p) {
-            pending = p;
-            cap_pending = cap;
-        } else
-            ok = 0;
-    }
-    if (ok)
-        pending[npending++] = tmp;
-    block_cleanup(SIG_SETMASK, &old);
-    return ok;
-}
-
-static void untrack(const char *tmp)
-{
-    sigset_t old;
-    block_cleanup(SIG_BLOCK, &old);
-    for (size_t i = 0; i < npending; i++)
-        if (pending[i] == tmp) {
-            pending[i] = pending[--npending];
-            break;
-        }
-    block_cleanup(SIG_SETMASK, &old);
-}
-
-/* Devices and pipes (-o /dev/null, a FIFO) are written in place, never replaced. */
-static int is_special(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
-}
-
-/* Create a hidden temporary beside path; *tmp receives its name (NULL when
- * path is a device or pipe, which is opened directly). */
-FILE *ddtk_temp_create(const char *path, char **tmp)
-{
-    if (is_special(path)) {
-        *tmp = NULL;
-        FILE *fp = fopen(path, "wb");
-        if (!fp)
-            ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", path, strerror(errno));
-        return fp;
-    }
-    char *copy1 = strdup(path), *copy2 = strdup(path);
-    size_t n = strlen(path) + 16;
-    *tmp = malloc(n);
-    FILE *fp = NULL;
-    if (copy1 && copy2 && *tmp) {
-        snprintf(*tmp, n, "%s/.%s.XXXXXX", dirname(copy1), basename(copy2));
-        int fd = mkstemp(*tmp);
-        if (fd >= 0) {
-            mode_t mask = umask(0);
-            umask(mask);
-            fchmod(fd, 0666 & ~mask);
-            fp = fdopen(fd, "wb");
-            if (!fp)
-                close(fd);
-        }
-    }
-    if (fp && !track(*tmp)) {
-        fclose(fp);
-        fp = NULL;
-        errno = ENOMEM;
-    }
-    if (!fp) {
-        int err = errno;
-        ddtk_fail(DDTK_ESYS, "%s: cannot create: %s", path, strerror(err));
-        if (*tmp && (*tmp)[0])
-            unlink(*tmp);
-        free(*tmp);
-        *tmp = NULL;
-    }
-    free(copy1);
-    free(copy2);
-    return fp;
-}
-
-int ddtk_temp_commit(FILE *fp, char **tmp, const char *path)
-{
-    int bad = ferror(fp);
-    bad |= fclose(fp) != 0;
-    int rc = DDTK_OK;
-    if (bad)
-        rc = ddtk_fail(DDTK_ESYS, "%s: write error: %s", path, strerror(errno));
-    else if (*tmp && rename(*tmp, path) != 0)
-        rc = ddtk_fail(DDTK_ESYS, "%s: cannot rename from %s: %s", path, *tmp, strerror(errno));
-    if (*tmp) {
-        if (rc)
-            unlink(*tmp);
-        untrack(*tmp);
-        free(*tmp);
-        *tmp = NULL;
-    }
-    return rc;
-}
-
-void ddtk_temp_discard(FILE *fp, char **tmp)
-{
-    if (fp)
-        fclose(fp);
-    if (*tmp) {
-        unlink(*tmp);
-        untrack(*tmp);
-        free(*tmp);
-        *tmp = NULL;
-    }
-}
-
 /* ---- output sets ---------------------------------------------------------- */
 
 static char *name_for(const char *prefix, double dm, const char *ext)
@@ -307,15 +160,10 @@ static int check_names(ddtk_outset *o)
             return ddtk_fail(DDTK_EUSAGE, "DMs %.6g and %.6g both give the name %s: PRESTO "
                              "names carry two decimals; use a coarser DM step",
                              o->f[i - 1].dm, o->f[i].dm, path);
-        if (!o->spec.force && stat(path, &st) == 0 && !is_special(path))
+        if (!o->spec.force && stat(path, &st) == 0 && !ddtk_temp_is_special(path))
             return ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", path);
-        if (o->spec.format == DDTK_FMT_DAT) {
-            char *inf = ddtk_inf_path(path);
-            int exists = inf && stat(inf, &st) == 0;
-            free(inf);
-            if (!o->spec.force && exists)
-                return ddtk_fail(DDTK_EUSAGE, "%s: .inf exists (use --force to overwrite)", path);
-        }
+        if (!o->spec.force && o->f[i].inf && stat(o->f[i].inf, &st) == 0)
+            return ddtk_fail(DDTK_EUSAGE, "%s: .inf exists (use --force to overwrite)", path);
     }
     return DDTK_OK;
 }
@@ -323,15 +171,14 @@ static int check_names(ddtk_outset *o)
 static int name_outputs(ddtk_outset *o, const char *output, const char *prefix)
 {
     const char *ext = o->spec.format == DDTK_FMT_DAT ? "dat" : "tim";
-    if (output) {
-        if (o->n > 1)
-            return ddtk_fail(DDTK_EUSAGE, "-o names the output of a single DM; "
-                             "use --prefix for %d DMs", o->n);
-        o->f[0].path = strdup(output);
-    } else {
-        for (int i = 0; i < o->n; i++)
-            if (!(o->f[i].path = name_for(prefix, o->f[i].dm, ext)))
-                return ddtk_fail(DDTK_ESYS, "out of memory");
+    if (output && o->n > 1)
+        return ddtk_fail(DDTK_EUSAGE, "-o names the output of a single DM; "
+                         "use --prefix for %d DMs", o->n);
+    for (int i = 0; i < o->n; i++) {
+        ddtk_series_file *f = &o->f[i];
+        f->path = output ? strdup(output) : name_for(prefix, f->dm, ext);
+        if (!f->path || (o->spec.format == DDTK_FMT_DAT && !(f->inf = ddtk_inf_path(f->path))))
+            return ddtk_fail(DDTK_ESYS, "out of memory");
     }
     for (int i = 1; i < o->n; i++)
         if (fabs(o->f[i].dm - o->f[i - 1].dm) < 0.01) {
@@ -340,6 +187,59 @@ static int name_outputs(ddtk_outset *o, const char *output, const char *prefix)
             break;
         }
     return check_names(o);
+}
+
+static const char *last_component(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* Whether a stale temporary's final name belongs to this set's scheme: with
+ * -o, the output or its .inf; else "<prefix>_DM....tim|.dat|.inf". */
+static int owned_name(const char *name, const void *ctx)
+{
+    const ddtk_outset *o = ctx;
+    const char *mine = last_component(o->f[0].path);
+    if (o->spec.output)
+        return strcmp(name, mine) == 0
+            || (o->f[0].inf && strcmp(name, last_component(o->f[0].inf)) == 0);
+    const char *dm = strstr(mine, "_DM"), *next;
+    while (dm && (next = strstr(dm + 1, "_DM")))
+        dm = next;
+    return dm && strncmp(name, mine, (size_t)(dm - mine) + 3) == 0
+        && (ddtk_ends_with(name, ".tim") || ddtk_ends_with(name, ".dat") || ddtk_ends_with(name, ".inf"));
+}
+
+/* Temporaries for every output (and a .tim header in each), created while
+ * the directory is locked, after removing those of dead runs. */
+static int create_files(ddtk_outset *o)
+{
+    int special = ddtk_temp_is_special(o->f[0].path), rc = DDTK_OK;
+    int lock = special ? -1 : ddtk_tempdir_lock(o->f[0].path);
+    if (lock >= 0)
+        ddtk_temp_sweep(o->f[0].path, owned_name, o);
+    for (int i = 0; i < o->n && !rc; i++) {
+        ddtk_series_file *f = &o->f[i];
+        ddtk_series_meta m = file_meta(o, i);
+        if (!(f->fp = ddtk_temp_open(f->path, &f->tmp))) {
+            rc = DDTK_ESYS;
+            break;
+        }
+        setvbuf(f->fp, NULL, _IOFBF, 1 << 16);
+        if (o->spec.format == DDTK_FMT_TIM)
+            rc = ddtk_tim_header_write(f->fp, &m, f->dm);
+    }
+    ddtk_tempdir_unlock(lock);
+    return rc;
+}
+
+/* "-o -": the one .tim series goes to stdout, as with neither -o nor --prefix. */
+static int wants_stdout(int ndm, const ddtk_outspec *spec)
+{
+    if (spec->output)
+        return strcmp(spec->output, "-") == 0 && ndm == 1;
+    return ndm == 1 && !spec->prefix;
 }
 
 int ddtk_outset_open(ddtk_outset *o, const double *dms, int ndm,
@@ -357,25 +257,21 @@ int ddtk_outset_open(ddtk_outset *o, const double *dms, int ndm,
         o->f[i].dm = dms[i];
     if (spec->discard)
         return DDTK_OK;         /* no files: writes only count samples */
-    if (ndm == 1 && !spec->output && format == DDTK_FMT_TIM && !spec->prefix) {
+    if (wants_stdout(ndm, spec) && format == DDTK_FMT_TIM) {
         o->to_stdout = 1;
         o->f[0].fp = stdout;
         ddtk_series_meta m = file_meta(o, 0);
         return ddtk_tim_header_write(stdout, &m, dms[0]);
     }
-    if ((rc = name_outputs(o, spec->output,
-                           spec->prefix ? spec->prefix : spec->default_prefix)))
+    if (wants_stdout(ndm, spec) && spec->output) {
+        rc = ddtk_fail(DDTK_EUSAGE, "-o -: a PRESTO .dat and its .inf cannot go to stdout; "
+                       "name a file");
         goto fail;
-    for (int i = 0; i < ndm; i++) {
-        if (!(o->f[i].fp = ddtk_temp_create(o->f[i].path, &o->f[i].tmp))) {
-            rc = DDTK_ESYS;
-            goto fail;
-        }
-        setvbuf(o->f[i].fp, NULL, _IOFBF, 1 << 16);
-        ddtk_series_meta m = file_meta(o, i);
-        if (format == DDTK_FMT_TIM && (rc = ddtk_tim_header_write(o->f[i].fp, &m, dms[i])))
-            goto fail;
     }
+    if ((rc = name_outputs(o, spec->output,
+                           spec->prefix ? spec->prefix : spec->default_prefix))
+        || (rc = create_files(o)))
+        goto fail;
     return DDTK_OK;
 fail:
     ddtk_outset_abort(o);
@@ -406,34 +302,6 @@ int ddtk_outset_pad(ddtk_outset *o, int i, float value, int64_t n)
     return DDTK_OK;
 }
 
-static int write_inf_file(const char *path, const char *basename_noext,
-                          const ddtk_series_meta *m, double dm, int64_t nsamples)
-{
-    char *tmp;
-    FILE *fp = ddtk_temp_create(path, &tmp);
-    if (!fp)
-        return DDTK_ESYS;
-    ddtk_inf_print(fp, basename_noext, m, dm, nsamples);
-    return ddtk_temp_commit(fp, &tmp, path);
-}
-
-static int close_dat(ddtk_series_file *f, const ddtk_series_meta *m)
-{
-    char *inf = ddtk_inf_path(f->path), *base = strdup(f->path);
-    int rc = DDTK_ESYS;
-    if (inf && base) {
-        char *b = basename(base);
-        size_t n = strlen(b);
-        if (n > 4 && strcmp(b + n - 4, ".dat") == 0)
-            b[n - 4] = '\0';
-        rc = write_inf_file(inf, b, m, f->dm, f->nwritten);
-    } else
-        ddtk_fail(DDTK_ESYS, "out of memory");
-    free(inf);
-    free(base);
-    return rc;
-}
-
 /* --even: PRESTO's FFTs want an even length. */
 static int drop_last_sample(ddtk_series_file *f)
 {
@@ -448,51 +316,133 @@ static int drop_last_sample(ddtk_series_file *f)
     return DDTK_OK;
 }
 
-int ddtk_outset_close(ddtk_outset *o)
+/* The .inf of output i, complete and on disk under its temporary (beside
+ * the .dat's, so that it lives as long as that one). */
+static int write_inf(ddtk_outset *o, int i)
+{
+    ddtk_series_file *f = &o->f[i];
+    ddtk_series_meta m = file_meta(o, i);
+    char *base = strdup(last_component(f->path));
+    if (!base)
+        return ddtk_fail(DDTK_ESYS, "out of memory");
+    if (ddtk_ends_with(base, ".dat") && strlen(base) > 4)
+        base[strlen(base) - 4] = '\0';
+    FILE *fp = f->tmp ? ddtk_temp_open_beside(f->tmp, ".inf", f->inf, &f->inf_tmp)
+                      : ddtk_temp_open(f->inf, &f->inf_tmp);
+    int rc = fp ? DDTK_OK : DDTK_ESYS;
+    if (fp) {
+        ddtk_inf_print(fp, base, &m, f->dm, f->nwritten);
+        rc = ddtk_temp_flush(fp, f->inf_tmp, f->inf);
+        if (fclose(fp) != 0 && !rc)
+            rc = ddtk_fail(DDTK_ESYS, "%s: write error: %s", f->inf, strerror(errno));
+    }
+    free(base);
+    return rc;
+}
+
+/* Everything complete and on disk before the first rename: --even trims,
+ * the .inf files, every temporary flushed and fsynced. */
+static int finish_files(ddtk_outset *o)
 {
     int rc = DDTK_OK;
-    if (o->spec.discard) {
-        free(o->f);
-        o->f = NULL;
-        return DDTK_OK;
-    }
-    if (o->to_stdout) {
-        if (fflush(stdout) != 0 || ferror(stdout))
-            rc = ddtk_fail(DDTK_ESYS, "stdout: write error: %s", strerror(errno));
-        free(o->f);
-        o->f = NULL;
-        return rc;
-    }
     for (int i = 0; i < o->n && !rc; i++) {
         ddtk_series_file *f = &o->f[i];
         if (o->spec.even && f->nwritten % 2)
             rc = drop_last_sample(f);
-        ddtk_series_meta m = file_meta(o, i);
-        if (!rc && o->spec.format == DDTK_FMT_DAT)
-            rc = close_dat(f, &m);
-        if (rc)
-            break;              /* the abort below closes and removes this one */
-        rc = ddtk_temp_commit(f->fp, &f->tmp, f->path);
+        if (!rc)
+            rc = ddtk_temp_flush(f->fp, f->tmp, f->path);
+        if (!rc && f->inf)
+            rc = write_inf(o, i);
+    }
+    return rc;
+}
+
+/* After a failed commit: remove what this run had renamed into place
+ * (a committed temporary is NULL; devices and pipes were never temporaries). */
+static void uncommit(ddtk_outset *o)
+{
+    for (int i = 0; i < o->n; i++) {
+        ddtk_series_file *f = &o->f[i];
+        if (!f->tmp && !ddtk_temp_is_special(f->path))
+            unlink(f->path);
+        if (f->inf && !f->inf_tmp)
+            unlink(f->inf);
+    }
+}
+
+static int close_files(ddtk_outset *o)
+{
+    int rc = DDTK_OK;
+    for (int i = 0; i < o->n; i++) {
+        ddtk_series_file *f = &o->f[i];
+        if (fclose(f->fp) != 0 && !rc)
+            rc = ddtk_fail(DDTK_ESYS, "%s: write error: %s", f->path, strerror(errno));
         f->fp = NULL;
     }
-    if (rc) {
+    return rc;
+}
+
+/* Rename every temporary into place, in turn with other runs in the
+ * directory and with the cleanup signals held; without --force an existing
+ * name is never replaced. If any step fails, what this run renamed is
+ * removed again, so the set is all or nothing. */
+static int commit_files(ddtk_outset *o)
+{
+    sigset_t old;
+    int rc = DDTK_OK, lock = ddtk_tempdir_lock(o->f[0].path);
+    ddtk_temp_hold_signals(&old);
+    for (int i = 0; i < o->n && !rc; i++) {
+        ddtk_series_file *f = &o->f[i];
+        rc = ddtk_temp_rename(&f->tmp, f->path, o->spec.force);
+        if (!rc && f->inf)
+            rc = ddtk_temp_rename(&f->inf_tmp, f->inf, o->spec.force);
+    }
+    if (!rc)
+        rc = close_files(o);
+    if (rc)
+        uncommit(o);
+    else if (lock >= 0)
+        fsync(lock);              /* the renames themselves, where the system allows */
+    ddtk_temp_release_signals(&old);
+    ddtk_tempdir_unlock(lock);
+    return rc;
+}
+
+static void free_files(ddtk_outset *o)
+{
+    for (int i = 0; o->f && i < o->n; i++) {
+        free(o->f[i].path);
+        free(o->f[i].inf);
+    }
+    free(o->f);
+    o->f = NULL;
+}
+
+int ddtk_outset_close(ddtk_outset *o)
+{
+    int rc = DDTK_OK;
+    if (o->to_stdout && (fflush(stdout) != 0 || ferror(stdout)))
+        rc = ddtk_fail(DDTK_ESYS, "stdout: write error: %s", strerror(errno));
+    if (o->spec.discard || o->to_stdout) {
+        free(o->f);
+        o->f = NULL;
+        return rc;
+    }
+    if ((rc = finish_files(o)) || (rc = commit_files(o))) {
         ddtk_outset_abort(o);
         return rc;
     }
-    for (int i = 0; i < o->n; i++)
-        free(o->f[i].path);
-    free(o->f);
-    o->f = NULL;
+    free_files(o);
     return DDTK_OK;
 }
 
 void ddtk_outset_abort(ddtk_outset *o)
 {
-    for (int i = 0; o->f && i < o->n; i++) {
+    for (int i = 0; o->f && i < o->n && !o->to_stdout; i++) {
         ddtk_series_file *f = &o->f[i];
-        ddtk_temp_discard(f->fp != stdout ? f->fp : NULL, &f->tmp);
-        free(f->path);
+        ddtk_temp_discard(f->fp, &f->tmp);
+        ddtk_temp_remove(&f->inf_tmp);
+        f->fp = NULL;
     }
-    free(o->f);
-    o->f = NULL;
+    free_files(o);
 }

@@ -185,7 +185,7 @@ static int ranges_row(ddtk_dmplan *p, const ddtk_obs *o, double lo, double hi,
         n = 1;
     if (nsub)
         n = ceil(n / r.dms_per_sub) * r.dms_per_sub;
-    if (n > 1e7)
+    if (n > DDTK_MAX_DMS)
         return ddtk_fail(DDTK_EUSAGE, "DM range %g..%g needs over 10^7 DMs", lo, hi);
     r.ndm = (int)n;
     r.dm_hi = lo + r.ndm * step;
@@ -321,12 +321,15 @@ static int check_row(const ddtk_dmplan_row *r, const char *name, int line)
 
 int ddtk_dmplan_validate(const ddtk_dmplan *p, const char *name)
 {
+    double ndm = 0;               /* in double: rows may hold up to 10^9 each */
     if (p->n == 0)
         return ddtk_fail(DDTK_EDATA, "%s: the plan has no rows", name);
     for (int i = 0; i < p->n; i++) {
         int rc = check_row(&p->row[i], name, i + 1);
         if (rc)
             return rc;
+        if ((ndm += p->row[i].ndm) > DDTK_MAX_DMS)
+            return ddtk_fail(DDTK_EDATA, "%s: over 10^7 DMs by row %d", name, i + 1);
         if (i == 0)
             continue;
         double prev = p->row[i - 1].dm_hi, lo = p->row[i].dm_lo;
@@ -334,8 +337,6 @@ int ddtk_dmplan_validate(const ddtk_dmplan *p, const char *name)
             return ddtk_fail(DDTK_EDATA, "%s: row %d: %s between dm_hi %g of row %d and dm_lo %g",
                              name, i + 1, lo > prev ? "gap" : "overlap", prev, i, lo);
     }
-    if ((double)ddtk_dmplan_ndm(p) > 1e7)
-        return ddtk_fail(DDTK_EDATA, "%s: over 10^7 DMs", name);
     return DDTK_OK;
 }
 
@@ -368,30 +369,38 @@ static int header_line(const char *line)
         && strcmp(words[4], "ndm") == 0;
 }
 
+/* One line of a plan file: blank, a comment, the header row (first), or a row. */
+static int read_line(ddtk_dmplan *p, char *line, const char *path, long lineno, int *seen_header)
+{
+    const char *s = line + strspn(line, " \t");
+    ddtk_dmplan_row r;
+    if (*s == '#' || *s == '\n' || *s == '\r' || *s == '\0')
+        return DDTK_OK;
+    if (!*seen_header) {
+        if (!header_line(s))
+            return ddtk_fail(DDTK_EDATA, "%s: line %ld: expected the header row '%s'",
+                             path, lineno, "dm_lo dm_hi dm_step downsamp ndm");
+        *seen_header = 1;
+        return DDTK_OK;
+    }
+    if (parse_row(line, &r))
+        return ddtk_fail(DDTK_EDATA, "%s: line %ld: expected five numbers "
+                         "(dm_lo dm_hi dm_step downsamp ndm)", path, lineno);
+    return ddtk_dmplan_push(p, &r);
+}
+
 static int read_lines(ddtk_dmplan *p, FILE *fp, const char *path)
 {
-    char line[512];
-    int lineno = 0, seen_header = 0;
-    while (fgets(line, sizeof line, fp)) {
-        lineno++;
-        const char *s = line + strspn(line, " \t");
-        if (*s == '#' || *s == '\n' || *s == '\r' || *s == '\0')
-            continue;
-        ddtk_dmplan_row r;
-        if (!seen_header) {
-            if (!header_line(s))
-                return ddtk_fail(DDTK_EDATA, "%s: line %d: expected the header row '%s'",
-                                 path, lineno, "dm_lo dm_hi dm_step downsamp ndm");
-            seen_header = 1;
-        } else if (parse_row(line, &r))
-            return ddtk_fail(DDTK_EDATA, "%s: line %d: expected five numbers "
-                             "(dm_lo dm_hi dm_step downsamp ndm)", path, lineno);
-        else if (ddtk_dmplan_push(p, &r))
-            return DDTK_ESYS;
-    }
-    if (ferror(fp))
-        return ddtk_fail(DDTK_ESYS, "%s: read error: %s", path, strerror(errno));
-    return DDTK_OK;
+    char *line = NULL;
+    size_t cap = 0;
+    long lineno = 0;
+    int seen_header = 0, rc = DDTK_OK;
+    while (!rc && getline(&line, &cap, fp) >= 0)
+        rc = read_line(p, line, path, ++lineno, &seen_header);
+    if (!rc && ferror(fp))
+        rc = ddtk_fail(DDTK_ESYS, "%s: read error: %s", path, strerror(errno));
+    free(line);
+    return rc;
 }
 
 int ddtk_dmplan_read(ddtk_dmplan *p, const char *path)

@@ -157,6 +157,9 @@ static int read_freq_table(reader *r, ddtk_header *h)
         if (strcmp(key, "fchannel") != 0)
             return ddtk_fail(DDTK_EDATA, "%s: unexpected keyword '%s' at byte offset %lld "
                              "inside the frequency table", r->name, key, (long long)at);
+        if (h->nfreqs == DDTK_MAX_NCHANS)
+            return ddtk_fail(DDTK_EDATA, "%s: frequency table has more than %d entries",
+                             r->name, DDTK_MAX_NCHANS);
         if (h->nfreqs == cap) {
             cap = cap ? 2 * cap : 1024;
             double *f = realloc(h->freqs, (size_t)cap * sizeof *f);
@@ -184,6 +187,39 @@ static int read_value(reader *r, ddtk_header *h, const keyword *k)
     return DDTK_OK;
 }
 
+/* The keywords up to HEADER_END: one given twice keeps its last value, but a
+ * second frequency table is an error. */
+static int read_keywords(reader *r, ddtk_header *h)
+{
+    char key[DDTK_MAX_STRING + 1];
+    int rc;
+    for (;;) {
+        int64_t at = r->pos;
+        if ((rc = read_string(r, key))) {
+            if (rc == DDTK_EDATA && feof(r->fp))
+                return ddtk_fail(DDTK_EDATA, "%s: truncated header, no HEADER_END "
+                                 "(ends at byte %lld)", r->name, (long long)r->pos);
+            return rc;
+        }
+        if (strcmp(key, "HEADER_END") == 0)
+            return DDTK_OK;
+        int k = key_index(key);
+        if (k < 0)
+            return ddtk_fail(DDTK_EDATA, "%s: unknown header keyword '%.64s' at byte offset %lld",
+                             r->name, key, (long long)at);
+        if (keywords[k].type == K_FREQTABLE && ddtk_header_has(h, key))
+            return ddtk_fail(DDTK_EDATA, "%s: second frequency table (FREQUENCY_START at byte "
+                             "offset %lld)", r->name, (long long)at);
+        if ((rc = read_value(r, h, &keywords[k])))
+            return rc;
+        if (!ddtk_header_has(h, key)) {
+            if (h->norder == DDTK_MAX_KEYS)
+                return ddtk_fail(DDTK_EDATA, "%s: too many header keywords", r->name);
+            h->order[h->norder++] = (uint8_t)k;
+        }
+    }
+}
+
 int ddtk_header_read(FILE *fp, const char *name, ddtk_header *h)
 {
     reader r = { fp, name, 0 };
@@ -200,27 +236,9 @@ int ddtk_header_read(FILE *fp, const char *name, ddtk_header *h)
     r.pos = 4;
     if (len != 12 || read_bytes(&r, key, 12) || memcmp(key, "HEADER_START", 12) != 0)
         return ddtk_fail(DDTK_EDATA, "%s: not a SIGPROC file (no HEADER_START)", name);
-    for (;;) {
-        int64_t at = r.pos;
-        if ((rc = read_string(&r, key))) {
-            if (rc == DDTK_EDATA && feof(fp))
-                return ddtk_fail(DDTK_EDATA, "%s: truncated header, no HEADER_END "
-                                 "(ends at byte %lld)", name, (long long)r.pos);
-            return rc;
-        }
-        if (strcmp(key, "HEADER_END") == 0)
-            break;
-        int k = key_index(key);
-        if (k < 0)
-            return ddtk_fail(DDTK_EDATA, "%s: unknown header keyword '%.64s' at byte offset %lld",
-                             name, key, (long long)at);
-        if ((rc = read_value(&r, h, &keywords[k])))
-            return rc;
-        if (!ddtk_header_has(h, key)) {
-            if (h->norder == DDTK_MAX_KEYS)
-                return ddtk_fail(DDTK_EDATA, "%s: too many header keywords", name);
-            h->order[h->norder++] = (uint8_t)k;
-        }
+    if ((rc = read_keywords(&r, h))) {
+        ddtk_header_free(h);
+        return rc;
     }
     h->header_bytes = r.pos;
     return DDTK_OK;
@@ -229,6 +247,32 @@ int ddtk_header_read(FILE *fp, const char *name, ddtk_header *h)
 static int nbits_valid(int nbits)
 {
     return nbits == 1 || nbits == 2 || nbits == 4 || nbits == 8 || nbits == 16 || nbits == 32;
+}
+
+/* Every frequency given is finite. A filterbank (anything but a one-channel
+ * time series, whose fch1 only records the reference frequency) needs fch1 or
+ * a frequency table, and every channel above 0 MHz: the delays divide by f^2. */
+static int check_frequencies(const ddtk_header *h, const char *name)
+{
+    if (!isfinite(h->fch1) || !isfinite(h->foff))
+        return ddtk_fail(DDTK_EDATA, "%s: non-finite fch1 or foff", name);
+    if (h->nfreqs > 0 && h->nfreqs != h->nchans)
+        return ddtk_fail(DDTK_EDATA, "%s: frequency table has %d entries for %d channels",
+                         name, h->nfreqs, h->nchans);
+    for (int i = 0; i < h->nfreqs; i++)
+        if (!isfinite(h->freqs[i]))
+            return ddtk_fail(DDTK_EDATA, "%s: non-finite frequency in channel %d", name, i);
+    if (h->data_type == 2 && h->nchans == 1)
+        return DDTK_OK;
+    if (h->nfreqs == 0 && !ddtk_header_has(h, "fch1"))
+        return ddtk_fail(DDTK_EDATA, "%s: header has no 'fch1' (nor a frequency table)", name);
+    for (int c = 0; c < h->nchans; c++) {
+        double f = ddtk_chan_freq(h, c);
+        if (!(f > 0) || !isfinite(f))
+            return ddtk_fail(DDTK_EDATA, "%s: channel %d is at %g MHz; channel frequencies "
+                             "must be finite and above 0", name, c, f);
+    }
+    return DDTK_OK;
 }
 
 int ddtk_header_validate(const ddtk_header *h, const char *name)
@@ -242,21 +286,19 @@ int ddtk_header_validate(const ddtk_header *h, const char *name)
     if (!nbits_valid(h->nbits))
         return ddtk_fail(DDTK_EDATA, "%s: nbits %d is not one of 1, 2, 4, 8, 16, 32",
                          name, h->nbits);
-    if (ddtk_header_has(h, "nchans") && h->nchans < 1)
-        return ddtk_fail(DDTK_EDATA, "%s: nchans %d < 1", name, h->nchans);
+    if (ddtk_header_has(h, "nchans") && (h->nchans < 1 || h->nchans > DDTK_MAX_NCHANS))
+        return ddtk_fail(DDTK_EDATA, "%s: nchans %d is outside 1..%d", name, h->nchans,
+                         DDTK_MAX_NCHANS);
     if (h->nifs < 1)
         return ddtk_fail(DDTK_EDATA, "%s: nifs %d < 1", name, h->nifs);
+    if ((int64_t)h->nchans * h->nifs > DDTK_MAX_NCHANS)
+        return ddtk_fail(DDTK_EDATA, "%s: nifs %d times nchans %d is over %d values per "
+                         "spectrum", name, h->nifs, h->nchans, DDTK_MAX_NCHANS);
     if (!(h->tsamp > 0) || !isfinite(h->tsamp))
         return ddtk_fail(DDTK_EDATA, "%s: tsamp %g is not a positive number", name, h->tsamp);
-    if (!isfinite(h->fch1) || !isfinite(h->foff))
-        return ddtk_fail(DDTK_EDATA, "%s: non-finite fch1 or foff", name);
-    if (h->nfreqs > 0 && h->nfreqs != h->nchans)
-        return ddtk_fail(DDTK_EDATA, "%s: frequency table has %d entries for %d channels",
-                         name, h->nfreqs, h->nchans);
-    for (int i = 0; i < h->nfreqs; i++)
-        if (!isfinite(h->freqs[i]))
-            return ddtk_fail(DDTK_EDATA, "%s: non-finite frequency in channel %d", name, i);
-    return DDTK_OK;
+    if (!isfinite(h->tstart))
+        return ddtk_fail(DDTK_EDATA, "%s: tstart %g is not a finite MJD", name, h->tstart);
+    return check_frequencies(h, name);
 }
 
 /* ---- writing ------------------------------------------------------------- */
@@ -307,10 +349,15 @@ double ddtk_chan_freq(const ddtk_header *h, int c)
     return h->fch1 + c * h->foff;
 }
 
+/* Values too large (or not finite) to be hhmmss.s are printed as they are. */
 void ddtk_format_sexagesimal(double packed, char *out, size_t n)
 {
     const char *sign = packed < 0 ? "-" : "";
     double a = fabs(packed);
+    if (!(a < 1e8)) {
+        snprintf(out, n, "%.17g", packed);
+        return;
+    }
     int d = (int)(a / 10000.0);
     int m = (int)((a - d * 10000.0) / 100.0);
     double s = a - d * 10000.0 - m * 100.0;
@@ -380,7 +427,14 @@ int ddtk_header_print_key(FILE *fp, const ddtk_header *h, const char *key, int64
     return DDTK_OK;
 }
 
-/* MJD to calendar date (Fliegel & Van Flandern). */
+/* MJDs the calendar conversion and fixed-point printing take: about
+ * +-270000 years around 1858. */
+static int mjd_in_range(double mjd)
+{
+    return fabs(mjd) < 1e8;
+}
+
+/* MJD to calendar date (Fliegel & Van Flandern); mjd_in_range(mjd) holds. */
 static void mjd_to_date(double mjd, int *y, int *m, int *d)
 {
     long jd = (long)floor(mjd) + 2400001L;
@@ -395,6 +449,32 @@ static void mjd_to_date(double mjd, int *y, int *m, int *d)
     *y = (int)(100 * (n - 49) + i + l);
 }
 
+static void print_epoch(FILE *fp, int w, double mjd)
+{
+    const char *label = "Time stamp of first sample (MJD)", *date = "Gregorian date (YYYY/MM/DD)";
+    int y, m, d;
+    if (!mjd_in_range(mjd)) {
+        fprintf(fp, "%-*s: %.17g\n%-*s: out of range\n", w, label, mjd, w, date);
+        return;
+    }
+    mjd_to_date(mjd, &y, &m, &d);
+    fprintf(fp, "%-*s: %.12f\n%-*s: %04d/%02d/%02d\n", w, label, mjd, w, date, y, m, d);
+}
+
+/* Bytes of nsamples spectra, counted without overflow (a header's sizes are
+ * validated, but this prints whatever it is given). */
+static void print_data_size(FILE *fp, int w, const ddtk_header *h, int64_t nsamples)
+{
+    const char *label = "Data size (bytes)";
+    int64_t per_spectrum, bits;
+    if (__builtin_mul_overflow((int64_t)h->nchans * h->nifs, (int64_t)h->nbits, &per_spectrum)
+        || __builtin_mul_overflow(nsamples, per_spectrum, &bits) || bits > INT64_MAX - 7)
+        fprintf(fp, "%-*s: %.6g\n", w, label,
+                (double)nsamples * h->nchans * h->nifs * h->nbits / 8);
+    else
+        fprintf(fp, "%-*s: %lld\n", w, label, (long long)((bits + 7) / 8));
+}
+
 void ddtk_header_print(FILE *fp, const ddtk_header *h, const char *name, int64_t nsamples)
 {
     char buf[64];
@@ -402,8 +482,7 @@ void ddtk_header_print(FILE *fp, const ddtk_header *h, const char *name, int64_t
     fprintf(fp, "%-*s: %s\n", w, "Data file", name);
     fprintf(fp, "%-*s: %lld\n", w, "Header size (bytes)", (long long)h->header_bytes);
     if (nsamples >= 0)
-        fprintf(fp, "%-*s: %lld\n", w, "Data size (bytes)",
-                (long long)((nsamples * h->nchans * h->nifs * h->nbits + 7) / 8));
+        print_data_size(fp, w, h, nsamples);
     fprintf(fp, "%-*s: %s (%s)\n", w, "Data type",
             h->data_type == 2 ? "time series" : "filterbank",
             h->pulsarcentric ? "pulsarcentric" : h->barycentric ? "barycentric" : "topocentric");
@@ -436,10 +515,7 @@ void ddtk_header_print(FILE *fp, const ddtk_header *h, const char *name, int64_t
         fprintf(fp, "%-*s: %f\n", w, "Reference DM (pc/cc)", h->refdm);
     if (ddtk_header_has(h, "period"))
         fprintf(fp, "%-*s: %f\n", w, "Folding period (s)", h->period);
-    fprintf(fp, "%-*s: %.12f\n", w, "Time stamp of first sample (MJD)", h->tstart);
-    int y, m, d;
-    mjd_to_date(h->tstart, &y, &m, &d);
-    fprintf(fp, "%-*s: %04d/%02d/%02d\n", w, "Gregorian date (YYYY/MM/DD)", y, m, d);
+    print_epoch(fp, w, h->tstart);
     fprintf(fp, "%-*s: %.5f\n", w, "Sample time (us)", h->tsamp * 1e6);
     if (nsamples >= 0) {
         fprintf(fp, "%-*s: %lld\n", w, "Number of samples", (long long)nsamples);

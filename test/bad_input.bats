@@ -17,11 +17,25 @@ no_output_left() {
 # Header bytes: a length-prefixed string, an int32, a double.
 str() { printf "$(printf '\\%03o' $(( ${#1} & 255 )) $(( ${#1} >> 8 )) 0 0)%s" "$1"; }
 i32() { printf "$(printf '\\%03o' $(( $1 & 255 )) $(( ($1 >> 8) & 255 )) 0 0)"; }
+i32_full() { perl -e 'print pack("l<", $ARGV[0])' -- "$1"; }   # i32 writes 16 bits only
 f64() { perl -e 'print pack("d<", $ARGV[0])' -- "$1"; }
 
 header_with() {   # header_with KEY VALUE-WRITER... : a valid header with one change
     { str HEADER_START; str nchans; i32 4; str nbits; i32 8; str tsamp; f64 0.001
       str fch1; f64 1400; str foff; f64 -1; "$@"; str HEADER_END; head -c 4000 /dev/zero; }
+}
+
+band() {   # band FCH1 FOFF: a 4-channel 8-bit header and data
+    { str HEADER_START; str nchans; i32 4; str nbits; i32 8; str tsamp; f64 0.001
+      str fch1; f64 "$1"; str foff; f64 "$2"; str HEADER_END; head -c 4000 /dev/zero; }
+}
+
+# freq_table N F0 DF: a FREQUENCY_START block of N fchannel entries F0 + i*DF
+freq_table() {
+    perl -e 'sub s_ { pack("l<", length $_[0]) . $_[0] }
+             my ($n, $f0, $df) = @ARGV;
+             print s_("FREQUENCY_START"), (map { s_("fchannel") . pack("d<", $f0 + $_ * $df) } 0 .. $n - 1),
+                   s_("FREQUENCY_END")' -- "$@"
 }
 
 @test "truncated header" {
@@ -201,7 +215,7 @@ header_with() {   # header_with KEY VALUE-WRITER... : a valid header with one ch
 
 @test "--backend gpu without a usable GPU fails with exit 3; auto falls back to the CPU" {
     if dd_direct --list-gpus | grep -q '^[0-9]'; then skip "a GPU is present"; fi
-    run_err "GPU" dd_direct good.fil --dm 10 --backend gpu --prefix out/x
+    run_err "--backend gpu" dd_direct good.fil --dm 10 --backend gpu --prefix out/x
     [ "$status" -eq 3 ]
     no_output_left
     run dd_direct good.fil --dm 10 --backend auto -v -o out/a.tim
@@ -229,4 +243,98 @@ header_with() {   # header_with KEY VALUE-WRITER... : a valid header with one ch
         [ "$status" -eq 124 ]
         [ -z "$(ls -A out)" ] || { ls -la out; return 1; }
     done
+}
+
+@test "a second frequency table is bad data, not a heap overflow" {
+    { str HEADER_START; str nchans; i32 1024; str nbits; i32 8; str tsamp; f64 0.001
+      freq_table 1024 1400 -0.25; freq_table 1024 1400 -0.25; str HEADER_END
+      head -c 40000 /dev/zero; } > two.fil
+    run_err two.fil fbinfo two.fil
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"second frequency table"* ]]
+    run_err two.fil dd_direct two.fil --dm 10 --prefix out/x
+    [ "$status" -eq 1 ]
+    no_output_left
+}
+
+@test "fch1 0 is bad data naming the file, with nothing left (not even a hidden temporary)" {
+    band 0 -1 > f0.fil
+    run_err f0.fil dd_direct f0.fil --dm 10,20 --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"0 MHz"* ]]
+    no_output_left
+    run_err f0.fil ddplan f0.fil --dm-max 100
+    [ "$status" -eq 1 ]
+}
+
+@test "negative channel frequencies are bad data, from fch1/foff and from a frequency table" {
+    band 1.5 -1.25 > neg.fil
+    run_err neg.fil dd_direct neg.fil --dm 10 --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"channel 2"* ]]
+    { str HEADER_START; str nchans; i32 4; str nbits; i32 8; str tsamp; f64 0.001
+      freq_table 4 1.5 -1; str HEADER_END; head -c 4000 /dev/zero; } > negtab.fil
+    run_err negtab.fil dd_direct negtab.fil --dm 10 --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"channel 2"* ]]
+    no_output_left
+}
+
+@test "a filterbank header without fch1 or a frequency table is bad data" {
+    { str HEADER_START; str nchans; i32 4; str nbits; i32 8; str tsamp; f64 0.001
+      str foff; f64 -1; str HEADER_END; head -c 4000 /dev/zero; } > nof.fil
+    run_err nof.fil dd_direct nof.fil --dm 10 --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"fch1"* ]]
+    no_output_left
+}
+
+@test "a time series with fch1 0 is read, but dedispersing it is bad data, refused before any delay is cast" {
+    { str HEADER_START; str data_type; i32 2; str nchans; i32 1; str nbits; i32 32
+      str tsamp; f64 0.001; str fch1; f64 0; str HEADER_END; head -c 4000 /dev/zero; } > ts0.tim
+    run fbinfo -k nsamples ts0.tim
+    [ "$status" -eq 0 ] && [ "$output" = 1000 ]
+    run_err "ts0.tim: channel 0 has frequency 0 MHz" dd_direct ts0.tim --dm 10,20 --prefix out/x
+    [ "$status" -eq 1 ]
+    no_output_left
+}
+
+@test "channel and IF counts that overflow the spectrum size are bad data" {
+    { str HEADER_START; str nchans; i32_full 2147483647; str nbits; i32 8; str tsamp; f64 0.001
+      str fch1; f64 1400; str foff; f64 -0.0000001; str HEADER_END; head -c 4000 /dev/zero; } > big.fil
+    run_err big.fil dd_direct big.fil --dm 10 --prefix out/x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"nchans"* ]]
+    { str HEADER_START; str nchans; i32 1024; str nifs; i32_full 2147483647; str nbits; i32 32
+      str tsamp; f64 0.001; str fch1; f64 1400; str foff; f64 -0.1; str HEADER_END
+      head -c 4000 /dev/zero; } > ifs.fil
+    run_err ifs.fil fbinfo ifs.fil
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"nifs"* ]]
+    no_output_left
+}
+
+@test "fbinfo prints extreme but finite positions and epochs without garbage; a NaN epoch is bad data" {
+    { str HEADER_START; str nchans; i32 4; str nbits; i32 8; str tsamp; f64 0.001
+      str fch1; f64 1400; str foff; f64 -1; str src_raj; f64 1e300; str src_dej; f64 -1e300
+      str tstart; f64 1e300; str HEADER_END; head -c 4000 /dev/zero; } > far.fil
+    run fbinfo far.fil
+    [ "$status" -eq 0 ]
+    [[ "$output" != *"2147483648"* ]] || { echo "$output"; return 1; }
+    [[ "$output" == *"Source RA (J2000)"*"1e+300"* ]]
+    [[ "$output" == *"Gregorian date (YYYY/MM/DD)"*"out of range"* ]]
+    { str HEADER_START; str nchans; i32 4; str nbits; i32 8; str tsamp; f64 0.001
+      str fch1; f64 1400; str foff; f64 -1; str tstart; f64 nan; str HEADER_END
+      head -c 4000 /dev/zero; } > nan.fil
+    run_err nan.fil fbinfo nan.fil
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"tstart"* ]]
+}
+
+@test "a directory as input is bad data, not a read error" {
+    run_err out dd_direct out --dm 10 --prefix x
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"directory"* ]]
+    run_err out fbinfo out
+    [ "$status" -eq 1 ]
 }

@@ -98,3 +98,10 @@ PRESTO="--nchans 1024 --fch1 1581.6 --foff -0.390625 --tsamp 0.000064 --dm-min 0
     run ddplan --version
     [ "$status" -eq 0 ] && [[ "$output" == *ddtk* ]]
 }
+
+@test "ddplan: a table that cannot be written is exit 3 with one line" {
+    run_err stdout bash -c "ddplan $HTRU --dm-max 100 > /dev/full"
+    [ "$status" -eq 3 ]
+    run_err stdout bash -c "ddplan $HTRU --dm-max 100 >&-"
+    [ "$status" -eq 3 ]
+}

@@ -103,3 +103,16 @@ load common
     run_err kdm fbsim -o c.fil --kdm -1
     [ ! -e c.fil ]
 }
+
+@test "fbinfo fails (exit 3, one line) when stdout cannot be written: full disk, closed stdout" {
+    fbsim -o a.fil --nchans 8 --tobs 0.01
+    run_err stdout bash -c 'fbinfo a.fil > /dev/full'
+    [ "$status" -eq 3 ]
+    run_err stdout bash -c 'fbinfo -k nchans a.fil >&-'
+    [ "$status" -eq 3 ]
+    run_err stdout bash -c 'fbinfo --help > /dev/full'
+    [ "$status" -eq 3 ]
+    # nothing for stdout: a closed stdout is no error
+    run bash -c 'fbsim -o b.fil --nchans 8 --tobs 0.01 >&-'
+    [ "$status" -eq 0 ]
+}

@@ -47,3 +47,10 @@ tools() { ls "$BIN"; }
     [ "$status" -eq 0 ]
     [[ "$output" != *missing* ]]
 }
+
+@test "every tool fails (exit 3, one line) when its --version cannot be written" {
+    for t in $(tools); do
+        run_err stdout bash -c "$t --version > /dev/full"
+        [ "$status" -eq 3 ] || { echo "$t: status $status"; return 1; }
+    done
+}

@@ -14,11 +14,13 @@
 
 #include "ddref.h"
 
+/* Header strings sit at any byte offset: lengths are copied, not loaded. */
 static int32_t get_int(const uint8_t *h, size_t n, const char *key, size_t *off)
 {
     size_t k = strlen(key);
+    int32_t len;
     for (size_t i = 4; i + k + 4 <= n; i++)
-        if (memcmp(h + i, key, k) == 0 && *(const int32_t *)(h + i - 4) == (int32_t)k) {
+        if (memcmp(h + i, key, k) == 0 && (memcpy(&len, h + i - 4, 4), len == (int32_t)k)) {
             *off = i + k;
             return 1;
         }
@@ -69,5 +71,8 @@ int main(int argc, char **argv)
     size_t n = ddref_series(data + hdr, nsamp, nchans, fch1, foff, tsamp, dm, use_floor, killed,
                             out);
     fwrite(out, sizeof *out, n, stdout);
+    free(out);
+    free(data);
+    free(killed);
     return 0;
 }

@@ -55,5 +55,9 @@ int main(int argc, char **argv)
     ddtk_header_write(fp, &h);
     fwrite(b, 1, (size_t)bytes, fp);
     fclose(fp);
+    free(a);
+    free(b);
+    ddtk_header_free(&h);
+    ddtk_input_close(&in);
     return 0;
 }

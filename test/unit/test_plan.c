@@ -104,7 +104,26 @@ static void validation(void)
     CHECK(ddtk_dmplan_validate(&p, "x") == DDTK_EDATA, "dm_hi != lo + n*step accepted");
     p.row[1].dm_hi = 20;
     CHECK(!ddtk_dmplan_validate(&p, "x"), "good plan rejected: %s", ddtk_errmsg());
+    /* 3e9 DMs in two rows: counted without int overflow, and refused */
+    p.row[0] = (ddtk_dmplan_row){ 0, 1.5e9, 1, 1, 1500000000, 0 };
+    p.row[1] = (ddtk_dmplan_row){ 1.5e9, 3e9, 1, 1, 1500000000, 0 };
+    CHECK(ddtk_dmplan_validate(&p, "x") == DDTK_EDATA && strstr(ddtk_errmsg(), "10^7"),
+          "3e9 DMs: %s", ddtk_errmsg());
     ddtk_dmplan_free(&p);
+}
+
+/* A plan row longer than any line buffer is one row, not several pieces. */
+static void long_line(void)
+{
+    ddtk_dmplan q = { 0 };
+    char path[] = "/tmp/test_plan_XXXXXX";
+    FILE *fp = fdopen(mkstemp(path), "w");
+    fprintf(fp, "dm_lo dm_hi dm_step downsamp ndm\n0.%0900d\t10\t1\t1\t10\n", 0);
+    fclose(fp);
+    CHECK(!ddtk_dmplan_read(&q, path), "long row: %s", ddtk_errmsg());
+    CHECK(q.n == 1 && q.row[0].ndm == 10, "long row read as %d rows", q.n);
+    unlink(path);
+    ddtk_dmplan_free(&q);
 }
 
 static void cost_model(void)
@@ -131,6 +150,7 @@ int main(void)
     round_trip();
     validation();
     cost_model();
+    long_line();
     if (failures)
         printf("%d failures\n", failures);
     return failures != 0;

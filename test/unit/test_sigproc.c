@@ -106,6 +106,35 @@ static void test_other_order_and_subset(void)
     free(again);
 }
 
+/* Two FREQUENCY_START blocks: bad data (the second used to reset the table's
+ * capacity and write past it); a failed read leaves nothing to free. */
+static void test_second_freq_table(void)
+{
+    char *buf = NULL;
+    size_t n;
+    FILE *fp = open_memstream(&buf, &n);
+    int32_t nbits = 8, nchans = 3;
+    double f = 1400;
+    put_str(fp, "HEADER_START");
+    put_str(fp, "nbits"); fwrite(&nbits, 4, 1, fp);
+    put_str(fp, "nchans"); fwrite(&nchans, 4, 1, fp);
+    for (int table = 0; table < 2; table++) {
+        put_str(fp, "FREQUENCY_START");
+        for (int c = 0; c < 3; c++) {
+            put_str(fp, "fchannel");
+            fwrite(&f, 8, 1, fp);
+        }
+        put_str(fp, "FREQUENCY_END");
+    }
+    put_str(fp, "HEADER_END");
+    fclose(fp);
+    ddtk_header h;
+    CHECK(from_bytes(buf, n, &h) == DDTK_EDATA);
+    CHECK(strstr(ddtk_errmsg(), "second frequency table") != NULL);
+    CHECK(h.freqs == NULL && h.nfreqs == 0);
+    free(buf);
+}
+
 static void test_errors(void)
 {
     ddtk_header h, good;
@@ -132,6 +161,10 @@ static void test_sexagesimal(void)
     CHECK(strcmp(s, "12:34:56.7890") == 0);
     ddtk_format_sexagesimal(-5012.5, s, sizeof s);
     CHECK(strcmp(s, "-00:50:12.5000") == 0);
+    ddtk_format_sexagesimal(-1e300, s, sizeof s);   /* no double->int overflow */
+    CHECK(strcmp(s, "-1.0000000000000001e+300") == 0);
+    ddtk_format_sexagesimal(NAN, s, sizeof s);
+    CHECK(strcmp(s, "nan") == 0);
 }
 
 int main(void)
@@ -139,6 +172,7 @@ int main(void)
     test_round_trip_every_keyword();
     test_other_order_and_subset();
     test_errors();
+    test_second_freq_table();
     test_sexagesimal();
     return check_result();
 }

@@ -1,0 +1,49 @@
+/*
+ * tempfile.h - the temporaries behind output sets (tempfile.c), for output.c.
+ * Tools use the three ddtk_temp_* calls of ddtk.h; output sets need the
+ * steps one by one, so that every file of a set is on disk before the first
+ * is renamed and a failed commit can be undone.
+ */
+#ifndef DDTK_TEMPFILE_H
+#define DDTK_TEMPFILE_H
+
+#include "ddtk.h"
+
+#include <signal.h>
+
+/* Devices and pipes (-o /dev/null, a FIFO) are written in place, never replaced. */
+int ddtk_temp_is_special(const char *path);
+
+/* Hold flock on the directory of path, so that runs writing there take turns
+ * to create temporaries, sweep stale ones and commit; -1 where the directory
+ * cannot be locked (NFS), which takes no turns. Unlock with the result. */
+int ddtk_tempdir_lock(const char *path);
+void ddtk_tempdir_unlock(int fd);
+
+/* Create path's temporary ".NAME.XXXXXX" (locked while open; *tmp NULL for a
+ * device or pipe, opened in place), or "<of><suffix>", which lives as long as
+ * the temporary `of` does. Call with the directory lock held. */
+FILE *ddtk_temp_open(const char *path, char **tmp);
+FILE *ddtk_temp_open_beside(const char *of, const char *suffix, const char *path, char **tmp);
+
+/* Flush fp, and fsync it when it is a temporary: DDTK_ESYS naming path. */
+int ddtk_temp_flush(FILE *fp, const char *tmp, const char *path);
+/* Rename the (closed or open) temporary *tmp to path, which must not exist
+ * unless force: an existing path is DDTK_EUSAGE "exists". Frees *tmp. */
+int ddtk_temp_rename(char **tmp, const char *path, int force);
+/* Remove the closed temporary *tmp and free it. */
+void ddtk_temp_remove(char **tmp);
+
+/*
+ * Remove the temporaries of dead runs beside path: those whose final name
+ * owned() accepts and that no live process holds. One note on stderr says
+ * how many went. Call with the directory lock held.
+ */
+int ddtk_temp_sweep(const char *path, int (*owned)(const char *name, const void *ctx),
+                    const void *ctx);
+
+/* Hold off SIGINT, SIGTERM, SIGHUP and SIGPIPE while a set is committed. */
+void ddtk_temp_hold_signals(sigset_t *old);
+void ddtk_temp_release_signals(const sigset_t *old);
+
+#endif
