@@ -13,7 +13,7 @@ PREFIX ?= /usr/local
 CC ?= gcc
 MARCH ?= -march=native
 CFLAGS ?= -O3 $(MARCH) -g
-CFLAGS += -std=gnu11 -Wall -Wextra -fopenmp -Isrc
+CFLAGS += -std=gnu11 -Wall -Wextra -fopenmp -Iinclude -Isrc
 LDLIBS = -lfftw3f -lfftw3f_omp -lm
 
 CUDA_HOME ?= /usr/local/cuda
@@ -23,7 +23,7 @@ CUDA ?= $(if $(NVCC),1,0)
 CUDA_ARCHS ?= 75 80 86 89 90
 NVCCFLAGS ?= -O3 -std=c++17 $(foreach a,$(CUDA_ARCHS),-gencode=arch=compute_$(a),code=sm_$(a)) \
 	-gencode=arch=compute_90,code=compute_90
-NVCCFLAGS += -Isrc -Xcompiler -Wall,-Wextra
+NVCCFLAGS += -Iinclude -Isrc -Xcompiler -Wall,-Wextra
 
 LIB_C := $(filter-out src/gpu_none.c src/%_gpu_none.c,$(wildcard src/*.c)) $(wildcard cpu/*.c)
 ifeq ($(CUDA),1)
@@ -37,7 +37,8 @@ LIB_OBJ := $(LIB_C:%.c=build/%.o) $(LIB_CU:%.cu=build/%.o)
 TOOLS := $(patsubst tools/%.c,bin/%,$(wildcard tools/*.c))
 UNIT_TESTS := $(patsubst test/unit/%.c,build/test/%,$(wildcard test/unit/*.c))
 TEST_HELPERS := $(patsubst test/helpers/%.c,build/test/%,$(wildcard test/helpers/*.c))
-HEADERS := $(wildcard src/*.h)
+EXAMPLES := $(patsubst examples/%.c,build/examples/%,$(wildcard examples/*.c))
+HEADERS := $(wildcard include/*.h src/*.h)
 # Switching CUDA=0/1 rebuilds everything: objects depend on this stamp.
 CONFIG_STAMP := build/config.cuda$(CUDA)
 
@@ -71,12 +72,17 @@ build/test/%: test/helpers/%.c libddtk.a $(HEADERS) $(wildcard test/helpers/*.h)
 	@mkdir -p build/test
 	$(CC) $(CFLAGS) $< -o $@ libddtk.a $(LDLIBS)
 
+# Examples see include/ only: they prove the installed headers are enough.
+build/examples/%: examples/%.c libddtk.a $(wildcard include/*.h)
+	@mkdir -p build/examples
+	$(CC) -O2 -std=gnu11 -Wall -Wextra -fopenmp -Iinclude $< -o $@ libddtk.a $(LDLIBS)
+
 deps:
 	@scripts/ensure-deps
 
 test: deps
-	@$(MAKE) --no-print-directory all $(UNIT_TESTS) $(TEST_HELPERS)
-	@scripts/run-tests $(UNIT_TESTS)
+	@$(MAKE) --no-print-directory all $(UNIT_TESTS) $(TEST_HELPERS) $(EXAMPLES)
+	@scripts/run-tests $(UNIT_TESTS) $(EXAMPLES)
 
 demo: deps
 	@$(MAKE) --no-print-directory all $(TEST_HELPERS)
@@ -96,7 +102,7 @@ install: all
 		$(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin
 	install -m 644 libddtk.a $(DESTDIR)$(PREFIX)/lib
-	install -m 644 src/ddtk.h src/fdas.h src/plan.h $(DESTDIR)$(PREFIX)/include/ddtk
+	install -m 644 include/*.h $(DESTDIR)$(PREFIX)/include/ddtk
 	install -m 644 man/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1
 
 clean:
@@ -115,7 +121,7 @@ build/test/fault.so: test/fault/fault.c
 SAN_DIR := build/sanitize
 SAN_CC ?= $(CC)
 SAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-	-fno-sanitize-recover=all -std=gnu11 -Wall -Wextra -fopenmp -Isrc
+	-fno-sanitize-recover=all -std=gnu11 -Wall -Wextra -fopenmp -Iinclude -Isrc
 SAN_LIB_C := $(filter-out src/gpu_none.c src/%_gpu_none.c,$(wildcard src/*.c)) \
 	$(wildcard cpu/*.c) src/gpu_none.c $(wildcard src/*_gpu_none.c)
 SAN_OBJ := $(SAN_LIB_C:%.c=$(SAN_DIR)/%.o)
@@ -168,7 +174,7 @@ FUZZ_SECONDS ?= 30
 FUZZ_JOBS ?= 1
 FUZZ_DIR := build/fuzz
 FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-	-fno-sanitize-recover=all -std=gnu11 -Wall -Wextra -Isrc
+	-fno-sanitize-recover=all -std=gnu11 -Wall -Wextra -Iinclude -Isrc
 FUZZ_LIB_C := src/error.c src/cli.c src/sigproc.c src/dmlist.c src/killfile.c src/inf.c \
 	src/plan.c src/delays.c src/tempfile.c
 FUZZ_OBJ := $(FUZZ_LIB_C:%.c=$(FUZZ_DIR)/obj/%.o)

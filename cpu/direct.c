@@ -11,7 +11,7 @@
  * index, never on the tiling or the gulp, so outputs are bit-identical for
  * any --gulp or thread count.
  */
-#include "ddtk.h"
+#include "internal.h"
 
 /* Defaults (ddtk_cpu_config): measured on 2 cores (htru, 1196 DMs), 64 DMs per
  * block reuse each cached input row often enough that two threads scale 1.9x

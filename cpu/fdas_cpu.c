@@ -21,6 +21,9 @@
  * thread; the extra correlation work is sum over fractions of (k/2^s)^2.
  */
 #include "fdas_impl.h"
+#include "internal.h"
+#include "cli.h"
+#include "fdas_math.h"
 
 #include <complex.h>
 #include <fftw3.h>

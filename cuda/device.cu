@@ -4,9 +4,7 @@
  */
 #include "check.cuh"
 
-extern "C" {
-#include "ddtk.h"
-}
+#include "internal.h"
 
 int ddtk_cuda_fail(const char *what, cudaError_t err)
 {

@@ -8,9 +8,7 @@
 
 #include "direct.cuh"
 
-extern "C" {
 #include "engine.h"
-}
 
 namespace ddgpu {
 

@@ -14,6 +14,8 @@
 #include "check.cuh"
 #include "fdas_corr.cuh"
 #include "fdas_harm.cuh"
+#include "internal.h"
+#include "cli.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -10,9 +10,7 @@
 
 #include <cuda_runtime.h>
 
-extern "C" {
 #include "fdas_impl.h"
-}
 
 namespace fdas {
 

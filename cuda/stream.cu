@@ -13,6 +13,7 @@
  */
 #include "check.cuh"
 #include "engine.cuh"
+#include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>

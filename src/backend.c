@@ -6,7 +6,8 @@
  * with -v); gpu insists, failing with the reason (no CUDA in this build, no
  * device, index out of range) as a system error; cpu never touches CUDA.
  */
-#include "ddtk.h"
+#include "internal.h"
+#include "cli.h"
 
 #ifdef _OPENMP
 #include <omp.h>

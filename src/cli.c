@@ -2,7 +2,8 @@
  * cli.c - command-line helpers shared by every tool: messages, number parsing,
  * and the check at exit that what a tool wrote to stdout got out.
  */
-#include "ddtk.h"
+#include "internal.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <getopt.h>

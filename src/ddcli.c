@@ -4,7 +4,9 @@
  * resolution, so the three tools cannot drift apart.
  */
 #include "ddcli.h"
-#include "plan.h"
+#include "dmplan.h"
+#include "internal.h"
+#include "cli.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
 #ifndef DDTK_DDCLI_H
 #define DDTK_DDCLI_H
 
-#include "ddtk.h"
+#include "cli.h"
 
 #include <getopt.h>
 

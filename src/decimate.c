@@ -9,6 +9,9 @@
  */
 #include "decimate.h"
 #include "inf.h"
+#include "internal.h"
+#include "cli.h"
+#include "tempfile.h"
 
 #include <errno.h>
 #include <math.h>

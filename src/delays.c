@@ -5,7 +5,7 @@
  * t(DM, f) = K * DM * (f^-2 - fref^-2), in samples rounded half away from zero
  * (or floored), relative to the centre of the highest-frequency channel.
  */
-#include "ddtk.h"
+#include "internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -4,6 +4,7 @@
  * Its GPU gulp is cuda/direct_plugin.cu.
  */
 #include "engine.h"
+#include "internal.h"
 
 #include <stdlib.h>
 

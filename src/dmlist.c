@@ -1,7 +1,7 @@
 /*
  * dmlist.c - DM trial lists: explicit, linear ranges, files, tolerance-spaced.
  */
-#include "ddtk.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <math.h>

@@ -9,6 +9,8 @@
  * while the gulp it needs stays the same.
  */
 #include "engine.h"
+#include "internal.h"
+#include "cli.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -16,11 +16,13 @@
 #ifndef DDTK_ENGINE_H
 #define DDTK_ENGINE_H
 
-#include "ddtk.h"
+#include "internal.h"
+#include "cli.h"
+
+DDTK_BEGIN_DECLS
 
 #define DDTK_MAX_LEVELS 11          /* time-scrunch factors 1 .. 1024 */
 #define DDTK_DEFAULT_MAX_MEM ((int64_t)2 << 30)
-
 
 /* One time resolution of a plan: the DMs dedispersed at tsamp * 2^k. */
 typedef struct ddtk_level {
@@ -154,5 +156,7 @@ void ddtk_gpu_stream_free(ddtk_gpu_stream *s);
 
 /* The delay table of a direct level (direct.c), for the GPU plug-in. */
 const ddtk_delays *ddtk_direct_delays(const ddtk_level *lv);
+
+DDTK_END_DECLS
 
 #endif

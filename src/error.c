@@ -4,7 +4,7 @@
  * Library calls return a DDTK_E* code and leave one line here; the tools print
  * it with their name and exit with the code (SPEC section 4).
  */
-#include "ddtk.h"
+#include "internal.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

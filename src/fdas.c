@@ -5,6 +5,9 @@
  */
 #include "fdas_buffer.h"
 #include "fdas_impl.h"
+#include "internal.h"
+#include "cli.h"
+#include "fdas_math.h"
 
 #include <complex.h>
 #include <math.h>

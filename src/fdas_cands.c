@@ -4,6 +4,8 @@
  * related candidates, in sigma order.
  */
 #include "fdas_impl.h"
+#include "internal.h"
+#include "fdas_math.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -4,6 +4,7 @@
  * it because ddtk_gpu_count() is 0 there.
  */
 #include "fdas_impl.h"
+#include "internal.h"
 
 static int no_gpu(void)
 {

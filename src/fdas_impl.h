@@ -21,6 +21,7 @@
 
 #include <stdlib.h>
 
+DDTK_BEGIN_DECLS
 
 typedef struct ddtk_fdas_hit {
     int64_t p;                    /* top-plane position */
@@ -112,5 +113,6 @@ int ddtk_fdas_gpu_sync_spectrum(ddtk_fdas_plan *p);
 int ddtk_fdas_gpu_plane(ddtk_fdas_plan *p, int zi0, int zi1, int64_t p0, int64_t np, float *out);
 void ddtk_fdas_gpu_free(ddtk_fdas_plan *p);
 
+DDTK_END_DECLS
 
 #endif

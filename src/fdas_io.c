@@ -6,6 +6,8 @@
 #include "fdas.h"
 #include "fdas_buffer.h"
 #include "inf.h"
+#include "internal.h"
+#include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,6 +4,7 @@
  * candidate sigma and its inverse.
  */
 #include "fdas.h"
+#include "fdas_math.h"
 
 #include <complex.h>
 #include <math.h>

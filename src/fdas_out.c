@@ -4,6 +4,8 @@
  * which PRESTO's ACCEL_sift parses.
  */
 #include "fdas.h"
+#include "internal.h"
+#include "fdas_math.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -3,6 +3,7 @@
  * devices, and the GPU streaming layer fails with a clear message.
  */
 #include "engine.h"
+#include "internal.h"
 
 int ddtk_have_cuda(void)
 {

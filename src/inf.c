@@ -4,6 +4,7 @@
  * output.c's.)
  */
 #include "inf.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -4,7 +4,8 @@
  * A file's sample count comes from its size; stdin is read to EOF without
  * seeking. Everything is counted in 64 bits.
  */
-#include "ddtk.h"
+#include "internal.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
  *    separated by commas, spaces or newlines, e.g. "0:10,40,100:120".
  * '#' starts a comment.
  */
-#include "ddtk.h"
+#include "internal.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -11,6 +11,8 @@
  */
 #include "inf.h"
 #include "tempfile.h"
+#include "internal.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <math.h>

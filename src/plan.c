@@ -3,7 +3,9 @@
  * (Barsdell 2.1), PRESTO DDplan-style ranges, the smearing model per
  * algorithm (Barsdell appendices A and B), the cost model, and --plan files.
  */
-#include "plan.h"
+#include "dmplan.h"
+#include "internal.h"
+#include "tempfile.h"
 
 #include <errno.h>
 #include <math.h>

@@ -5,6 +5,7 @@
  * seconds; nothing with -q.
  */
 #include "ddtk.h"
+#include "cli.h"
 
 #include <time.h>
 #include <unistd.h>

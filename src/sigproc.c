@@ -5,7 +5,7 @@
  * and printer all walk it. The order in which keywords were read is kept so
  * that a header written back is byte-identical to the one read.
  */
-#include "ddtk.h"
+#include "internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
  * exactly (error functions). Generation is sequential from one seed, so a
  * seed always gives the same bytes.
  */
-#include "ddtk.h"
+#include "internal.h"
 
 #include <math.h>
 #include <stdlib.h>

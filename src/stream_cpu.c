@@ -14,6 +14,8 @@
  * give; its outputs obey SPEC section 1 at that resolution.
  */
 #include "engine.h"
+#include "internal.h"
+#include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>

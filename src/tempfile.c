@@ -14,6 +14,8 @@
  */
 #define _GNU_SOURCE               /* renameat2 */
 #include "tempfile.h"
+#include "internal.h"
+#include "cli.h"
 
 #include <ctype.h>
 #include <dirent.h>

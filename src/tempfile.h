@@ -1,8 +1,9 @@
 /*
- * tempfile.h - the temporaries behind output sets (tempfile.c), for output.c.
- * Tools use the three ddtk_temp_* calls of ddtk.h; output sets need the
- * steps one by one, so that every file of a set is on disk before the first
- * is renamed and a failed commit can be undone.
+ * tempfile.h - hidden temporaries renamed into place when complete
+ * (tempfile.c). Single files (.inf, --plan, tscrunch's output) use
+ * create/commit/discard; output sets (output.c) take the steps one by one, so
+ * that every file of a set is on disk before the first is renamed and a failed
+ * commit can be undone. Not installed.
  */
 #ifndef DDTK_TEMPFILE_H
 #define DDTK_TEMPFILE_H
@@ -10,6 +11,20 @@
 #include "ddtk.h"
 
 #include <signal.h>
+
+/*
+ * Outputs are written to a hidden temporary beside their final name
+ * (tempfile.c): create opens it (*tmp gets its name; NULL for devices and
+ * pipes, which are written in place); commit flushes, fsyncs and closes it and
+ * renames it to path (replacing it), or removes it if that fails; discard
+ * closes and removes it. Both free *tmp. Temporaries still open when SIGINT,
+ * SIGTERM, SIGHUP or SIGPIPE ends the process are removed, so an interrupted
+ * run leaves nothing behind; those of a run killed otherwise are removed by
+ * the next output set written beside them.
+ */
+FILE *ddtk_temp_create(const char *path, char **tmp);
+int ddtk_temp_commit(FILE *fp, char **tmp, const char *path);
+void ddtk_temp_discard(FILE *fp, char **tmp);
 
 /* Devices and pipes (-o /dev/null, a FIFO) are written in place, never replaced. */
 int ddtk_temp_is_special(const char *path);

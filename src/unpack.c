@@ -6,7 +6,7 @@
  * signed=1; 32-bit is IEEE float. Output is transposed to one row per channel
  * so that the kernels read time-contiguous data.
  */
-#include "ddtk.h"
+#include "internal.h"
 
 #include <string.h>
 

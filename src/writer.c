@@ -6,6 +6,8 @@
  * pads, shows progress and fills the run statistics.
  */
 #include "engine.h"
+#include "internal.h"
+#include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,6 +2,8 @@
  * dd_direct - direct (brute-force) dedispersion of a SIGPROC filterbank over a DM list.
  */
 #include "ddcli.h"
+#include "internal.h"
+#include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>

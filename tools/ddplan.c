@@ -3,7 +3,10 @@
  * optional time scrunching) or PRESTO DDplan-style ranges, with the smearing
  * per algorithm and the cost of each. Writes --dm-list and --plan files.
  */
-#include "plan.h"
+#include "dmplan.h"
+#include "internal.h"
+#include "cli.h"
+#include "tempfile.h"
 
 #include <getopt.h>
 #include <math.h>

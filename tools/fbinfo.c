@@ -1,7 +1,8 @@
 /*
  * fbinfo - print SIGPROC headers, like SIGPROC's `header`, or one value with -k.
  */
-#include "ddtk.h"
+#include "internal.h"
+#include "cli.h"
 
 #include <getopt.h>
 #include <string.h>

@@ -1,7 +1,9 @@
 /*
  * fbsim - synthetic SIGPROC filterbanks and time series for tests, demos and benchmarks.
  */
-#include "ddtk.h"
+#include "internal.h"
+#include "cli.h"
+#include "tempfile.h"
 
 #include <getopt.h>
 #include <math.h>

@@ -3,6 +3,9 @@
  * stdin), PRESTO accelsearch style, on the CPU (FFTW) or GPU (cuFFT).
  */
 #include "fdas.h"
+#include "internal.h"
+#include "cli.h"
+#include "tempfile.h"
 
 #include <getopt.h>
 #include <math.h>

@@ -6,6 +6,8 @@
  * (src/decimate.c).
  */
 #include "decimate.h"
+#include "internal.h"
+#include "cli.h"
 
 #include <getopt.h>
 

@@ -3,7 +3,7 @@
  * a small one expands to its DM count.
  */
 #include "fuzz.h"
-#include "plan.h"
+#include "dmplan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

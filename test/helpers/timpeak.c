@@ -4,7 +4,8 @@
  *   dm  sample  time_s  snr
  * where snr = (peak - median) / (1.4826 * MAD), robust to the pulse itself.
  */
-#include "ddtk.h"
+#include "internal.h"
+#include "cli.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * test_delays.c - channel ordering, delay tables (both roundings, both band
  * orders), DM lists and killfiles against hand-computed values.
  */
-#include "ddtk.h"
+#include "internal.h"
 #include "check.h"
 
 #include <stdlib.h>

@@ -4,6 +4,7 @@
  */
 #include "ddtk.h"
 #include "check.h"
+#include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>

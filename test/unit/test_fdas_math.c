@@ -3,6 +3,7 @@
  * integrals, the z response, chi-square and Gaussian tails, candidate sigma.
  */
 #include "fdas.h"
+#include "fdas_math.h"
 
 #include <math.h>
 #include <stdio.h>

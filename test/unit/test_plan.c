@@ -3,7 +3,7 @@
  * the htru set-up, PRESTO DDplan.py's rows for a 1381.8 MHz, 400 MHz, 1024
  * channel, 64 us set-up with 64 sub-bands, scrunch factors, and plan files.
  */
-#include "plan.h"
+#include "dmplan.h"
 
 #include <math.h>
 #include <stdlib.h>

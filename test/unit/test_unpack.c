@@ -2,7 +2,7 @@
  * test_unpack.c - every nbits against hand-packed bytes, including spectra
  * that straddle bytes, signed data and IF selection.
  */
-#include "ddtk.h"
+#include "internal.h"
 #include "check.h"
 
 #include <string.h>

@@ -1,5 +1,6 @@
 /*
- * fdas.h - public API of the Fourier-domain acceleration search (fdas tool).
+ * fdas.h - public API of the Fourier-domain acceleration search (the fdas
+ * tool), installed as <ddtk/fdas.h>.
  *
  * Owns: time-series input for a search (.tim of any nbits, .dat + PRESTO .inf,
  * stdin), the search plan (spectrum, red-noise whitening, z templates, overlap-
@@ -16,6 +17,8 @@
 #define DDTK_FDAS_H
 
 #include "ddtk.h"
+
+DDTK_BEGIN_DECLS
 
 #define DDTK_FDAS_MAXHARM 32
 #define DDTK_FDAS_MAXSTAGES 6      /* 1, 2, 4, 8, 16, 32 harmonics */
@@ -60,7 +63,6 @@ int ddtk_fdas_read(const char *path, ddtk_fdas_series *s);
  */
 int ddtk_fdas_read_for(const char *path, ddtk_fdas_series *s, ddtk_fdas_plan *plan);
 void ddtk_fdas_series_free(ddtk_fdas_series *s);
-
 
 typedef struct ddtk_fdas_cand {
     double sigma;                 /* significance after trials */
@@ -114,28 +116,13 @@ int ddtk_fdas_plane(ddtk_fdas_plan *plan, int zi0, int zi1, int64_t p0, int64_t 
 void ddtk_fdas_rz_amp(const ddtk_fdas_plan *plan, double r, double z, double *re, double *im);
 int ddtk_fdas_host_spectrum(ddtk_fdas_plan *plan);
 
-/* ---- statistics and special functions (fdas_math.c) ---------------------- */
-
-/* Fresnel integrals C(x) = int_0^x cos(pi t^2/2) dt, S(x) likewise with sin. */
-void ddtk_fresnel(double x, double *c, double *s);
-/* PRESTO's z response at offset q bins from the average frequency. */
-void ddtk_fdas_zresp(double q, double z, double *re, double *im);
-int ddtk_fdas_halfwidth(double z);
-/* log of the chi-square upper tail with 2*numsum dof at 2*power. */
-double ddtk_chi2_logq(double power, int numsum);
-/* log of the one-sided Gaussian upper tail at x; and its inverse. */
-double ddtk_normal_logq(double x);
-double ddtk_normal_isf_log(double logp);
-/* PRESTO candidate_sigma: Gaussian sigma of a summed power after ntrials. */
-double ddtk_fdas_sigma(double power, int numsum, double ntrials);
-/* The summed power whose sigma is `sigma` after ntrials. */
-double ddtk_fdas_power_for_sigma(double sigma, int numsum, double ntrials);
-
 /* ---- output (fdas_out.c) --------------------------------------------------- */
 
 enum { DDTK_FDAS_TSV = 0, DDTK_FDAS_PRESTO = 1 };
 
 int ddtk_fdas_write_tsv(FILE *fp, const ddtk_fdas_plan *plan, const ddtk_fdas_series *s);
 int ddtk_fdas_write_presto(FILE *fp, ddtk_fdas_plan *plan, const ddtk_fdas_series *s);
+
+DDTK_END_DECLS
 
 #endif

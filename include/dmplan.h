@@ -1,12 +1,14 @@
 /*
- * plan.h - DM plans (plan.c): tolerance lists with per-DM time scrunching,
+ * dmplan.h - DM plans (plan.c): tolerance lists with per-DM time scrunching,
  * PRESTO DDplan-style ranges, the smearing and cost models, and the --plan
  * TSV files that ddplan writes and the dedispersion tools read.
  */
-#ifndef DDTK_PLAN_H
-#define DDTK_PLAN_H
+#ifndef DDTK_DMPLAN_H
+#define DDTK_DMPLAN_H
 
 #include "ddtk.h"
+
+DDTK_BEGIN_DECLS
 
 /* The observing set-up a plan is made for. Frequencies in MHz, times in s. */
 typedef struct ddtk_obs {
@@ -77,5 +79,7 @@ typedef struct ddtk_cost {
 
 void ddtk_dmplan_cost(const ddtk_obs *o, const ddtk_dmplan *p, int64_t nsamples,
                     int chans_per_sub, ddtk_cost *c);
+
+DDTK_END_DECLS
 
 #endif

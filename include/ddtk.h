@@ -1,22 +1,34 @@
 /*
- * ddtk.h - public API of libddtk, the dedispersion toolkit library.
+ * ddtk.h - public API of libddtk, the dedispersion toolkit library
+ * (installed as <ddtk/ddtk.h>, with <ddtk/dmplan.h> and <ddtk/fdas.h>).
  *
- * The library owns everything the tools share: SIGPROC headers and data
- * (sigproc.c, input.c, unpack.c), channel and delay tables and DM lists
- * (delays.c, dmlist.c, killfile.c), output series (output.c), the streaming
- * dedispersion driver (dedisperse.c) and its CPU/GPU kernels (cpu/, cuda/),
- * and the command-line plumbing every tool uses (cli.c, progress.c).
+ * What a C program needs to dedisperse: SIGPROC headers and input streams,
+ * DM lists and killfiles, dedispersion plans built from arrays and executed
+ * on memory (ddtk_plan_execute) or streamed from an input into .tim / .dat
+ * output sets (ddtk_plan_run), on the CPU or a GPU. Link with libddtk.a and
+ * -lfftw3f -lfftw3f_omp -lm -fopenmp (plus -lcufft -lcudart -lstdc++ for a
+ * CUDA build). examples/dedisperse_block.c shows a plan on an in-memory block.
  *
  * Style of use, as in FFTW and dedisp: create a plan, execute, destroy.
  * Functions that can fail return a DDTK_E* code (0 on success) and leave a
  * one-line message in ddtk_errmsg().
- */
-#ifndef DDTK_H
+ */#ifndef DDTK_H
 #define DDTK_H
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stddef.h>
+
+/* C linkage for C++ and CUDA callers (glibc's __BEGIN_DECLS, for ddtk's headers). */
+#ifdef __cplusplus
+#define DDTK_BEGIN_DECLS extern "C" {
+#define DDTK_END_DECLS }
+#else
+#define DDTK_BEGIN_DECLS
+#define DDTK_END_DECLS
+#endif
+
+DDTK_BEGIN_DECLS
 
 #define DDTK_VERSION "0.1.0"
 
@@ -33,12 +45,8 @@ enum {
 
 /* ---- errors (error.c) ---------------------------------------------------- */
 
-/* Record a message (printf-style) and return code, for `return ddtk_fail(...)`. */
-int ddtk_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The message of the last failure, one line naming the file and the problem. */
 const char *ddtk_errmsg(void);
-/* Allocation that records a DDTK_ESYS message on failure. */
-void *ddtk_malloc(size_t bytes, const char *what);
-void *ddtk_calloc(size_t n, size_t size, const char *what);
 
 /* ---- SIGPROC headers (sigproc.c) ----------------------------------------- */
 
@@ -113,63 +121,12 @@ int64_t ddtk_input_bytes(const ddtk_input *in, int64_t n);
 /* Polarisation / IF selection (SPEC section 2). */
 enum { DDTK_POL_DEFAULT = -1, DDTK_POL_SUM = -2 };
 
-/*
- * Unpack n spectra of raw data into channel rows of floats:
- * out[row[c] * stride + t] for file channel c, skipping channels with
- * row[c] < 0. pol selects the IF (>= 0) or DDTK_POL_SUM the sum of IFs 0 and 1.
- */
-void ddtk_unpack(const ddtk_header *h, const uint8_t *raw, int64_t n,
-                 const int *row, int pol, float *out, size_t stride);
-/* Resolve --pol for this header; returns the pol to pass to ddtk_unpack. */
-int ddtk_resolve_pol(const ddtk_header *h, int requested, const char *name, int *pol);
-
 /* ---- channels, delays and DM lists (delays.c, dmlist.c, killfile.c) ------ */
 
 enum { DDTK_ROUND_NEAREST = 0, DDTK_ROUND_FLOOR = 1 };
 
-typedef struct ddtk_channels {
-    int nchans;                   /* channels in the file */
-    int nlive;                    /* channels not killed */
-    int *row;                     /* file channel -> live row, -1 if killed */
-    double *freq;                 /* live row -> frequency (MHz), descending */
-    double fref;                  /* reference frequency (MHz) */
-    double fmin, fmax;            /* centres of the lowest and highest channels */
-    double chan_bw;               /* |channel width| (MHz) */
-} ddtk_channels;
-
-/* Live channels ordered by descending frequency, so both band orders sum
- * identically. kill may be NULL; fref <= 0 selects the highest channel. */
-int ddtk_channels_init(ddtk_channels *ch, const ddtk_header *h,
-                       const uint8_t *kill, double fref);
-/* The same from a frequency array (file order); chan_bw is used for one channel. */
-int ddtk_channels_from_freqs(ddtk_channels *ch, int nchans, const double *freqs,
-                             double chan_bw, const uint8_t *kill, double fref);
-/* The channel frequencies of a header, file order (*freqs malloc'd). */
-int ddtk_header_freqs(const ddtk_header *h, double **freqs);
-void ddtk_channels_free(ddtk_channels *ch);
-
-typedef struct ddtk_delays {
-    int ndm, nchan;
-    double tsamp, kdm;
-    int rounding;
-    double *dm;                   /* DM list */
-    double *per_dm;               /* per live row: delay in samples per unit DM */
-    int32_t *delay;               /* [dm * nchan + row] in samples */
-    int32_t maxdelay;             /* largest delay of the run */
-} ddtk_delays;
-
-int ddtk_delays_init(ddtk_delays *d, const ddtk_channels *ch, double tsamp,
-                     const double *dms, int ndm, double kdm, int rounding);
-void ddtk_delays_free(ddtk_delays *d);
 /* Delay in seconds of frequency f relative to fref. */
 double ddtk_delay_seconds(double dm, double f, double fref, double kdm);
-/* The largest delay (samples) of DM dm over the live channels, as a delay
- * table at tsamp would hold it. */
-int ddtk_max_delay(const ddtk_channels *ch, double tsamp, double dm, double kdm, int rounding,
-                   int32_t *maxdelay);
-/* Round a delay in samples per the rounding mode (half away from zero / floor). */
-int32_t ddtk_round_delay(double samples, int rounding);
-
 /* Most DMs one list (or plan) may hold: longer ones are refused before they
  * are built. */
 #define DDTK_MAX_DMS 10000000
@@ -209,11 +166,6 @@ typedef struct ddtk_inf {
 /* Parse a PRESTO .inf (sample count, sample time, DM, epoch, names); a missing
  * required line is bad data. *text, if not NULL, receives the file verbatim. */
 int ddtk_inf_read(const char *path, ddtk_inf *inf, char **text);
-/* The value of a line " Label ... =  value", or NULL if the line has another label. */
-const char *ddtk_inf_value(const char *line, const char *label);
-/* Read a whole text file into a NUL-terminated buffer (caller frees). */
-int ddtk_slurp(const char *path, char **text);
-
 /* ---- output series (output.c) -------------------------------------------- */
 
 enum { DDTK_FMT_TIM = 0, DDTK_FMT_DAT = 1 };
@@ -277,51 +229,6 @@ int ddtk_tim_header_write(FILE *fp, const ddtk_series_meta *m, double dm);
 /* The PRESTO .inf text of a series (SPEC section 3). */
 void ddtk_inf_print(FILE *fp, const char *basename, const ddtk_series_meta *m, double dm,
                     int64_t nsamples);
-
-/*
- * Outputs are written to a hidden temporary beside their final name
- * (tempfile.c): create opens it (*tmp gets its name; NULL for devices and
- * pipes, which are written in place); commit flushes, fsyncs and closes it and
- * renames it to path (replacing it), or removes it if that fails; discard
- * closes and removes it. Both free *tmp. Temporaries still open when SIGINT,
- * SIGTERM, SIGHUP or SIGPIPE ends the process are removed, so an interrupted
- * run leaves nothing behind; those of a run killed otherwise are removed by
- * the next output set written beside them.
- */
-FILE *ddtk_temp_create(const char *path, char **tmp);
-int ddtk_temp_commit(FILE *fp, char **tmp, const char *path);
-void ddtk_temp_discard(FILE *fp, char **tmp);
-
-/* ---- synthetic observations (sim.c) --------------------------------------- */
-
-typedef struct ddtk_sim_pulse {
-    double t;                     /* arrival time at the reference frequency (s) */
-    double dm, width;             /* width: Gaussian FWHM (s) */
-    double amp;                   /* peak S/N of the ideally dedispersed pulse */
-} ddtk_sim_pulse;
-
-typedef struct ddtk_sim_pulsar {
-    double period, dm, duty;      /* duty: FWHM as a fraction of the period */
-    double amp;                   /* peak S/N of one dedispersed pulse */
-    double accel;                 /* line-of-sight acceleration (m/s^2) */
-} ddtk_sim_pulsar;
-
-typedef struct ddtk_sim {
-    ddtk_header hdr;              /* nchans, nbits, nifs, tsamp, fch1, foff, ... */
-    int64_t nsamples;
-    double mean, sigma;           /* noise level in output units; NAN: default per nbits */
-    unsigned long seed;
-    double kdm;
-    ddtk_sim_pulse *pulses;
-    int npulses;
-    ddtk_sim_pulsar *pulsars;
-    int npulsars;
-} ddtk_sim;
-
-/* Write header and data of a synthetic observation (Gaussian noise plus signals). */
-int ddtk_sim_write(const ddtk_sim *s, FILE *fp, const char *name);
-/* Default noise mean and sigma for an nbits format. */
-void ddtk_sim_levels(int nbits, int sgn, double *mean, double *sigma);
 
 /* ---- dedispersion plans (engine.c) ---------------------------------------- */
 
@@ -425,12 +332,6 @@ typedef struct ddtk_run_stats {
 int ddtk_plan_run(ddtk_plan *plan, ddtk_input *in, ddtk_outset *out, int pad,
                   ddtk_run_stats *stats);
 
-/* CPU kernel: out[d*ostride + t] = sum over rows c of in[c*istride + t + delay[d*nchan + c]]
- * for t in [0, nout); in must hold nout + max delay samples per row. */
-void ddtk_direct_cpu(const float *in, size_t istride, int nchan, int64_t nout,
-                     const int32_t *delay, int ndm, float *out, size_t ostride,
-                     const ddtk_cpu_config *cfg);
-
 /* GPU availability (cuda/device.cu when built with CUDA, else gpu_none.c). */
 int ddtk_gpu_count(void);
 int ddtk_gpu_list(FILE *fp);
@@ -442,62 +343,6 @@ int ddtk_gpu_usable(int index, char *name, size_t n, char *why, size_t nwhy);
  * GPU is DDTK_ESYS naming the reason; auto falls back to the CPU (noted with -v). */
 int ddtk_backend_resolve(int backend, int gpu, int verbose, int *use_gpu);
 
-/* ---- command-line plumbing (cli.c, progress.c) --------------------------- */
-
-/* Returned after --help or --version (or an option that does its job at once): exit 0. */
-#define DDTK_DONE 100
-
-struct option;
-/* The entries every tool's getopt_long table ends with (before its terminator). */
-#define DDTK_STANDARD_OPTIONS(version_code) \
-    { "quiet", 0, 0, 'q' }, { "verbose", 0, 0, 'v' }, { "help", 0, 0, 'h' }, \
-    { "version", 0, 0, (version_code) }
-/* A tool's handler for its own options: DDTK_OK, DDTK_DONE or an error code. */
-typedef int (*ddtk_option_handler)(int code, const char *arg, void *ctx);
-
-/*
- * The option loop every tool shares: getopt_long over argv; -h/--help prints
- * help() and --version (code version_code) the version, both returning
- * DDTK_DONE; unknown options and missing values are usage errors; every other
- * option goes to handler. Stops at the first error. Operands are left from optind.
- */
-int ddtk_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
-                int version_code, void (*help)(void), ddtk_option_handler handler, void *ctx);
-
-/* Option values: each returns DDTK_OK or records the usage error
- * "OPT 'ARG': WHY (see --help)" and returns DDTK_EUSAGE. */
-int ddtk_bad_option(const char *opt, const char *arg, const char *why);
-int ddtk_opt_double(const char *opt, const char *arg, double *v);
-int ddtk_opt_int(const char *opt, const char *arg, int lo, int hi, int *v);
-int ddtk_opt_int64(const char *opt, const char *arg, int64_t lo, int64_t hi, int64_t *v);
-/* arg must be one of the NULL-terminated names; *v gets its index. */
-int ddtk_opt_choice(const char *opt, const char *arg, const char *const *names, int *v);
-/* The single input operand left after the options (NULL: stdin). */
-int ddtk_one_input(int argc, char **argv, const char **input);
-
-extern const char *ddtk_progname;
-/* Set the name messages start with, and check stdout at exit: a tool that
- * returns 0 but whose stdout could not be written exits 3 with one line. */
-void ddtk_set_progname(const char *argv0);
-/* Print "prog: message" to stderr. */
-void ddtk_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-int ddtk_parse_double(const char *s, double *v);
-int ddtk_parse_int64(const char *s, int64_t *v);
-/* "512M", "2G", "1048576" */
-int ddtk_parse_size(const char *s, int64_t *v);
-double ddtk_now(void);
-
-typedef struct ddtk_progress {
-    double start, last;
-    int64_t total, done;
-    int tty, quiet, verbose;
-    const char *what;
-} ddtk_progress;
-
-void ddtk_progress_start(ddtk_progress *p, const char *what, int64_t total,
-                         int quiet, int verbose);
-void ddtk_progress_update(ddtk_progress *p, int64_t done);
-void ddtk_progress_end(ddtk_progress *p);
-void ddtk_print_summary(const ddtk_run_stats *s, const char *algorithm);
+DDTK_END_DECLS
 
 #endif

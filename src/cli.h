@@ -1,0 +1,71 @@
+/*
+ * cli.h - the command-line plumbing every tool shares (cli.c, progress.c):
+ * the getopt_long loop and option values, the program name and messages,
+ * progress on a terminal and the run summary. Not installed.
+ */
+#ifndef DDTK_CLI_H
+#define DDTK_CLI_H
+
+#include "ddtk.h"
+
+DDTK_BEGIN_DECLS
+
+/* Returned after --help or --version (or an option that does its job at once): exit 0. */
+#define DDTK_DONE 100
+
+struct option;
+/* The entries every tool's getopt_long table ends with (before its terminator). */
+#define DDTK_STANDARD_OPTIONS(version_code) \
+    { "quiet", 0, 0, 'q' }, { "verbose", 0, 0, 'v' }, { "help", 0, 0, 'h' }, \
+    { "version", 0, 0, (version_code) }
+/* A tool's handler for its own options: DDTK_OK, DDTK_DONE or an error code. */
+typedef int (*ddtk_option_handler)(int code, const char *arg, void *ctx);
+
+/*
+ * The option loop every tool shares: getopt_long over argv; -h/--help prints
+ * help() and --version (code version_code) the version, both returning
+ * DDTK_DONE; unknown options and missing values are usage errors; every other
+ * option goes to handler. Stops at the first error. Operands are left from optind.
+ */
+int ddtk_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+                int version_code, void (*help)(void), ddtk_option_handler handler, void *ctx);
+
+/* Option values: each returns DDTK_OK or records the usage error
+ * "OPT 'ARG': WHY (see --help)" and returns DDTK_EUSAGE. */
+int ddtk_bad_option(const char *opt, const char *arg, const char *why);
+int ddtk_opt_double(const char *opt, const char *arg, double *v);
+int ddtk_opt_int(const char *opt, const char *arg, int lo, int hi, int *v);
+int ddtk_opt_int64(const char *opt, const char *arg, int64_t lo, int64_t hi, int64_t *v);
+/* arg must be one of the NULL-terminated names; *v gets its index. */
+int ddtk_opt_choice(const char *opt, const char *arg, const char *const *names, int *v);
+/* The single input operand left after the options (NULL: stdin). */
+int ddtk_one_input(int argc, char **argv, const char **input);
+
+extern const char *ddtk_progname;
+/* Set the name messages start with, and check stdout at exit: a tool that
+ * returns 0 but whose stdout could not be written exits 3 with one line. */
+void ddtk_set_progname(const char *argv0);
+/* Print "prog: message" to stderr. */
+void ddtk_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int ddtk_parse_double(const char *s, double *v);
+int ddtk_parse_int64(const char *s, int64_t *v);
+/* "512M", "2G", "1048576" */
+int ddtk_parse_size(const char *s, int64_t *v);
+double ddtk_now(void);
+
+typedef struct ddtk_progress {
+    double start, last;
+    int64_t total, done;
+    int tty, quiet, verbose;
+    const char *what;
+} ddtk_progress;
+
+void ddtk_progress_start(ddtk_progress *p, const char *what, int64_t total,
+                         int quiet, int verbose);
+void ddtk_progress_update(ddtk_progress *p, int64_t done);
+void ddtk_progress_end(ddtk_progress *p);
+void ddtk_print_summary(const ddtk_run_stats *s, const char *algorithm);
+
+DDTK_END_DECLS
+
+#endif

@@ -1,0 +1,127 @@
+/*
+ * internal.h - what the library's own files share and libddtk does not
+ * install: failure recording and allocation, unpacking, channel and delay
+ * tables, .inf line parsing, synthetic observations and the CPU direct
+ * kernel. Unit tests and tools may use it; C users of libddtk see only
+ * include/ (ddtk.h, dmplan.h, fdas.h).
+ */
+#ifndef DDTK_INTERNAL_H
+#define DDTK_INTERNAL_H
+
+#include "ddtk.h"
+
+DDTK_BEGIN_DECLS
+
+/* ---- errors and allocation (error.c) ------------------------------------- */
+
+/* Record a message (printf-style) and return code, for `return ddtk_fail(...)`. */
+int ddtk_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Allocation that records a DDTK_ESYS message on failure. */
+void *ddtk_malloc(size_t bytes, const char *what);
+void *ddtk_calloc(size_t n, size_t size, const char *what);
+
+/* ---- unpacking (unpack.c) ----------------------------------------------- */
+
+/*
+ * Unpack n spectra of raw data into channel rows of floats:
+ * out[row[c] * stride + t] for file channel c, skipping channels with
+ * row[c] < 0. pol selects the IF (>= 0) or DDTK_POL_SUM the sum of IFs 0 and 1.
+ */
+void ddtk_unpack(const ddtk_header *h, const uint8_t *raw, int64_t n,
+                 const int *row, int pol, float *out, size_t stride);
+/* Resolve --pol for this header; returns the pol to pass to ddtk_unpack. */
+int ddtk_resolve_pol(const ddtk_header *h, int requested, const char *name, int *pol);
+
+/* ---- channels and delays (delays.c) -------------------------------------- */
+
+typedef struct ddtk_channels {
+    int nchans;                   /* channels in the file */
+    int nlive;                    /* channels not killed */
+    int *row;                     /* file channel -> live row, -1 if killed */
+    double *freq;                 /* live row -> frequency (MHz), descending */
+    double fref;                  /* reference frequency (MHz) */
+    double fmin, fmax;            /* centres of the lowest and highest channels */
+    double chan_bw;               /* |channel width| (MHz) */
+} ddtk_channels;
+
+/* Live channels ordered by descending frequency, so both band orders sum
+ * identically. kill may be NULL; fref <= 0 selects the highest channel. */
+int ddtk_channels_init(ddtk_channels *ch, const ddtk_header *h,
+                       const uint8_t *kill, double fref);
+/* The same from a frequency array (file order); chan_bw is used for one channel. */
+int ddtk_channels_from_freqs(ddtk_channels *ch, int nchans, const double *freqs,
+                             double chan_bw, const uint8_t *kill, double fref);
+/* The channel frequencies of a header, file order (*freqs malloc'd). */
+int ddtk_header_freqs(const ddtk_header *h, double **freqs);
+void ddtk_channels_free(ddtk_channels *ch);
+
+typedef struct ddtk_delays {
+    int ndm, nchan;
+    double tsamp, kdm;
+    int rounding;
+    double *dm;                   /* DM list */
+    double *per_dm;               /* per live row: delay in samples per unit DM */
+    int32_t *delay;               /* [dm * nchan + row] in samples */
+    int32_t maxdelay;             /* largest delay of the run */
+} ddtk_delays;
+
+int ddtk_delays_init(ddtk_delays *d, const ddtk_channels *ch, double tsamp,
+                     const double *dms, int ndm, double kdm, int rounding);
+void ddtk_delays_free(ddtk_delays *d);
+
+/* The largest delay (samples) of DM dm over the live channels, as a delay
+ * table at tsamp would hold it. */
+int ddtk_max_delay(const ddtk_channels *ch, double tsamp, double dm, double kdm, int rounding,
+                   int32_t *maxdelay);
+/* Round a delay in samples per the rounding mode (half away from zero / floor). */
+int32_t ddtk_round_delay(double samples, int rounding);
+
+/* ---- PRESTO .inf lines and text files (inf.c) ------------------------------ */
+
+/* The value of a line " Label ... =  value", or NULL if the line has another label. */
+const char *ddtk_inf_value(const char *line, const char *label);
+/* Read a whole text file into a NUL-terminated buffer (caller frees). */
+int ddtk_slurp(const char *path, char **text);
+
+/* ---- synthetic observations (sim.c) --------------------------------------- */
+
+typedef struct ddtk_sim_pulse {
+    double t;                     /* arrival time at the reference frequency (s) */
+    double dm, width;             /* width: Gaussian FWHM (s) */
+    double amp;                   /* peak S/N of the ideally dedispersed pulse */
+} ddtk_sim_pulse;
+
+typedef struct ddtk_sim_pulsar {
+    double period, dm, duty;      /* duty: FWHM as a fraction of the period */
+    double amp;                   /* peak S/N of one dedispersed pulse */
+    double accel;                 /* line-of-sight acceleration (m/s^2) */
+} ddtk_sim_pulsar;
+
+typedef struct ddtk_sim {
+    ddtk_header hdr;              /* nchans, nbits, nifs, tsamp, fch1, foff, ... */
+    int64_t nsamples;
+    double mean, sigma;           /* noise level in output units; NAN: default per nbits */
+    unsigned long seed;
+    double kdm;
+    ddtk_sim_pulse *pulses;
+    int npulses;
+    ddtk_sim_pulsar *pulsars;
+    int npulsars;
+} ddtk_sim;
+
+/* Write header and data of a synthetic observation (Gaussian noise plus signals). */
+int ddtk_sim_write(const ddtk_sim *s, FILE *fp, const char *name);
+/* Default noise mean and sigma for an nbits format. */
+void ddtk_sim_levels(int nbits, int sgn, double *mean, double *sigma);
+
+/* ---- the direct kernel on the CPU (cpu/direct.c) ------------------------- */
+
+/* CPU kernel: out[d*ostride + t] = sum over rows c of in[c*istride + t + delay[d*nchan + c]]
+ * for t in [0, nout); in must hold nout + max delay samples per row. */
+void ddtk_direct_cpu(const float *in, size_t istride, int nchan, int64_t nout,
+                     const int32_t *delay, int ndm, float *out, size_t ostride,
+                     const ddtk_cpu_config *cfg);
+
+DDTK_END_DECLS
+
+#endif
