@@ -17,6 +17,9 @@
 #define MAX_DOWNSAMP 1024
 
 static const char plan_columns[] = "dm_lo\tdm_hi\tdm_step\tdownsamp\tndm";
+/* The sixth column, written when any row was planned for sub-bands (ranges
+ * mode with --nsub): the DMs per nominal sub-band DM that dd_subband uses. */
+static const char plan_sub_column[] = "dms_per_sub";
 
 int ddtk_obs_init(ddtk_obs *o, int nchans, double fch1, double foff, double tsamp,
                   int64_t nsamples, double kdm)
@@ -318,6 +321,9 @@ static int check_row(const ddtk_dmplan_row *r, const char *name, int line)
     if (!(fabs(r->dm_hi - hi) <= 1e-6 * fmax(1.0, hi)))
         return ddtk_fail(DDTK_EDATA, "%s: row %d: dm_hi %g is not dm_lo + ndm*dm_step = %g",
                          name, line, r->dm_hi, hi);
+    if (r->dms_per_sub < 0 || (r->dms_per_sub > 0 && r->ndm % r->dms_per_sub))
+        return ddtk_fail(DDTK_EDATA, "%s: row %d: dms_per_sub %d must be 0 or divide ndm %d",
+                         name, line, r->dms_per_sub, r->ndm);
     return DDTK_OK;
 }
 
@@ -342,52 +348,62 @@ int ddtk_dmplan_validate(const ddtk_dmplan *p, const char *name)
     return DDTK_OK;
 }
 
-/* A data line: five tab- or space-separated fields. */
-static int parse_row(char *line, ddtk_dmplan_row *r)
+/* A data line: ncols (5 or 6) tab- or space-separated numbers. */
+static int parse_row(char *line, int ncols, ddtk_dmplan_row *r)
 {
     char *end, *s = line;
-    double v[5];
-    for (int i = 0; i < 5; i++) {
+    double v[6] = { 0 };
+    for (int i = 0; i < ncols; i++) {
         errno = 0;
         v[i] = strtod(s, &end);
         if (end == s || errno || (*end && !strchr(" \t\r\n", *end)))
             return -1;
         s = end;
     }
-    if (s[strspn(s, " \t\r\n")] != '\0' || v[3] != floor(v[3]) || v[4] != floor(v[4])
-        || fabs(v[3]) > 1e9 || fabs(v[4]) > 1e9)
+    for (int i = 3; i < ncols; i++)
+        if (v[i] != floor(v[i]) || fabs(v[i]) > 1e9)
+            return -1;
+    if (s[strspn(s, " \t\r\n")] != '\0')
         return -1;
     *r = (ddtk_dmplan_row){ .dm_lo = v[0], .dm_hi = v[1], .dm_step = v[2],
-                          .downsamp = (int)v[3], .ndm = (int)v[4] };
+                          .downsamp = (int)v[3], .ndm = (int)v[4], .dms_per_sub = (int)v[5] };
     return 0;
 }
 
+/* The header row: its column count (5, or 6 with dms_per_sub), or 0. */
 static int header_line(const char *line)
 {
-    char words[5][16];
-    return sscanf(line, "%15s %15s %15s %15s %15s", words[0], words[1], words[2], words[3],
-                  words[4]) == 5 && strcmp(words[0], "dm_lo") == 0 && strcmp(words[1], "dm_hi") == 0
-        && strcmp(words[2], "dm_step") == 0 && strcmp(words[3], "downsamp") == 0
-        && strcmp(words[4], "ndm") == 0;
+    static const char *const names[] = { "dm_lo", "dm_hi", "dm_step", "downsamp", "ndm",
+                                         plan_sub_column };
+    char words[7][16];
+    int n = sscanf(line, "%15s %15s %15s %15s %15s %15s %15s", words[0], words[1], words[2],
+                   words[3], words[4], words[5], words[6]);
+    if (n != 5 && n != 6)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (strcmp(words[i], names[i]))
+            return 0;
+    return n;
 }
 
 /* One line of a plan file: blank, a comment, the header row (first), or a row. */
-static int read_line(ddtk_dmplan *p, char *line, const char *path, long lineno, int *seen_header)
+static int read_line(ddtk_dmplan *p, char *line, const char *path, long lineno, int *ncols)
 {
     const char *s = line + strspn(line, " \t");
     ddtk_dmplan_row r;
     if (*s == '#' || *s == '\n' || *s == '\r' || *s == '\0')
         return DDTK_OK;
-    if (!*seen_header) {
-        if (!header_line(s))
-            return ddtk_fail(DDTK_EDATA, "%s: line %ld: expected the header row '%s'",
-                             path, lineno, "dm_lo dm_hi dm_step downsamp ndm");
-        *seen_header = 1;
+    if (!*ncols) {
+        if (!(*ncols = header_line(s)))
+            return ddtk_fail(DDTK_EDATA, "%s: line %ld: expected the header row '%s' "
+                             "(and optionally %s)", path, lineno,
+                             "dm_lo dm_hi dm_step downsamp ndm", plan_sub_column);
         return DDTK_OK;
     }
-    if (parse_row(line, &r))
-        return ddtk_fail(DDTK_EDATA, "%s: line %ld: expected five numbers "
-                         "(dm_lo dm_hi dm_step downsamp ndm)", path, lineno);
+    if (parse_row(line, *ncols, &r))
+        return ddtk_fail(DDTK_EDATA, "%s: line %ld: expected %s numbers "
+                         "(dm_lo dm_hi dm_step downsamp ndm%s)", path, lineno,
+                         *ncols == 5 ? "five" : "six", *ncols == 5 ? "" : " dms_per_sub");
     return ddtk_dmplan_push(p, &r);
 }
 
@@ -396,9 +412,9 @@ static int read_lines(ddtk_dmplan *p, FILE *fp, const char *path)
     char *line = NULL;
     size_t cap = 0;
     long lineno = 0;
-    int seen_header = 0, rc = DDTK_OK;
+    int ncols = 0, rc = DDTK_OK;
     while (!rc && getline(&line, &cap, fp) >= 0)
-        rc = read_line(p, line, path, ++lineno, &seen_header);
+        rc = read_line(p, line, path, ++lineno, &ncols);
     if (!rc && ferror(fp))
         rc = ddtk_fail(DDTK_ESYS, "%s: read error: %s", path, strerror(errno));
     free(line);
@@ -424,11 +440,17 @@ int ddtk_dmplan_write(const ddtk_dmplan *p, const char *path, int force)
     FILE *fp = ddtk_temp_create(path, &tmp);
     if (!fp)
         return DDTK_ESYS;
-    fprintf(fp, "%s\n", plan_columns);
+    int sub = 0;
+    for (int i = 0; i < p->n; i++)
+        sub |= p->row[i].dms_per_sub > 0;
+    fprintf(fp, "%s%s%s\n", plan_columns, sub ? "\t" : "", sub ? plan_sub_column : "");
     for (int i = 0; i < p->n; i++) {
         const ddtk_dmplan_row *r = &p->row[i];
-        fprintf(fp, "%.10g\t%.10g\t%.10g\t%d\t%d\n", r->dm_lo, r->dm_hi, r->dm_step,
+        fprintf(fp, "%.10g\t%.10g\t%.10g\t%d\t%d", r->dm_lo, r->dm_hi, r->dm_step,
                 r->downsamp, r->ndm);
+        if (sub)
+            fprintf(fp, "\t%d", r->dms_per_sub);
+        fputc('\n', fp);
     }
     return ddtk_temp_commit(fp, &tmp, path);
 }

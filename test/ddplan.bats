@@ -31,8 +31,12 @@ PRESTO="--nchans 1024 --fch1 1581.6 --foff -0.390625 --tsamp 0.000064 --dm-min 0
 
 @test "ddplan: --plan file has the header row and contiguous rows" {
     ddplan $PRESTO --mode ranges --plan p.tsv -q
-    [ "$(head -1 p.tsv)" = "$(printf 'dm_lo\tdm_hi\tdm_step\tdownsamp\tndm')" ]
+    [ "$(head -1 p.tsv)" = "$(printf 'dm_lo\tdm_hi\tdm_step\tdownsamp\tndm\tdms_per_sub')" ]
     awk -F'\t' 'NR > 2 && $1 != prev { exit 1 } NR > 1 { prev = $2 }' p.tsv
+    # DDplan's DMs per sub-band call are kept, and each row is a whole number of calls
+    awk -F'\t' 'NR > 1 && !($6 > 0 && $5 % $6 == 0) { exit 1 }' p.tsv
+    ddplan $PRESTO --mode tol --plan t.tsv -q
+    [ "$(head -1 t.tsv)" = "$(printf 'dm_lo\tdm_hi\tdm_step\tdownsamp\tndm')" ]
 }
 
 @test "ddplan: --plan round trip through dd_direct gives the plan's DMs and tsamp" {

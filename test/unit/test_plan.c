@@ -78,11 +78,52 @@ static void round_trip(void)
     CHECK(p.n == q.n, "rows %d -> %d", p.n, q.n);
     for (int i = 0; i < p.n && i < q.n; i++)
         CHECK(fabs(p.row[i].dm_lo - q.row[i].dm_lo) < 1e-9 && p.row[i].ndm == q.row[i].ndm
-              && p.row[i].downsamp == q.row[i].downsamp, "row %d differs", i);
+              && p.row[i].downsamp == q.row[i].downsamp
+              && p.row[i].dms_per_sub == q.row[i].dms_per_sub && q.row[i].dms_per_sub > 0,
+              "row %d differs (dms_per_sub %d -> %d)", i, p.row[i].dms_per_sub,
+              q.row[i].dms_per_sub);
     CHECK(ddtk_dmplan_write(&p, path, 0) == DDTK_EUSAGE, "overwrote without force");
     unlink(path);
     ddtk_dmplan_free(&p);
     ddtk_dmplan_free(&q);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    fputs(text, fp);
+    fclose(fp);
+}
+
+/* Plans without sub-bands keep the five columns; a sixth must be dms_per_sub,
+ * dividing each row's ndm. */
+static void sub_column(void)
+{
+    ddtk_dmplan p = { 0 };
+    char path[] = "/tmp/test_plan_XXXXXX";
+    close(mkstemp(path));
+    write_text(path, "dm_lo dm_hi dm_step downsamp ndm\n0 10 1 1 10\n");
+    CHECK(!ddtk_dmplan_read(&p, path) && p.row[0].dms_per_sub == 0, "5 columns: %s",
+          ddtk_errmsg());
+    ddtk_dmplan_free(&p);
+    write_text(path, "dm_lo dm_hi dm_step downsamp ndm dms_per_sub\n0 10 1 1 10 5\n"
+               "10 30 2 2 10 10\n");
+    CHECK(!ddtk_dmplan_read(&p, path) && p.n == 2 && p.row[0].dms_per_sub == 5
+          && p.row[1].dms_per_sub == 10, "6 columns: %s", ddtk_errmsg());
+    ddtk_dmplan_free(&p);
+    write_text(path, "dm_lo dm_hi dm_step downsamp ndm dms_per_sub\n0 10 1 1 10 4\n");
+    CHECK(ddtk_dmplan_read(&p, path) == DDTK_EDATA && strstr(ddtk_errmsg(), "dms_per_sub 4"),
+          "4 not dividing 10: %s", ddtk_errmsg());
+    ddtk_dmplan_free(&p);
+    write_text(path, "dm_lo dm_hi dm_step downsamp ndm dms_per_sub\n0 10 1 1 10\n");
+    CHECK(ddtk_dmplan_read(&p, path) == DDTK_EDATA && strstr(ddtk_errmsg(), "six numbers"),
+          "5 numbers under 6 columns: %s", ddtk_errmsg());
+    ddtk_dmplan_free(&p);
+    write_text(path, "dm_lo dm_hi dm_step downsamp ndm nsub\n0 10 1 1 10 5\n");
+    CHECK(ddtk_dmplan_read(&p, path) == DDTK_EDATA && strstr(ddtk_errmsg(), "header row"),
+          "unknown sixth column: %s", ddtk_errmsg());
+    ddtk_dmplan_free(&p);
+    unlink(path);
 }
 
 static void validation(void)
@@ -148,6 +189,7 @@ int main(void)
     presto_ranges();
     scrunch_factors();
     round_trip();
+    sub_column();
     validation();
     cost_model();
     long_line();
