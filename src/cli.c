@@ -119,6 +119,15 @@ int ddtk_one_input(int argc, char **argv, const char **input)
     return DDTK_OK;
 }
 
+int ddtk_exit_status(int rc)
+{
+    if (rc == DDTK_DONE)
+        return DDTK_OK;
+    if (rc)
+        ddtk_msg("%s", ddtk_errmsg());
+    return rc;
+}
+
 void ddtk_msg(const char *fmt, ...)
 {
     va_list ap;

@@ -45,6 +45,9 @@ extern const char *ddtk_progname;
 /* Set the name messages start with, and check stdout at exit: a tool that
  * returns 0 but whose stdout could not be written exits 3 with one line. */
 void ddtk_set_progname(const char *argv0);
+/* The exit status of a tool whose work returned rc: 0 for DDTK_OK and
+ * DDTK_DONE (after --help or --version); an error's message goes to stderr. */
+int ddtk_exit_status(int rc);
 /* Print "prog: message" to stderr. */
 void ddtk_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int ddtk_parse_double(const char *s, double *v);

@@ -59,9 +59,7 @@ int main(int argc, char **argv)
     ddtk_set_progname(argv[0]);
     ddtk_ddargs_init(&args);
     rc = ddtk_ddargs_parse(&args, argc, argv, NULL, 0, NULL, NULL, help);
-    if (rc == DDTK_DONE)
-        rc = DDTK_OK;
-    else if (!rc && args.list_gpus)
+    if (!rc && args.list_gpus)
         rc = ddtk_gpu_list(stdout);
     else if (!rc) {
         rc = ddtk_input_open(&in, args.input);
@@ -69,8 +67,6 @@ int main(int argc, char **argv)
             rc = dedisperse(&args, &in);
         ddtk_input_close(&in);
     }
-    if (rc)
-        ddtk_msg("%s", ddtk_errmsg());
     ddtk_ddargs_free(&args);
-    return rc;
+    return ddtk_exit_status(rc);
 }

@@ -307,11 +307,7 @@ int main(int argc, char **argv)
                .dm_max = 1000, .tol = 1.25, .width = 40, .kdm = DDTK_KDM_DEFAULT };
     ddtk_set_progname(argv[0]);
     int rc = parse(&a, argc, argv);
-    if (rc == DDTK_DONE)
-        return 0;
     if (!rc)
         rc = run(&a);
-    if (rc)
-        ddtk_msg("%s", ddtk_errmsg());
-    return rc;
+    return ddtk_exit_status(rc);
 }

@@ -77,17 +77,9 @@ int main(int argc, char **argv)
     const char *key = NULL;
     ddtk_set_progname(argv[0]);
     int rc = ddtk_getopt(argc, argv, ":k:h", options, OPT_VERSION, help, option, &key);
-    if (rc == DDTK_DONE)
-        return 0;
-    if (rc) {
-        ddtk_msg("%s", ddtk_errmsg());
-        return rc;
-    }
-    if (optind == argc)
+    if (!rc && optind == argc)
         rc = show("-", key, 0);
     for (int i = optind; i < argc && !rc; i++)
         rc = show(argv[i], key, i > optind && !key);
-    if (rc)
-        ddtk_msg("%s", ddtk_errmsg());
-    return rc;
+    return ddtk_exit_status(rc);
 }

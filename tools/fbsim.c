@@ -286,8 +286,6 @@ int main(int argc, char **argv)
     ddtk_set_progname(argv[0]);
     defaults(&a);
     rc = ddtk_getopt(argc, argv, ":o:qvh", options, OPT_VERSION, help, option, &a);
-    if (rc == DDTK_DONE)
-        return 0;
     if (!rc && optind < argc)
         rc = ddtk_fail(DDTK_EUSAGE, "unexpected argument '%s' (see --help)", argv[optind]);
     if (!rc && !(rc = finish_header(&a)) && !a.output && isatty(STDOUT_FILENO))
@@ -298,10 +296,8 @@ int main(int argc, char **argv)
         ddtk_msg("%lld samples, %d channels, %d bits, %d pulses, %d pulsars",
                  (long long)a.sim.nsamples, a.sim.hdr.nchans, a.sim.hdr.nbits,
                  a.sim.npulses, a.sim.npulsars);
-    if (rc)
-        ddtk_msg("%s", ddtk_errmsg());
     free(a.sim.pulses);
     free(a.sim.pulsars);
     ddtk_header_free(&a.sim.hdr);
-    return rc;
+    return ddtk_exit_status(rc);
 }

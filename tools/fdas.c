@@ -281,12 +281,6 @@ int main(int argc, char **argv)
     ddtk_fdas_config_init(&a.cfg);
     ddtk_set_progname(argv[0]);
     int rc = parse(&a, argc, argv);
-    if (rc) {
-        if (rc == DDTK_DONE)
-            return 0;
-        ddtk_msg("%s", ddtk_errmsg());
-        return rc;
-    }
     ddtk_fdas_plan *plan = NULL;
     int64_t plan_n = 0;
     double plan_tsamp = 0;
@@ -295,7 +289,5 @@ int main(int argc, char **argv)
         rc = search_one(&a, argc > optind ? argv[optind + i] : "-", ninputs, &plan, &plan_n,
                         &plan_tsamp);
     ddtk_fdas_plan_destroy(plan);
-    if (rc)
-        ddtk_msg("%s", ddtk_errmsg());
-    return rc;
+    return ddtk_exit_status(rc);
 }

@@ -82,11 +82,7 @@ int main(int argc, char **argv)
     ddtk_decimate_opts o = { 0 };
     ddtk_set_progname(argv[0]);
     int rc = parse(&o, argc, argv);
-    if (rc == DDTK_DONE)
-        return 0;
     if (!rc)
         rc = ddtk_decimate_file(&o);
-    if (rc)
-        ddtk_msg("%s", ddtk_errmsg());
-    return rc;
+    return ddtk_exit_status(rc);
 }
