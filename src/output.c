@@ -153,15 +153,40 @@ static char *name_for(const char *prefix, double dm, const char *ext)
     return s;
 }
 
+static int by_path(const void *a, const void *b)
+{
+    return strcmp((*(const ddtk_series_file *const *)a)->path,
+                  (*(const ddtk_series_file *const *)b)->path);
+}
+
+/* Two DMs of the list, anywhere in it, that give one name would overwrite
+ * each other: found by sorting the names, before any work is done. */
+static int check_unique(ddtk_outset *o)
+{
+    ddtk_series_file **f = ddtk_malloc((size_t)o->n * sizeof *f, "output names");
+    if (!f)
+        return DDTK_ESYS;
+    for (int i = 0; i < o->n; i++)
+        f[i] = &o->f[i];
+    qsort(f, (size_t)o->n, sizeof *f, by_path);
+    int rc = DDTK_OK;
+    for (int i = 1; i < o->n && !rc; i++)
+        if (strcmp(f[i]->path, f[i - 1]->path) == 0)
+            rc = ddtk_fail(DDTK_EUSAGE, "DMs %.6g and %.6g both give the name %s: PRESTO "
+                           "names carry two decimals; use a coarser DM step or drop the "
+                           "repeated DM", f[i - 1]->dm, f[i]->dm, f[i]->path);
+    free(f);
+    return rc;
+}
+
 static int check_names(ddtk_outset *o)
 {
+    int rc = check_unique(o);
+    if (rc)
+        return rc;
     for (int i = 0; i < o->n; i++) {
         const char *path = o->f[i].path;
         struct stat st;
-        if (i > 0 && strcmp(path, o->f[i - 1].path) == 0)
-            return ddtk_fail(DDTK_EUSAGE, "DMs %.6g and %.6g both give the name %s: PRESTO "
-                             "names carry two decimals; use a coarser DM step",
-                             o->f[i - 1].dm, o->f[i].dm, path);
         if (!o->spec.force && stat(path, &st) == 0 && !ddtk_temp_is_special(path))
             return ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", path);
         if (!o->spec.force && o->f[i].inf && stat(o->f[i].inf, &st) == 0)

@@ -38,6 +38,13 @@ freq_table() {
                    s_("FREQUENCY_END")' -- "$@"
 }
 
+@test "a DM list naming one output twice (not side by side) is a usage error before any work" {
+    printf '%s\n' 10 20 10.001 > dup.txt
+    run_err "both give the name out/x_DM10.00.tim" dd_direct good.fil --dm-list dup.txt --prefix out/x
+    [ "$status" -eq 2 ]
+    no_output_left
+}
+
 @test "truncated header" {
     head -c 30 good.fil > trunc.fil
     run_err trunc.fil dd_direct trunc.fil --dm 10 --prefix out/x

@@ -5,6 +5,8 @@
 # cleaned by the next run on the prefix.
 
 load common
+# ls orders names by the locale (dots count in C, not in en_US): compare in C.
+export LC_ALL=C
 
 setup() {
     cd "$BATS_TEST_TMPDIR" || return 1

@@ -130,7 +130,7 @@ sim() {
 @test "gpu: DM list out of order, both kernels in one run" {
     need_gpu
     sim --nbits 2 --nchans 256 --fch1 1500 --foff -1 --nsamples 20000
-    { seq 0 0.5 40; echo 900; seq 40 -1 10; } > dms.txt
+    { seq 0 0.5 40; echo 900; seq 39.75 -1 10; } > dms.txt
     same_output exact in.fil --dm-list dms.txt
 }
 
