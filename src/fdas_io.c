@@ -106,9 +106,6 @@ static int read_series(const char *path, int dat, ddtk_fdas_series *s, const ddt
                        in.name, in.hdr.nchans);
     if (!rc)
         rc = ddtk_resolve_pol(&in.hdr, DDTK_POL_DEFAULT, in.name, &pol);
-    if (!rc && dat && in.nsamples >= 0 && in.nsamples != inf.nsamples)
-        ddtk_msg("warning: %s: %lld samples, but its .inf says %lld; using the file size", path,
-                 (long long)in.nsamples, (long long)inf.nsamples);
     if (!rc)
         rc = read_samples(&in, pol, s, plan);
     if (!rc && dat)

@@ -15,7 +15,8 @@ int ddtk_ends_with(const char *s, const char *suffix);
 char *ddtk_inf_path(const char *dat);
 /* Open a PRESTO .dat (headerless native float32) as a one-channel 32-bit
  * input whose sample time comes from the .inf beside it; *inf gets that .inf
- * and *inf_text, if not NULL, its text. in can be closed with
+ * and *inf_text, if not NULL, its text; a length that differs from the .inf's
+ * is a warning (the file size wins). in can be closed with
  * ddtk_input_close after a failure as well. */
 int ddtk_dat_open(ddtk_input *in, const char *path, ddtk_inf *inf, char **inf_text);
 

@@ -88,6 +88,17 @@ values() {
     [ "$(stat -c %s t.dat)" -eq $((n / 2 * 4)) ]
 }
 
+@test "tscrunch: a .dat shorter than its .inf says is read with a warning naming both counts" {
+    fbsim -q -o a.fil --nchans 16 --nbits 8 --tobs 0.5
+    dd_direct -q a.fil --dm 10 --format dat -o s.dat
+    n=$(awk -F= '/Number of bins/ { print $2 + 0 }' s.inf)
+    truncate -s $(( (n - 100) * 4 )) s.dat
+    run tscrunch -n 2 s.dat -o t.dat
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"s.dat: $((n - 100)) samples, but its .inf says $n; using the file size"* ]]
+    [ "$(stat -c %s t.dat)" -eq $(( (n - 100) / 2 * 4 )) ]
+}
+
 @test "tscrunch: factor 0, missing -n and bad values are usage errors" {
     fbsim -q -o a.fil --nchans 4 --nbits 8 --nsamples 10
     run_err "-n" tscrunch -n 0 a.fil -o b.fil
