@@ -180,6 +180,8 @@ typedef struct ddtk_series_meta {
     int nchans;
     const char *notes;            /* .inf notes, newline separated */
     const int *downsamp;          /* per DM: tsamp factor of a scrunched series, or NULL */
+    int nbits;                    /* samples written: 0 or 32 float32; 8 or 16 unsigned */
+    double scale;                 /* nbits 8/16: value = x / (scale * downsamp), rounded */
 } ddtk_series_meta;
 
 typedef struct ddtk_series_file {
@@ -188,6 +190,7 @@ typedef struct ddtk_series_file {
     char *inf, *inf_tmp;          /* a .dat's .inf, and its temporary while closing */
     FILE *fp;
     double dm;
+    double scale;                 /* integer output: the divisor of this series */
     int64_t nwritten;
 } ddtk_series_file;
 

@@ -16,7 +16,7 @@ enum {
     OPT_PREFIX = 1000, OPT_FORMAT, OPT_DM, OPT_DM_MIN, OPT_DM_MAX, OPT_DM_STEP, OPT_DM_LIST,
     OPT_TOL, OPT_PULSE_WIDTH, OPT_KILLFILE, OPT_ZERODM, OPT_REF_FREQ, OPT_KDM, OPT_ROUNDING,
     OPT_GULP, OPT_MAX_MEM, OPT_THREADS, OPT_BACKEND, OPT_GPU, OPT_LIST_GPUS, OPT_FORCE,
-    OPT_POL, OPT_PAD, OPT_EVEN, OPT_DISCARD, OPT_VERSION, OPT_PLAN, OPT_SCRUNCH
+    OPT_POL, OPT_PAD, OPT_EVEN, OPT_DISCARD, OPT_VERSION, OPT_PLAN, OPT_SCRUNCH, OPT_NBITS_OUT
 };
 
 static const struct option common_options[] = {
@@ -47,6 +47,7 @@ static const struct option common_options[] = {
     { "pol", required_argument, 0, OPT_POL },
     { "pad", no_argument, 0, OPT_PAD },
     { "even", no_argument, 0, OPT_EVEN },
+    { "nbits-out", required_argument, 0, OPT_NBITS_OUT },
     { "discard", no_argument, 0, OPT_DISCARD },
     DDTK_STANDARD_OPTIONS(OPT_VERSION),
 };
@@ -75,6 +76,9 @@ const char ddtk_ddcli_help[] =
     "  --format tim|dat         SIGPROC .tim or PRESTO .dat + .inf (default tim)\n"
     "  --pad                    pad each series to the input length with its mean\n"
     "  --even                   trim each series to an even length (PRESTO)\n"
+    "  --nbits-out B            8 or 16: .tim samples as unsigned integers, value = sum / S\n"
+    "                           rounded, S the smallest power of two that keeps the\n"
+    "                           largest possible sum in range (printed); 32: float32\n"
     "  --force                  overwrite existing outputs\n"
     "  --discard                dedisperse but write no output (benchmarks)\n"
     "\n"
@@ -107,6 +111,7 @@ void ddtk_ddargs_init(ddtk_ddargs *a)
     a->dm_min = a->dm_max = a->dm_step = NAN;
     a->out.format = DDTK_FMT_TIM;
     a->scrunch = -1;
+    a->nbits_out = 32;
 }
 
 void ddtk_ddargs_free(ddtk_ddargs *a)
@@ -168,6 +173,14 @@ static int common_option(ddtk_ddargs *a, int code, const char *arg)
         break;
     case OPT_PAD: a->pad = 1; break;
     case OPT_EVEN: a->out.even = 1; break;
+    case OPT_NBITS_OUT: {
+        static const char *const widths[] = { "8", "16", "32", NULL };
+        int i;
+        if (ddtk_opt_choice("--nbits-out", arg, widths, &i))
+            return DDTK_EUSAGE;
+        a->nbits_out = 8 << i;
+        break;
+    }
     case 'q': a->desc.quiet = 1; break;
     case 'v': a->desc.verbose = 1; break;
     default: return -1;
@@ -344,6 +357,27 @@ int ddtk_ddargs_plan(ddtk_ddargs *a, const ddtk_input *in, int algorithm, ddtk_p
     return rc;
 }
 
+/* --nbits-out 8|16: integer series need integer sums of unsigned samples;
+ * S keeps the largest possible sum (every live channel, and both IFs when
+ * summed, at its maximum) in range. */
+static int integer_output(const ddtk_ddargs *a, const ddtk_input *in, const ddtk_plan *plan,
+                          ddtk_series_meta *m)
+{
+    const ddtk_header *h = &in->hdr;
+    m->nbits = a->nbits_out;
+    if (a->nbits_out == 32)
+        return DDTK_OK;
+    if (h->nbits > 16 || h->signed_data || a->desc.zerodm)
+        return ddtk_fail(DDTK_EUSAGE, "--nbits-out %d: %s holds %s; integer output needs "
+                         "unsigned integer samples without --zerodm", a->nbits_out, in->name,
+                         a->desc.zerodm ? "zero-DM filtered sums" : h->signed_data
+                         ? "signed samples" : "float samples");
+    double largest = (ldexp(1.0, h->nbits) - 1) * ddtk_plan_nlive(plan)
+                     * (a->desc.pol == DDTK_POL_SUM ? 2 : 1);
+    m->scale = ddtk_integer_scale(largest, a->nbits_out);
+    return DDTK_OK;
+}
+
 int ddtk_ddargs_run(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char *notes)
 {
     ddtk_outset out;
@@ -355,9 +389,14 @@ int ddtk_ddargs_run(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char 
         .bandwidth = chan_bw * in->hdr.nchans, .chan_bw = chan_bw, .nchans = in->hdr.nchans,
         .notes = notes, .downsamp = a->downsamp,
     };
-    int rc = ddtk_outset_open(&out, a->dms.dm, a->dms.n, &a->out, &meta);
+    int rc = integer_output(a, in, plan, &meta);
+    if (!rc)
+        rc = ddtk_outset_open(&out, a->dms.dm, a->dms.n, &a->out, &meta);
     if (rc)
         return rc;
+    if (meta.nbits != 32 && !a->desc.quiet)
+        ddtk_msg("--nbits-out %d: output value = sum / %g%s, rounded", meta.nbits, meta.scale,
+                 a->downsamp ? " (times each DM's downsampling factor)" : "");
     rc = ddtk_plan_run(plan, in, &out, a->pad, &stats);
     rc = rc ? (ddtk_outset_abort(&out), rc) : ddtk_outset_close(&out);
     if (!rc && !a->desc.quiet)

@@ -20,6 +20,7 @@ typedef struct ddtk_ddargs {
     char *default_prefix;
     const char *killfile;
     int pad;
+    int nbits_out;                /* --nbits-out: 8, 16 or 32 */
     ddtk_outspec out;
     ddtk_plan_desc desc;          /* kdm, fref, rounding, resources, backend ... */
 } ddtk_ddargs;

@@ -102,10 +102,8 @@ static int choose_scale(job *j)
         return ddtk_fail(DDTK_EUSAGE, "--nbits-out %d: %s holds %s data; integer output needs "
                          "unsigned integer input", j->o->nbits_out, j->in.name,
                          h->signed_data ? "signed" : "float");
-    double top = ldexp(1.0, h->nbits) - 1, max_out = ldexp(1.0, out_nbits(j)) - 1;
-    double largest = j->o->mean ? top : top * (double)j->o->n;
-    while (largest / j->scale > max_out)
-        j->scale *= 2;
+    double top = ldexp(1.0, h->nbits) - 1;
+    j->scale = ddtk_integer_scale(j->o->mean ? top : top * (double)j->o->n, out_nbits(j));
     if (!j->o->quiet)
         ddtk_msg("--nbits-out %d: output value = %s / %g, rounded", out_nbits(j),
                  j->o->mean ? "mean" : "sum", j->scale);
@@ -159,14 +157,13 @@ static int emit(job *j, const double *v, int64_t n)
     void *buf = malloc(count * bytes);
     if (!buf)
         return ddtk_fail(DDTK_ESYS, "out of memory");
-    double top = ldexp(1.0, out_nbits(j)) - 1;
     for (size_t i = 0; i < count; i++) {
         double x = j->o->mean ? v[i] / (double)j->o->n : v[i];
         if (bytes == 4) {
             ((float *)buf)[i] = (float)x;
             continue;
         }
-        double q = fmin(fmax(round(x / j->scale), 0.0), top);
+        uint32_t q = ddtk_quantise(x, j->scale, out_nbits(j));
         if (bytes == 1)
             ((uint8_t *)buf)[i] = (uint8_t)q;
         else

@@ -83,6 +83,14 @@ const char *ddtk_inf_value(const char *line, const char *label);
 /* Read a whole text file into a NUL-terminated buffer (caller frees). */
 int ddtk_slurp(const char *path, char **text);
 
+/* ---- integer output (output.c) ------------------------------------------ */
+
+/* The divisor S of integer output (--nbits-out 8|16): the smallest power of
+ * two, at least 1, that brings `largest` into 0 .. 2^nbits - 1. */
+double ddtk_integer_scale(double largest, int nbits);
+/* x / scale rounded half away from zero, clamped to 0 .. 2^nbits - 1. */
+uint32_t ddtk_quantise(double x, double scale, int nbits);
+
 /* ---- synthetic observations (sim.c) --------------------------------------- */
 
 typedef struct ddtk_sim_pulse {

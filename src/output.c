@@ -43,7 +43,7 @@ int ddtk_tim_header_write(FILE *fp, const ddtk_series_meta *m, double dm)
     SET(fch1, m->fref);
     CARRY(barycentric);
     SET(nchans, 1);
-    SET(nbits, 32);
+    SET(nbits, m->nbits ? m->nbits : 32);
     CARRY(tstart);
     SET(tsamp, m->tsamp);
     SET(nifs, 1);
@@ -134,12 +134,62 @@ void ddtk_inf_print(FILE *fp, const char *basename, const ddtk_series_meta *m,
 }
 
 /* The metadata of output i: a scrunched series has its own sample time. */
+/* A scrunched series (factor f) holds sums of f samples: its divisor is f
+ * times the run's, which keeps the largest sum in range. */
 static ddtk_series_meta file_meta(const ddtk_outset *o, int i)
 {
     ddtk_series_meta m = o->meta;
-    if (m.downsamp)
+    if (m.downsamp) {
         m.tsamp *= m.downsamp[i];
+        m.scale *= m.downsamp[i];
+    }
     return m;
+}
+
+/* ---- integer output ------------------------------------------------------- */
+
+double ddtk_integer_scale(double largest, int nbits)
+{
+    double scale = 1, top = ldexp(1.0, nbits) - 1;
+    while (largest / scale > top)
+        scale *= 2;
+    return scale;
+}
+
+uint32_t ddtk_quantise(double x, double scale, int nbits)
+{
+    return (uint32_t)fmin(fmax(round(x / scale), 0.0), ldexp(1.0, nbits) - 1);
+}
+
+static int bytes_per_sample(const ddtk_outset *o)
+{
+    return o->meta.nbits == 8 || o->meta.nbits == 16 ? o->meta.nbits / 8 : 4;
+}
+
+/* n samples of series i as the file holds them: float32, or quantised. */
+static size_t put_samples(ddtk_outset *o, ddtk_series_file *f, const float *x, int64_t n)
+{
+    int bytes = bytes_per_sample(o);
+    if (bytes == 4)
+        return fwrite(x, sizeof *x, (size_t)n, f->fp);
+    uint16_t buf[4096];
+    uint8_t *b8 = (uint8_t *)buf;
+    size_t put = 0, most = sizeof buf / (size_t)bytes;
+    while (put < (size_t)n) {
+        size_t len = (size_t)n - put < most ? (size_t)n - put : most;
+        for (size_t t = 0; t < len; t++) {
+            uint32_t v = ddtk_quantise(x[put + t], f->scale, o->meta.nbits);
+            if (bytes == 1)
+                b8[t] = (uint8_t)v;
+            else
+                buf[t] = (uint16_t)v;
+        }
+        size_t done = fwrite(buf, (size_t)bytes, len, f->fp);
+        put += done;
+        if (done != len)
+            break;
+    }
+    return put;
 }
 
 /* ---- output sets ---------------------------------------------------------- */
@@ -280,8 +330,15 @@ int ddtk_outset_open(ddtk_outset *o, const double *dms, int ndm,
     o->f = ddtk_calloc((size_t)ndm, sizeof *o->f, "output files");
     if (!o->f)
         return DDTK_ESYS;
-    for (int i = 0; i < ndm; i++)
+    for (int i = 0; i < ndm; i++) {
         o->f[i].dm = dms[i];
+        o->f[i].scale = file_meta(o, i).scale;
+    }
+    if (meta->nbits && meta->nbits != 32 && format == DDTK_FMT_DAT) {
+        rc = ddtk_fail(DDTK_EUSAGE, "--nbits-out %d: PRESTO .dat files hold float32; "
+                       "use --format tim", meta->nbits);
+        goto fail;
+    }
     if (spec->discard)
         return DDTK_OK;         /* no files: writes only count samples */
     if (wants_stdout(ndm, spec) && format == DDTK_FMT_TIM) {
@@ -308,7 +365,7 @@ fail:
 int ddtk_outset_write(ddtk_outset *o, int i, const float *x, int64_t n)
 {
     ddtk_series_file *f = &o->f[i];
-    if (n > 0 && !o->spec.discard && fwrite(x, sizeof *x, (size_t)n, f->fp) != (size_t)n)
+    if (n > 0 && !o->spec.discard && put_samples(o, f, x, n) != (size_t)n)
         return ddtk_fail(DDTK_ESYS, "%s: write error: %s",
                          f->path ? f->path : "stdout", strerror(errno));
     f->nwritten += n;
@@ -330,12 +387,12 @@ int ddtk_outset_pad(ddtk_outset *o, int i, float value, int64_t n)
 }
 
 /* --even: PRESTO's FFTs want an even length. */
-static int drop_last_sample(ddtk_series_file *f)
+static int drop_last_sample(const ddtk_outset *o, ddtk_series_file *f)
 {
     if (fflush(f->fp) != 0)
         return ddtk_fail(DDTK_ESYS, "%s: write error: %s", f->path, strerror(errno));
     off_t size = ftello(f->fp);
-    if (ftruncate(fileno(f->fp), size - (off_t)sizeof(float)) != 0 ||
+    if (ftruncate(fileno(f->fp), size - (off_t)bytes_per_sample(o)) != 0 ||
         fseeko(f->fp, 0, SEEK_END) != 0)
         return ddtk_fail(DDTK_ESYS, "%s: cannot trim to an even length: %s",
                          f->path, strerror(errno));
@@ -375,7 +432,7 @@ static int finish_files(ddtk_outset *o)
     for (int i = 0; i < o->n && !rc; i++) {
         ddtk_series_file *f = &o->f[i];
         if (o->spec.even && f->nwritten % 2)
-            rc = drop_last_sample(f);
+            rc = drop_last_sample(o, f);
         if (!rc)
             rc = ddtk_temp_flush(f->fp, f->tmp, f->path);
         if (!rc && f->inf)

@@ -134,6 +134,19 @@ sim() {
     same_output exact in.fil --dm-list dms.txt
 }
 
+@test "gpu: --nbits-out 8 and 16 series are the CPU's byte for byte" {
+    need_gpu
+    sim --nbits 8 --nchans 128 --fch1 1500 --foff -1
+    for b in 8 16; do
+        dd_direct in.fil --backend cpu --dm-min 0 --dm-max 60 --dm-step 6 --nbits-out $b \
+            --prefix c$b -q
+        dd_direct in.fil --backend gpu --dm-min 0 --dm-max 60 --dm-step 6 --nbits-out $b \
+            --prefix g$b -q
+        [ "$(ls c${b}_*.tim | wc -l)" -eq 11 ]
+        for f in c${b}_*.tim; do cmp "$f" "g${f#c}"; done
+    done
+}
+
 @test "gpu: --zerodm, --pad, .dat output and stdin" {
     need_gpu
     sim --nbits 8 --nchans 64 --fch1 1500 --foff -2

@@ -1,9 +1,12 @@
 /*
- * timcmp - test helper: compare two SIGPROC float32 time series (.tim).
+ * timcmp - test helper: compare two SIGPROC time series (.tim).
  *   timcmp [--tol R] A.tim B.tim
+ *   timcmp --quantised S A.tim B.tim
  * Exit 0 when both have the same length and every sample agrees: bit for bit
  * by default, or |a - b| <= R * max|b| with --tol (relative to the series
  * scale, so near-zero samples are not held to a relative bound of their own).
+ * With --quantised, A holds unsigned 8- or 16-bit samples and B float32, and
+ * each a must be floor(b / S + 1/2) clamped to the range of A's nbits.
  * Otherwise print the first difference and exit 1.
  */
 #include "ddtk.h"
@@ -12,45 +15,76 @@
 #include <stdlib.h>
 #include <string.h>
 
-static float *load(const char *path, int64_t *n)
+/* A .tim's samples as floats (unsigned 8/16-bit or float32); *nbits gets its width. */
+static float *load(const char *path, int64_t *n, int *nbits)
 {
     ddtk_input in;
     float *x = NULL;
+    uint8_t *raw = NULL;
     int64_t got = 0;
-    if (ddtk_input_open(&in, path) || in.hdr.nbits != 32 || in.hdr.nchans != 1) {
-        fprintf(stderr, "timcmp: %s: not a float32 time series\n", path);
+    if (ddtk_input_open(&in, path) || in.hdr.nchans != 1
+        || (in.hdr.nbits != 8 && in.hdr.nbits != 16 && in.hdr.nbits != 32)) {
+        fprintf(stderr, "timcmp: %s: not an 8-, 16- or 32-bit time series\n", path);
     } else if ((x = malloc((size_t)(in.nsamples > 0 ? in.nsamples : 1) * sizeof *x))
-               && !ddtk_input_read(&in, (uint8_t *)x, in.nsamples, &got)) {
+               && (raw = malloc((size_t)(in.nsamples > 0 ? in.nsamples : 1) * 4))
+               && !ddtk_input_read(&in, raw, in.nsamples, &got)) {
         *n = got;
+        *nbits = in.hdr.nbits;
+        for (int64_t i = 0; i < got; i++) {
+            uint16_t u16;
+            if (in.hdr.nbits == 8)
+                x[i] = raw[i];
+            else if (in.hdr.nbits == 16)
+                x[i] = (memcpy(&u16, raw + 2 * i, 2), u16);
+            else
+                memcpy(&x[i], raw + 4 * i, 4);
+        }
     }
+    free(raw);
     ddtk_input_close(&in);
     return x;
 }
 
+static int same(float a, float b, double tol, double scale, double q, int nbits)
+{
+    if (q > 0) {
+        double v = floor(b / q + 0.5), top = ldexp(1.0, nbits) - 1;
+        return a == (v < 0 ? 0 : v > top ? top : v);
+    }
+    return tol < 0 ? !memcmp(&a, &b, sizeof a) : fabs((double)a - b) <= tol * scale;
+}
+
 int main(int argc, char **argv)
 {
-    double tol = -1;
+    double tol = -1, q = 0;
     int a = 1;
     if (argc == 5 && !strcmp(argv[1], "--tol")) {
         tol = atof(argv[2]);
         a = 3;
+    } else if (argc == 5 && !strcmp(argv[1], "--quantised")) {
+        q = atof(argv[2]);
+        a = 3;
     } else if (argc != 3) {
-        fprintf(stderr, "usage: timcmp [--tol R] A.tim B.tim\n");
+        fprintf(stderr, "usage: timcmp [--tol R | --quantised S] A.tim B.tim\n");
         return 2;
     }
     int64_t na = -1, nb = -2;
-    float *x = load(argv[a], &na), *y = load(argv[a + 1], &nb);
+    int abits = 0, bbits = 0;
+    float *x = load(argv[a], &na, &abits), *y = load(argv[a + 1], &nb, &bbits);
     if (!x || !y || na != nb) {
         fprintf(stderr, "timcmp: lengths differ: %lld vs %lld\n", (long long)na, (long long)nb);
+        return 1;
+    }
+    if ((q > 0) != (abits < 32) || bbits != 32) {
+        fprintf(stderr, "timcmp: %d-bit vs %d-bit series (--quantised: integer vs float32)\n",
+                abits, bbits);
         return 1;
     }
     double scale = 0;
     for (int64_t i = 0; i < nb; i++)
         scale = fmax(scale, fabs(y[i]));
     for (int64_t i = 0; i < na; i++) {
-        int same = tol < 0 ? !memcmp(&x[i], &y[i], sizeof *x)
-                           : fabs((double)x[i] - y[i]) <= tol * scale;
-        if (!same) {
+        if (!same(x[i], y[i], tol, scale, q, abits)) {
             fprintf(stderr, "timcmp: %s vs %s: sample %lld: %.9g vs %.9g\n", argv[a], argv[a + 1],
                     (long long)i, x[i], y[i]);
             return 1;
