@@ -25,6 +25,13 @@ static int or_default(int v, int dflt)
     return v > 0 ? v : dflt;
 }
 
+void ddtk_cpu_config_resolve(ddtk_cpu_config *c)
+{
+    c->time_tile = or_default(c->time_tile, TIME_TILE);
+    c->dm_block = or_default(c->dm_block, DM_BLOCK);
+    c->chan_block = (or_default(c->chan_block, CHAN_BLOCK) + 3) / 4 * 4;
+}
+
 static void add_channels(float *restrict o, const float *in, size_t istride,
                          const int32_t *delay, int c0, int c1, int64_t t0, int64_t tn)
 {
@@ -48,9 +55,9 @@ void ddtk_direct_cpu(const float *in, size_t istride, int nchan, int64_t nout,
                      const int32_t *delay, int ndm, float *out, size_t ostride,
                      const ddtk_cpu_config *cfg)
 {
-    const int time_tile = or_default(cfg->time_tile, TIME_TILE);
-    const int dm_block = or_default(cfg->dm_block, DM_BLOCK);
-    const int chan_block = (or_default(cfg->chan_block, CHAN_BLOCK) + 3) / 4 * 4;
+    ddtk_cpu_config c = *cfg;
+    ddtk_cpu_config_resolve(&c);
+    const int time_tile = c.time_tile, dm_block = c.dm_block, chan_block = c.chan_block;
     const int64_t ntiles = (nout + time_tile - 1) / time_tile;
     const int nblocks = (ndm + dm_block - 1) / dm_block;
 

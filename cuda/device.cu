@@ -48,6 +48,18 @@ extern "C" int ddtk_gpu_list(FILE *fp)
     return DDTK_OK;
 }
 
+extern "C" int ddtk_gpu_describe(int index, char *s, size_t n)
+{
+    cudaDeviceProp prop;
+    char why[160];
+    if (!ddtk_gpu_usable(index, s, n, why, sizeof why)
+        || cudaGetDeviceProperties(&prop, index) != cudaSuccess)
+        return 0;
+    snprintf(s, n, "%s, cc %d.%d, %.0f GiB", prop.name, prop.major, prop.minor,
+             (double)prop.totalGlobalMem / (1 << 30));
+    return 1;
+}
+
 extern "C" int ddtk_gpu_usable(int index, char *name, size_t n, char *why, size_t nwhy)
 {
     int count = 0;

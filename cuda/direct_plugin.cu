@@ -187,3 +187,8 @@ static void report(const void *state, char *buf, size_t n)
 const GpuAlgo direct_gpu = { DDTK_ALGO_DIRECT, create, gulp, report, destroy };
 
 }  // namespace ddgpu
+
+extern "C" int ddtk_gpu_variants(int lane)
+{
+    return ddgpu::config_count(lane ? ddgpu::K_LANES : ddgpu::K_FLOAT);
+}

@@ -335,12 +335,47 @@ typedef struct ddtk_run_stats {
 int ddtk_plan_run(ddtk_plan *plan, ddtk_input *in, ddtk_outset *out, int pad,
                   ddtk_run_stats *stats);
 
+/* ---- wisdom: tuned kernel configurations (wisdom.c, tune.c) ---------------- */
+
+/*
+ * As FFTW's wisdom: the fastest configuration measured for a kernel on this
+ * machine and set-up, kept in a text file. Configurations change speed, never
+ * output. The key is where a plan runs (CPU model and threads, or GPU name,
+ * compute capability and memory) and its set-up (algorithm, nchans, nbits,
+ * DM count rounded up to a power of two, DMs below or past the diagonal DM,
+ * time scrunching).
+ */
+/* $DDTK_WISDOM, else $XDG_CACHE_HOME/ddtk/wisdom, else ~/.cache/ddtk/wisdom
+ * (allocated; NULL when none can be named). */
+char *ddtk_wisdom_path(void);
+int ddtk_wisdom_key(const ddtk_plan_desc *d, char *key, size_t n);
+/* Set d->cpu (CPU) or d->gpu_config (GPU) from the file's entry for d's key;
+ * *found = 1 when there was one. A missing file holds no wisdom; a damaged or
+ * foreign one gives one warning and leaves the defaults: never an error. */
+int ddtk_wisdom_apply(ddtk_plan_desc *d, const char *path, int *found);
+/* The configuration of d's backend as text ("cpu tile 1024 dms 64 chans 32",
+ * "gpu lane 5 float 0"; 0 and -1 mean the built-in default). */
+void ddtk_config_text(const ddtk_plan_desc *d, char *s, size_t n);
+/*
+ * Time configurations of d's kernel on synthetic in-memory blocks for at most
+ * about budget seconds (the default first), set the fastest in d and, when
+ * path is not NULL, store it in that wisdom file (locked, replaced whole).
+ * Every configuration's output must equal the default's byte for byte, or the
+ * tuning fails. A line per configuration tried goes to table when not NULL.
+ */
+int ddtk_tune(ddtk_plan_desc *d, const char *path, double budget, FILE *table);
+
 /* GPU availability (cuda/device.cu when built with CUDA, else gpu_none.c). */
 int ddtk_gpu_count(void);
 int ddtk_gpu_list(FILE *fp);
 int ddtk_have_cuda(void);
 /* 1 if GPU `index` can be used; else 0 with the reason in why. name gets its name. */
 int ddtk_gpu_usable(int index, char *name, size_t n, char *why, size_t nwhy);
+/* "NAME, cc M.m, N GiB" of GPU index (the wisdom key); 0 if it is not usable. */
+int ddtk_gpu_describe(int index, char *s, size_t n);
+/* Compiled variants of the GPU direct kernel for 16-bit lanes (lane 1, input
+ * of 8 bits or less) or floats (lane 0); 0 without CUDA. */
+int ddtk_gpu_variants(int lane);
 /* The backend policy of every tool (backend.c): *use_gpu = 1 when a run with
  * --backend `backend` and --gpu `gpu` goes to that GPU. gpu without a usable
  * GPU is DDTK_ESYS naming the reason; auto falls back to the CPU (noted with -v). */

@@ -16,7 +16,8 @@ enum {
     OPT_PREFIX = 1000, OPT_FORMAT, OPT_DM, OPT_DM_MIN, OPT_DM_MAX, OPT_DM_STEP, OPT_DM_LIST,
     OPT_TOL, OPT_PULSE_WIDTH, OPT_KILLFILE, OPT_ZERODM, OPT_REF_FREQ, OPT_KDM, OPT_ROUNDING,
     OPT_GULP, OPT_MAX_MEM, OPT_THREADS, OPT_BACKEND, OPT_GPU, OPT_LIST_GPUS, OPT_FORCE,
-    OPT_POL, OPT_PAD, OPT_EVEN, OPT_DISCARD, OPT_VERSION, OPT_PLAN, OPT_SCRUNCH, OPT_NBITS_OUT
+    OPT_POL, OPT_PAD, OPT_EVEN, OPT_DISCARD, OPT_VERSION, OPT_PLAN, OPT_SCRUNCH, OPT_NBITS_OUT,
+    OPT_WISDOM, OPT_NO_WISDOM, OPT_TUNE
 };
 
 static const struct option common_options[] = {
@@ -48,59 +49,89 @@ static const struct option common_options[] = {
     { "pad", no_argument, 0, OPT_PAD },
     { "even", no_argument, 0, OPT_EVEN },
     { "nbits-out", required_argument, 0, OPT_NBITS_OUT },
+    { "wisdom", required_argument, 0, OPT_WISDOM },
+    { "no-wisdom", no_argument, 0, OPT_NO_WISDOM },
+    { "tune", no_argument, 0, OPT_TUNE },
     { "discard", no_argument, 0, OPT_DISCARD },
     DDTK_STANDARD_OPTIONS(OPT_VERSION),
 };
 #define NCOMMON ((int)(sizeof common_options / sizeof common_options[0]))
 
-const char ddtk_ddcli_help[] =
-    "Input: a SIGPROC filterbank FILE, or '-' (or nothing) for stdin.\n"
+#define HELP_DMS \
+    "Input: a SIGPROC filterbank FILE, or '-' (or nothing) for stdin.\n" \
+    "\n" \
+    "DM trials (one of):\n" \
+    "  --dm DM[,DM...]          explicit DMs (pc cm^-3)\n" \
+    "  --dm-min A --dm-max B --dm-step S   linear range, A and B included\n" \
+    "  --dm-min A --dm-max B [--tol T] [--pulse-width W]\n" \
+    "                           tolerance-spaced list (dedisperse_all/dedisp recurrence;\n" \
+    "                           defaults T=1.25, W=40 us)\n" \
+    "  --dm-list FILE           one DM per line\n" \
+    "  --plan FILE              a ddplan plan (TSV: dm_lo dm_hi dm_step downsamp ndm);\n" \
+    "                           DMs of a row with downsamp f are dedispersed at f*tsamp\n" \
+    "  --scrunch auto|none      auto: halve the time resolution each time the DM passes\n" \
+    "                           2^k times the diagonal DM (Barsdell 2.1); none: full\n" \
+    "                           resolution (default: the plan's factors, else none)\n" \
     "\n"
-    "DM trials (one of):\n"
-    "  --dm DM[,DM...]          explicit DMs (pc cm^-3)\n"
-    "  --dm-min A --dm-max B --dm-step S   linear range, A and B included\n"
-    "  --dm-min A --dm-max B [--tol T] [--pulse-width W]\n"
-    "                           tolerance-spaced list (dedisperse_all/dedisp recurrence;\n"
-    "                           defaults T=1.25, W=40 us)\n"
-    "  --dm-list FILE           one DM per line\n"
-    "  --plan FILE              a ddplan plan (TSV: dm_lo dm_hi dm_step downsamp ndm);\n"
-    "                           DMs of a row with downsamp f are dedispersed at f*tsamp\n"
-    "  --scrunch auto|none      auto: halve the time resolution each time the DM passes\n"
-    "                           2^k times the diagonal DM (Barsdell 2.1); none: full\n"
-    "                           resolution (default: the plan's factors, else none)\n"
+
+#define HELP_OUTPUT \
+    "Output:\n" \
+    "  -o, --output FILE        output of a single-DM run (default: .tim to stdout)\n" \
+    "  --prefix P               several DMs: P_DM%.2f.tim or .dat/.inf\n" \
+    "                           (default: the input's name without its suffix)\n" \
+    "  --format tim|dat         SIGPROC .tim or PRESTO .dat + .inf (default tim)\n" \
+    "  --pad                    pad each series to the input length with its mean\n" \
+    "  --even                   trim each series to an even length (PRESTO)\n" \
+    "  --nbits-out B            8 or 16: .tim samples as unsigned integers, value = sum / S\n" \
+    "                           rounded, S the smallest power of two that keeps the\n" \
+    "                           largest possible sum in range (printed); 32: float32\n" \
+    "  --force                  overwrite existing outputs\n" \
+    "  --discard                dedisperse but write no output (benchmarks)\n" \
     "\n"
-    "Output:\n"
-    "  -o, --output FILE        output of a single-DM run (default: .tim to stdout)\n"
-    "  --prefix P               several DMs: P_DM%.2f.tim or .dat/.inf\n"
-    "                           (default: the input's name without its suffix)\n"
-    "  --format tim|dat         SIGPROC .tim or PRESTO .dat + .inf (default tim)\n"
-    "  --pad                    pad each series to the input length with its mean\n"
-    "  --even                   trim each series to an even length (PRESTO)\n"
-    "  --nbits-out B            8 or 16: .tim samples as unsigned integers, value = sum / S\n"
-    "                           rounded, S the smallest power of two that keeps the\n"
-    "                           largest possible sum in range (printed); 32: float32\n"
-    "  --force                  overwrite existing outputs\n"
-    "  --discard                dedisperse but write no output (benchmarks)\n"
+
+#define HELP_KERNEL \
+    "Kernel configuration (speed only: outputs never change):\n" \
+    "  --wisdom FILE            tuned configurations (default $DDTK_WISDOM, else\n" \
+    "                           $XDG_CACHE_HOME/ddtk/wisdom or ~/.cache/ddtk/wisdom)\n" \
+    "  --no-wisdom              built-in defaults, no wisdom file\n" \
+    "  --tune                   tune this set-up first if the wisdom has no entry\n" \
+    "                           (at most DDTK_TUNE_BUDGET seconds, default 30)\n" \
     "\n"
-    "Dedispersion:\n"
-    "  --kdm K                  dispersion constant (default 4148.741601 s MHz^2 pc^-1 cm^3)\n"
-    "  --ref-freq MHz           reference frequency (default: highest channel centre)\n"
-    "  --rounding nearest|floor delay rounding (default nearest; floor = SIGPROC dedisperse)\n"
-    "  --killfile FILE          channels to kill: 0/1 mask per line (0 kills) or\n"
-    "                           a list of indices and ranges, e.g. 0:10,40,100:120\n"
-    "  --zerodm                 subtract each spectrum's mean before dedispersing\n"
-    "  --pol sum|N              IFs: sum of IFs 0 and 1, or IF N (default sum if nifs is 2 or 4)\n"
-    "\n"
-    "Resources:\n"
-    "  --gulp N                 spectra per gulp (default: automatic, >= 16384 and the max delay)\n"
-    "  --max-mem SIZE           memory bound for the gulp buffers (default 2G)\n"
-    "  --threads N              CPU threads (default: OpenMP's, all cores)\n"
-    "  --backend cpu|gpu|auto   (default auto: the GPU when usable, else the CPU)\n"
-    "  --gpu N                  GPU index (default 0; respects CUDA_VISIBLE_DEVICES)\n"
-    "  --list-gpus              list usable GPUs and exit\n"
-    "\n"
-    "  -q, --quiet              no progress or summary    -v, --verbose  more detail\n"
-    "  -h, --help               this help                 --version      print the version\n";
+
+#define HELP_REST \
+    "Dedispersion:\n" \
+    "  --kdm K                  dispersion constant (default 4148.741601 s MHz^2 pc^-1 cm^3)\n" \
+    "  --ref-freq MHz           reference frequency (default: highest channel centre)\n" \
+    "  --rounding nearest|floor delay rounding (default nearest; floor = SIGPROC dedisperse)\n" \
+    "  --killfile FILE          channels to kill: 0/1 mask per line (0 kills) or\n" \
+    "                           a list of indices and ranges, e.g. 0:10,40,100:120\n" \
+    "  --zerodm                 subtract each spectrum's mean before dedispersing\n" \
+    "  --pol sum|N              IFs: sum of IFs 0 and 1, or IF N (default sum if nifs is 2 or 4)\n" \
+    "\n" \
+    "Resources:\n" \
+    "  --gulp N                 spectra per gulp (default: automatic, >= 16384 and the max delay)\n" \
+    "  --max-mem SIZE           memory bound for the gulp buffers (default 2G)\n" \
+    "  --threads N              CPU threads (default: OpenMP's, all cores)\n" \
+    "  --backend cpu|gpu|auto   (default auto: the GPU when usable, else the CPU)\n" \
+    "  --gpu N                  GPU index (default 0; respects CUDA_VISIBLE_DEVICES)\n" \
+    "  --list-gpus              list usable GPUs and exit\n" \
+    "\n" \
+    "  -q, --quiet              no progress or summary    -v, --verbose  more detail\n" \
+    "  -h, --help               this help                 --version      print the version\n"
+
+const char ddtk_ddcli_help[] = HELP_DMS HELP_OUTPUT HELP_KERNEL HELP_REST;
+const char ddtk_ddcli_tune_help[] = HELP_DMS HELP_REST;
+
+int ddtk_ddargs_no_outputs(const ddtk_ddargs *a)
+{
+    const ddtk_outspec *o = &a->out;
+    if (o->output || o->prefix || o->format != DDTK_FMT_TIM || o->force || o->even
+        || o->discard || a->pad || a->nbits_out != 32 || a->tune)
+        return ddtk_fail(DDTK_EUSAGE, "output options (-o, --prefix, --format, --pad, --even, "
+                         "--nbits-out, --force, --discard, --tune) do not apply here: "
+                         "this tool writes no series");
+    return DDTK_OK;
+}
 
 void ddtk_ddargs_init(ddtk_ddargs *a)
 {
@@ -119,6 +150,8 @@ void ddtk_ddargs_free(ddtk_ddargs *a)
     ddtk_dmlist_free(&a->dms);
     free(a->default_prefix);
     free(a->downsamp);
+    free(a->freqs);
+    free(a->kill);
 }
 
 static const char *const formats[] = { "tim", "dat", NULL };
@@ -173,6 +206,9 @@ static int common_option(ddtk_ddargs *a, int code, const char *arg)
         break;
     case OPT_PAD: a->pad = 1; break;
     case OPT_EVEN: a->out.even = 1; break;
+    case OPT_WISDOM: a->wisdom = arg; break;
+    case OPT_NO_WISDOM: a->no_wisdom = 1; break;
+    case OPT_TUNE: a->tune = 1; break;
     case OPT_NBITS_OUT: {
         static const char *const widths[] = { "8", "16", "32", NULL };
         int i;
@@ -330,31 +366,69 @@ static int gpu_config_from_env(ddtk_plan_desc *d)
     return DDTK_OK;
 }
 
-int ddtk_ddargs_plan(ddtk_ddargs *a, const ddtk_input *in, int algorithm, ddtk_plan **plan)
+/* Seconds --tune may spend: $DDTK_TUNE_BUDGET, default 30. */
+static int tune_budget(double *budget)
 {
-    double *freqs = NULL;
-    uint8_t *kill = NULL;
+    const char *env = getenv("DDTK_TUNE_BUDGET");
+    *budget = 30;
+    if (env && *env && (ddtk_parse_double(env, budget) || !(*budget > 0)))
+        return ddtk_fail(DDTK_EUSAGE, "DDTK_TUNE_BUDGET '%s': expected seconds > 0", env);
+    return DDTK_OK;
+}
+
+/* The kernel configuration: wisdom (tuned first with --tune when it has no
+ * entry for this set-up), then DDTK_GPU_CONFIG; -v says which ran and why. */
+static int configure(ddtk_ddargs *a)
+{
+    char *path = a->no_wisdom ? NULL : a->wisdom ? strdup(a->wisdom) : ddtk_wisdom_path();
+    const char *from = "built-in defaults";
+    int found = 0, rc = DDTK_OK;
+    double budget;
+    if (path)
+        rc = ddtk_wisdom_apply(&a->desc, path, &found);
+    if (found)
+        from = "wisdom";
+    else if (!rc && a->tune && !(rc = tune_budget(&budget))) {
+        ddtk_msg("tuning the kernel for this set-up (at most %g s)%s", budget,
+                 path ? "" : "; --no-wisdom: not kept");
+        rc = ddtk_tune(&a->desc, path, budget, a->desc.verbose ? stderr : NULL);
+        from = "tuned now";
+    }
+    if (!rc)
+        rc = gpu_config_from_env(&a->desc);
+    if (!rc && a->desc.verbose) {
+        char cfg[128];
+        ddtk_config_text(&a->desc, cfg, sizeof cfg);
+        ddtk_msg("kernel configuration: %s (%s)", cfg, from);
+    }
+    free(path);
+    return rc;
+}
+
+int ddtk_ddargs_describe(ddtk_ddargs *a, const ddtk_input *in, int algorithm)
+{
     int rc = ddtk_ddargs_resolve(a, &in->hdr);
     if (!rc)
-        rc = load_killfile(a, in->hdr.nchans, &kill);
+        rc = load_killfile(a, in->hdr.nchans, &a->kill);
     if (!rc)
-        rc = ddtk_plan_desc_header(&a->desc, &in->hdr, &freqs);
+        rc = ddtk_plan_desc_header(&a->desc, &in->hdr, &a->freqs);
     if (!rc) {
         a->desc.name = in->name;
-        a->desc.kill = kill;
+        a->desc.kill = a->kill;
         a->desc.dms = a->dms.dm;
         a->desc.ndm = a->dms.n;
         a->desc.downsamp = a->downsamp;
         a->desc.algorithm = algorithm;
-        rc = gpu_config_from_env(&a->desc);
     }
-    if (!rc)
-        rc = ddtk_plan_create(plan, &a->desc);
-    free(freqs);
-    free(kill);
-    a->desc.freqs = NULL;
-    a->desc.kill = NULL;
     return rc;
+}
+
+int ddtk_ddargs_plan(ddtk_ddargs *a, const ddtk_input *in, int algorithm, ddtk_plan **plan)
+{
+    int rc = ddtk_ddargs_describe(a, in, algorithm);
+    if (!rc)
+        rc = configure(a);
+    return rc ? rc : ddtk_plan_create(plan, &a->desc);
 }
 
 /* --nbits-out 8|16: integer series need integer sums of unsigned samples;

@@ -21,21 +21,31 @@ typedef struct ddtk_ddargs {
     const char *killfile;
     int pad;
     int nbits_out;                /* --nbits-out: 8, 16 or 32 */
+    double *freqs;                /* desc's channel frequencies and kill mask */
+    uint8_t *kill;
+    const char *wisdom;           /* --wisdom FILE */
+    int no_wisdom, tune;          /* --no-wisdom, --tune */
     ddtk_outspec out;
     ddtk_plan_desc desc;          /* kdm, fref, rounding, resources, backend ... */
 } ddtk_ddargs;
 
-extern const char ddtk_ddcli_help[];
+/* The options' help: every one; and without output options (ddtune). */
+extern const char ddtk_ddcli_help[], ddtk_ddcli_tune_help[];
 
 void ddtk_ddargs_init(ddtk_ddargs *a);
 void ddtk_ddargs_free(ddtk_ddargs *a);
 int ddtk_ddargs_parse(ddtk_ddargs *a, int argc, char **argv,
                       const struct option *extra, int nextra,
                       ddtk_option_handler handler, void *ctx, void (*help)(void));
+/* DDTK_EUSAGE when an output option was given to a tool that writes no series. */
+int ddtk_ddargs_no_outputs(const ddtk_ddargs *a);
 /* Build the DM list from the options and the input header; set the default prefix. */
 int ddtk_ddargs_resolve(ddtk_ddargs *a, const ddtk_header *h);
-/* Resolve the DMs and plan `algorithm` for the input (killfile, scrunch factors,
- * DDTK_GPU_CONFIG: the GPU kernel variant of benchmark sweeps). */
+/* Resolve the DMs and describe the plan of `algorithm` for the input in
+ * a->desc (killfile, scrunch factors), with the built-in kernel configuration. */
+int ddtk_ddargs_describe(ddtk_ddargs *a, const ddtk_input *in, int algorithm);
+/* The same, then the kernel configuration (wisdom, --tune, DDTK_GPU_CONFIG:
+ * the GPU kernel variant of benchmark sweeps), and the plan. */
 int ddtk_ddargs_plan(ddtk_ddargs *a, const ddtk_input *in, int algorithm, ddtk_plan **plan);
 /* Run a plan on the input into the outputs the options name, with .inf notes
  * `notes`, and print the summary unless -q. */

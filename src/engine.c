@@ -19,7 +19,14 @@
 #include <omp.h>
 #endif
 
+/* Indexed by DDTK_ALGO_*. */
 static const ddtk_algo *const algorithms[] = { &ddtk_algo_direct };
+#define NALGORITHMS ((int)(sizeof algorithms / sizeof algorithms[0]))
+
+const char *ddtk_algorithm_name(int id)
+{
+    return id >= 0 && id < NALGORITHMS ? algorithms[id]->name : "unknown";
+}
 
 void ddtk_plan_desc_init(ddtk_plan_desc *d)
 {
@@ -77,7 +84,7 @@ static int check_desc(const ddtk_plan_desc *d)
             return ddtk_fail(DDTK_EUSAGE, "DM %g: DMs must be finite and >= 0", d->dms[i]);
     if (!(d->kdm > 0))
         return ddtk_fail(DDTK_EUSAGE, "dispersion constant %g is not positive", d->kdm);
-    if (d->algorithm < 0 || d->algorithm >= (int)(sizeof algorithms / sizeof algorithms[0]))
+    if (d->algorithm < 0 || d->algorithm >= NALGORITHMS)
         return ddtk_fail(DDTK_EUSAGE, "unknown algorithm %d", d->algorithm);
     return DDTK_OK;
 }

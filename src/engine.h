@@ -54,6 +54,9 @@ typedef struct ddtk_algo {
 
 extern const ddtk_algo ddtk_algo_direct;
 
+/* The name of algorithm id ("direct"), or "unknown". */
+const char *ddtk_algorithm_name(int id);
+
 /* Streaming state of a backend, kept between runs of one plan. */
 typedef struct ddtk_cpu_stream ddtk_cpu_stream;
 typedef struct ddtk_gpu_stream ddtk_gpu_stream;

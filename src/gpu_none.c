@@ -30,6 +30,20 @@ int ddtk_gpu_usable(int index, char *name, size_t n, char *why, size_t nwhy)
     return 0;
 }
 
+int ddtk_gpu_describe(int index, char *s, size_t n)
+{
+    (void)index;
+    if (n)
+        s[0] = '\0';
+    return 0;
+}
+
+int ddtk_gpu_variants(int lane)
+{
+    (void)lane;
+    return 0;
+}
+
 int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *w, double *kernel)
 {
     (void)p, (void)src, (void)w, (void)kernel;

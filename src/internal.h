@@ -91,6 +91,12 @@ double ddtk_integer_scale(double largest, int nbits);
 /* x / scale rounded half away from zero, clamped to 0 .. 2^nbits - 1. */
 uint32_t ddtk_quantise(double x, double scale, int nbits);
 
+/* ---- wisdom (wisdom.c) ------------------------------------------------------ */
+
+/* Replace or add key's entry in the wisdom file at path (its directory made
+ * when missing), under the directory's lock, by renaming a whole new file. */
+int ddtk_wisdom_store(const char *path, const char *key, const char *config, double rate);
+
 /* ---- synthetic observations (sim.c) --------------------------------------- */
 
 typedef struct ddtk_sim_pulse {
@@ -126,6 +132,8 @@ void ddtk_sim_levels(int nbits, int sgn, double *mean, double *sigma);
 
 /* CPU kernel: out[d*ostride + t] = sum over rows c of in[c*istride + t + delay[d*nchan + c]]
  * for t in [0, nout); in must hold nout + max delay samples per row. */
+/* Zero fields of c take the kernel's defaults; chan_block rounds up to a multiple of 4. */
+void ddtk_cpu_config_resolve(ddtk_cpu_config *c);
 void ddtk_direct_cpu(const float *in, size_t istride, int nchan, int64_t nout,
                      const int32_t *delay, int ndm, float *out, size_t ostride,
                      const ddtk_cpu_config *cfg);

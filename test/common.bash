@@ -3,6 +3,8 @@
 BIN=${DDTK_BIN:-$BATS_TEST_DIRNAME/../bin}
 TBIN=${DDTK_TEST_BIN:-$BATS_TEST_DIRNAME/../build/test}
 PATH="$BIN:$TBIN:$PATH"
+# No user's wisdom file in the tests (a test that wants one names it).
+export DDTK_WISDOM=/nonexistent/ddtk-test-wisdom
 
 setup() {
     cd "$BATS_TEST_TMPDIR" || return 1

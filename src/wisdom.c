@@ -1,0 +1,329 @@
+/*
+ * wisdom.c - the wisdom file: tuned kernel configurations keyed by machine
+ * and set-up, as FFTW keeps its wisdom.
+ *
+ * The file is plain text: the line "# ddtk wisdom 1", then one entry a line,
+ * "KEY<TAB>CONFIG<TAB>SAMPLE-ADDS/S", CONFIG as ddtk_config_text writes it.
+ * A writer holds the directory's lock (tempfile.c), reads the file, replaces
+ * its key's line and renames a complete new file into place, so concurrent
+ * writers never interleave and readers never see half a file. Anything
+ * unexpected in a file (another program's, a damaged one) is one warning and
+ * no wisdom: a configuration changes speed only, so defaults are always safe.
+ */
+#define _GNU_SOURCE               /* asprintf */
+#include "cli.h"
+#include "dmplan.h"
+#include "engine.h"
+#include "internal.h"
+#include "tempfile.h"
+
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char magic[] = "# ddtk wisdom 1";
+
+char *ddtk_wisdom_path(void)
+{
+    const char *env = getenv("DDTK_WISDOM"), *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    char *s = NULL;
+    if (env && *env)
+        return strdup(env);
+    if (xdg && *xdg && asprintf(&s, "%s/ddtk/wisdom", xdg) < 0)
+        s = NULL;
+    else if (!(xdg && *xdg) && home && *home && asprintf(&s, "%s/.cache/ddtk/wisdom", home) < 0)
+        s = NULL;
+    return s;
+}
+
+/* ---- keys ---------------------------------------------------------------------- */
+
+static void cpu_model(char *s, size_t n)
+{
+    FILE *fp = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    snprintf(s, n, "unknown CPU");
+    while (fp && fgets(line, sizeof line, fp)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) == 0 && colon) {
+            snprintf(s, n, "%s", colon + 2 + strspn(colon + 2, " "));
+            s[strcspn(s, "\n")] = '\0';
+            break;
+        }
+    }
+    if (fp)
+        fclose(fp);
+}
+
+/* Where d runs: "cpu MODEL x THREADS" or "gpu NAME, cc M.m, N GiB". */
+static int machine_key(const ddtk_plan_desc *d, char *s, size_t n)
+{
+    int use_gpu = 0, rc = ddtk_backend_resolve(d->backend, d->gpu, 0, &use_gpu);
+    char what[256];
+    if (rc)
+        return rc;
+    if (use_gpu) {
+        ddtk_gpu_describe(d->gpu, what, sizeof what);
+        snprintf(s, n, "gpu %s", what);
+    } else {
+        cpu_model(what, sizeof what);
+        snprintf(s, n, "cpu %s x %d", what, d->threads > 0 ? d->threads : omp_get_max_threads());
+    }
+    return DDTK_OK;
+}
+
+/* DMs below or past the diagonal DM, where one channel's smearing reaches
+ * one sample (Barsdell 2.1): the regime that changes the kernel's reuse. */
+static const char *dm_regime(const ddtk_plan_desc *d)
+{
+    double lo = d->freqs[0], hi = d->freqs[0], top = 0;
+    for (int c = 1; c < d->nchans; c++) {
+        lo = fmin(lo, d->freqs[c]);
+        hi = fmax(hi, d->freqs[c]);
+    }
+    for (int i = 0; i < d->ndm; i++)
+        top = fmax(top, d->dms[i]);
+    double bw = d->nchans > 1 ? (hi - lo) / (d->nchans - 1) : d->chan_bw;
+    ddtk_obs o;
+    if (!(bw > 0) || ddtk_obs_init(&o, d->nchans, hi, -bw, d->tsamp, 0, d->kdm))
+        return "below";
+    return top > ddtk_diagonal_dm(&o) ? "past" : "below";
+}
+
+int ddtk_wisdom_key(const ddtk_plan_desc *d, char *key, size_t n)
+{
+    char machine[320];
+    int rc = machine_key(d, machine, sizeof machine), bucket = 1, scrunch = 0;
+    if (rc)
+        return rc;
+    while (bucket < d->ndm)
+        bucket *= 2;
+    for (int i = 0; d->downsamp && i < d->ndm; i++)
+        scrunch |= d->downsamp[i] > 1;
+    snprintf(key, n, "%s | %s nchans %d nbits %d ndm %d %s-diagonal%s", machine,
+             ddtk_algorithm_name(d->algorithm), d->nchans, d->nbits, bucket, dm_regime(d),
+             scrunch ? " scrunched" : "");
+    return DDTK_OK;
+}
+
+/* ---- configurations as text --------------------------------------------------------- */
+
+static int uses_gpu(const ddtk_plan_desc *d)
+{
+    int use_gpu = 0;
+    return !ddtk_backend_resolve(d->backend, d->gpu, 0, &use_gpu) && use_gpu;
+}
+
+void ddtk_config_text(const ddtk_plan_desc *d, char *s, size_t n)
+{
+    if (uses_gpu(d))
+        snprintf(s, n, "gpu lane %d float %d", d->gpu_config.lane_variant,
+                 d->gpu_config.float_variant);
+    else {
+        ddtk_cpu_config c = d->cpu;
+        ddtk_cpu_config_resolve(&c);
+        snprintf(s, n, "cpu tile %d dms %d chans %d", c.time_tile, c.dm_block, c.chan_block);
+    }
+}
+
+/* Parse ddtk_config_text's form into d; -1 when it is not one. */
+static int parse_config(const char *s, ddtk_plan_desc *d)
+{
+    ddtk_cpu_config c;
+    ddtk_gpu_config g;
+    char end;
+    if (sscanf(s, "cpu tile %d dms %d chans %d%c", &c.time_tile, &c.dm_block, &c.chan_block,
+               &end) == 3 && c.time_tile >= 0 && c.dm_block >= 0 && c.chan_block >= 0) {
+        d->cpu = c;
+        return 0;
+    }
+    if (sscanf(s, "gpu lane %d float %d%c", &g.lane_variant, &g.float_variant, &end) == 2
+        && g.lane_variant >= -1 && g.float_variant >= -1) {
+        d->gpu_config = g;
+        return 0;
+    }
+    return -1;
+}
+
+/* ---- the file ----------------------------------------------------------------------- */
+
+typedef struct wisdom {
+    char **line;                  /* entries: "key\tconfig\trate" without the newline */
+    int n;
+} wisdom;
+
+static void wisdom_free(wisdom *w)
+{
+    for (int i = 0; i < w->n; i++)
+        free(w->line[i]);
+    free(w->line);
+    memset(w, 0, sizeof *w);
+}
+
+/* An entry's fields, split in place: 0, or -1 when the line is not an entry. */
+static int split_entry(char *line, char **key, char **config, double *rate)
+{
+    char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL, *end;
+    if (!t1 || !t2 || t1 == line || strchr(t2 + 1, '\t'))
+        return -1;
+    *t1 = *t2 = '\0';
+    *key = line;
+    *config = t1 + 1;
+    *rate = strtod(t2 + 1, &end);
+    ddtk_plan_desc probe;
+    return *end == '\0' && *rate > 0 && !parse_config(*config, &probe) ? 0 : -1;
+}
+
+static int entry_ok(const char *line)
+{
+    char *copy = strdup(line), *key, *config;
+    double rate;
+    int ok = copy && !split_entry(copy, &key, &config, &rate);
+    free(copy);
+    return ok;
+}
+
+/* Read path's entries. 1: no file; -1: not a wisdom file (*why says what). */
+static int wisdom_read(const char *path, wisdom *w, const char **why)
+{
+    FILE *fp = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int rc = 0, first = 1;
+    memset(w, 0, sizeof *w);
+    if (!fp)
+        return errno == ENOENT ? 1 : (*why = strerror(errno), -1);
+    while (!rc && (len = getline(&line, &cap, fp)) >= 0) {
+        line[strcspn(line, "\n")] = '\0';
+        if (first) {
+            rc = strcmp(line, magic) ? (*why = "not a ddtk wisdom file", -1) : 0;
+            first = 0;
+        } else if (!entry_ok(line)) {
+            rc = (*why = "a damaged entry", -1);
+        } else {
+            char **grown = realloc(w->line, (size_t)(w->n + 1) * sizeof *grown);
+            if (!grown || !(grown[w->n] = strdup(line)))
+                rc = (*why = "out of memory", -1);
+            else
+                w->line = grown, w->n++;
+        }
+    }
+    if (!rc && first)
+        rc = (*why = "an empty file", -1);
+    free(line);
+    fclose(fp);
+    if (rc)
+        wisdom_free(w);
+    return rc;
+}
+
+/* The index of key's entry, or -1. */
+static int wisdom_find(const wisdom *w, const char *key)
+{
+    size_t k = strlen(key);
+    for (int i = 0; i < w->n; i++)
+        if (strncmp(w->line[i], key, k) == 0 && w->line[i][k] == '\t')
+            return i;
+    return -1;
+}
+
+int ddtk_wisdom_apply(ddtk_plan_desc *d, const char *path, int *found)
+{
+    char key[1024];
+    const char *why = NULL;
+    wisdom w;
+    *found = 0;
+    int rc = ddtk_wisdom_key(d, key, sizeof key);
+    if (rc)
+        return rc;
+    rc = wisdom_read(path, &w, &why);
+    if (rc < 0)
+        ddtk_msg("warning: %s: %s; using the default kernel configuration", path, why);
+    if (rc)
+        return DDTK_OK;
+    int i = wisdom_find(&w, key);
+    if (i >= 0) {
+        char *copy = strdup(w.line[i]), *k, *config;
+        double rate;
+        *found = copy && !split_entry(copy, &k, &config, &rate) && !parse_config(config, d);
+        free(copy);
+    }
+    wisdom_free(&w);
+    return DDTK_OK;
+}
+
+static int make_parent(const char *path)
+{
+    char *dir = strdup(path);
+    if (!dir)
+        return ddtk_fail(DDTK_ESYS, "out of memory");
+    for (char *s = strchr(dir + 1, '/'); s; s = strchr(s + 1, '/')) {
+        *s = '\0';
+        if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+            int rc = ddtk_fail(DDTK_ESYS, "%s: cannot create: %s", dir, strerror(errno));
+            free(dir);
+            return rc;
+        }
+        *s = '/';
+    }
+    free(dir);
+    return DDTK_OK;
+}
+
+static int wisdom_write(const char *path, const wisdom *w)
+{
+    char *tmp;
+    FILE *fp = ddtk_temp_open(path, &tmp);
+    if (!fp)
+        return DDTK_ESYS;
+    fprintf(fp, "%s\n", magic);
+    for (int i = 0; i < w->n; i++)
+        fprintf(fp, "%s\n", w->line[i]);
+    int rc = ddtk_temp_flush(fp, tmp, path);
+    if (fclose(fp) != 0 && !rc)
+        rc = ddtk_fail(DDTK_ESYS, "%s: write error: %s", path, strerror(errno));
+    if (rc)
+        ddtk_temp_remove(&tmp);
+    return rc ? rc : ddtk_temp_rename(&tmp, path, 1);
+}
+
+/* Replace (or add) key's entry; a file that is not wisdom is replaced whole. */
+int ddtk_wisdom_store(const char *path, const char *key, const char *config, double rate)
+{
+    wisdom w;
+    const char *why;
+    char *entry;
+    int rc = make_parent(path);
+    if (rc)
+        return rc;
+    int lock = ddtk_tempdir_lock(path);
+    if (wisdom_read(path, &w, &why) < 0)
+        ddtk_msg("warning: %s: %s; starting a new wisdom file", path, why);
+    if (asprintf(&entry, "%s\t%s\t%.4g", key, config, rate) < 0) {
+        rc = ddtk_fail(DDTK_ESYS, "out of memory");
+    } else {
+        int i = wisdom_find(&w, key);
+        i = i >= 0 ? i : w.n;
+        char **grown = i < w.n ? w.line : realloc(w.line, (size_t)(w.n + 1) * sizeof *grown);
+        if (!grown) {
+            free(entry);
+            rc = ddtk_fail(DDTK_ESYS, "out of memory");
+        } else {
+            w.line = grown;
+            if (i < w.n)
+                free(w.line[i]);
+            else
+                w.n++;
+            w.line[i] = entry;
+            rc = wisdom_write(path, &w);
+        }
+    }
+    ddtk_tempdir_unlock(lock);
+    wisdom_free(&w);
+    return rc;
+}

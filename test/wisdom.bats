@@ -1,0 +1,80 @@
+#!/usr/bin/env bats
+# wisdom.bats - ddtune, the wisdom file and the dd_* options that use it:
+# a tuned configuration is found by the next run (-v says so), --no-wisdom
+# and --wisdom choose, --tune tunes a new set-up once, a damaged file is one
+# warning and the defaults, concurrent tuners leave a whole file, and no
+# configuration changes an output byte.
+
+load common
+
+setup() {
+    cd "$BATS_TEST_TMPDIR" || return 1
+    export DDTK_WISDOM=$BATS_TEST_TMPDIR/cache/wisdom DDTK_TUNE_BUDGET=2
+    fbsim -q -o a.fil --nchans 64 --nbits 8 --tsamp 0.000256 --tobs 1 --fch1 1500 --foff -1 \
+        --pulse 0.5,40,0.001,20
+}
+
+@test "ddtune keeps the fastest configuration; dd_direct uses it, with the same bytes" {
+    run ddtune a.fil --dm-min 0 --dm-max 60 --dm-step 1 --budget 3
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"set-up: cpu "*" | direct nchans 64 nbits 8 ndm 64 "* ]]
+    best=$(printf '%s\n' "$output" | sed -n 's/^best: \(cpu tile [0-9]* dms [0-9]* chans [0-9]*\),.*/\1/p')
+    [ -n "$best" ]
+    [ "$(head -1 cache/wisdom)" = "# ddtk wisdom 1" ]
+    [ "$(tail -n +2 cache/wisdom | cut -f2)" = "$best" ]
+    mkdir w d
+    run dd_direct a.fil --dm-min 0 --dm-max 60 --dm-step 1 --prefix w/x -v
+    [[ "$output" == *"kernel configuration: $best (wisdom)"* ]]
+    run dd_direct a.fil --dm-min 0 --dm-max 60 --dm-step 1 --prefix d/x -v --no-wisdom
+    [[ "$output" == *"kernel configuration: cpu tile 1024 dms 64 chans 32 (built-in defaults)"* ]]
+    for f in d/*.tim; do cmp "$f" "w/${f#d/}"; done
+    [ "$(ls d | wc -l)" -eq 61 ]
+}
+
+@test "--tune tunes a set-up the wisdom lacks, once; --wisdom FILE names another file" {
+    mkdir t u v
+    run dd_direct a.fil --dm 0,10,20 --prefix t/x -v --tune
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"tuning the kernel for this set-up (at most 2 s)"* ]]
+    [[ "$output" == *"(tuned now)"* ]]
+    run dd_direct a.fil --dm 0,10,20 --prefix u/x -v --tune
+    [[ "$output" == *"(wisdom)"* ]] && [[ "$output" != *tuning* ]]
+    run dd_direct a.fil --dm 0,10,20 --prefix v/x -v --wisdom other
+    [[ "$output" == *"(built-in defaults)"* ]] && [ ! -e other ]
+    for f in t/*.tim; do cmp "$f" "u/${f#t/}" && cmp "$f" "v/${f#t/}"; done
+}
+
+@test "a damaged or foreign wisdom file is one warning and the defaults, never a failure" {
+    mkdir cache
+    printf 'something else entirely\n' > cache/wisdom
+    dd_direct -q a.fil --dm 40 -o ref.tim --no-wisdom
+    run dd_direct a.fil --dm 40 -o x.tim -q
+    [ "$status" -eq 0 ]
+    [ "$output" = "dd_direct: warning: $DDTK_WISDOM: not a ddtk wisdom file; using the default kernel configuration" ]
+    cmp x.tim ref.tim
+    printf '# ddtk wisdom 1\nhalf a line' > cache/wisdom
+    run dd_direct a.fil --dm 40 -o y.tim -q
+    [ "$status" -eq 0 ] && [[ "$output" == *"a damaged entry"* ]]
+    cmp y.tim ref.tim
+}
+
+@test "four tuners at once on four set-ups leave one whole file with four entries" {
+    for n in 9 39 149 599; do         # 10, 40, 150, 600 DMs: four DM-count buckets
+        ddtune -q a.fil --dm-min 0 --dm-max $n --dm-step 1 --budget 1 > t$n.log &
+    done
+    wait
+    [ "$(head -1 cache/wisdom)" = "# ddtk wisdom 1" ]
+    [ "$(tail -n +2 cache/wisdom | wc -l)" -eq 4 ]
+    [ "$(tail -n +2 cache/wisdom | awk -F'\t' 'NF == 3 && $3 > 0' | wc -l)" -eq 4 ]
+    [ -z "$(ls -A cache | grep -v '^wisdom$')" ]
+}
+
+@test "ddtune: bad budget, missing DMs and output options are usage errors; nothing is written" {
+    run_err "--budget" ddtune a.fil --dm 10 --budget 0
+    [ "$status" -eq 2 ]
+    run_err "--dm" ddtune a.fil
+    [ "$status" -eq 2 ]
+    run_err "do not apply here" ddtune a.fil --dm 10 --prefix out/x
+    [ "$status" -eq 2 ]
+    [ ! -e cache ]
+}
