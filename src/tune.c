@@ -21,6 +21,7 @@
 #include <string.h>
 
 #define TARGET_ADDS 2e9
+#define MOST_BYTES (128.0 * (1 << 20))    /* of the synthetic input block */
 
 typedef struct bench {
     ddtk_plan_desc d;             /* the configuration under test */
@@ -61,7 +62,8 @@ static int bench_init(bench *b, const ddtk_plan_desc *d, double budget, FILE *ta
     if (rc)
         return rc;
     double per_sample = (double)d->ndm * ddtk_plan_nlive(p);
-    int64_t nout = (int64_t)fmin(fmax(TARGET_ADDS / per_sample, 4096), 1 << 18);
+    double most = MOST_BYTES * 8 / ((double)d->nchans * d->nifs * d->nbits);
+    int64_t nout = (int64_t)fmin(fmin(fmax(TARGET_ADDS / per_sample, 4096), 1 << 18), most);
     b->nsamps = ddtk_round_up(ddtk_plan_max_delay(p) + nout, 1024);
     b->stride = (size_t)ddtk_plan_nout(p, 0, b->nsamps);
     for (int i = 0; i < d->ndm; i++)
