@@ -78,3 +78,19 @@ setup() {
     [ "$status" -eq 2 ]
     [ ! -e cache ]
 }
+
+@test "gpu: ddtune times every lane-kernel variant; dd_direct runs the kept one, with the CPU's bytes" {
+    dd_direct --list-gpus 2>/dev/null | grep -q "compute capability" || skip "no GPU"
+    run ddtune a.fil --dm-min 0 --dm-max 60 --dm-step 1 --backend gpu --budget 30
+    [ "$status" -eq 0 ]
+    # the device's default (-1), then the 8 compiled variants
+    [ "$(printf '%s\n' "$output" | grep -c '^gpu lane -1 float -1 ')" -eq 1 ]
+    [ "$(printf '%s\n' "$output" | grep -c '^gpu lane [0-7] float -1 ')" -eq 8 ]
+    best=$(printf '%s\n' "$output" | sed -n 's/^best: \(gpu lane [0-9]* float -1\),.*/\1/p')
+    [ -n "$best" ]
+    mkdir g c
+    run dd_direct a.fil --dm-min 0 --dm-max 60 --dm-step 1 --backend gpu --prefix g/x -v
+    [[ "$output" == *"kernel configuration: $best (wisdom)"* ]]
+    dd_direct -q a.fil --dm-min 0 --dm-max 60 --dm-step 1 --backend cpu --prefix c/x
+    for f in c/*.tim; do cmp "$f" "g/${f#c/}"; done
+}
