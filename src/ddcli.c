@@ -16,7 +16,8 @@ enum {
     OPT_PREFIX = 1000, OPT_FORMAT, OPT_DM, OPT_DM_MIN, OPT_DM_MAX, OPT_DM_STEP, OPT_DM_LIST,
     OPT_TOL, OPT_PULSE_WIDTH, OPT_KILLFILE, OPT_ZERODM, OPT_REF_FREQ, OPT_KDM, OPT_ROUNDING,
     OPT_GULP, OPT_MAX_MEM, OPT_THREADS, OPT_BACKEND, OPT_GPU, OPT_LIST_GPUS, OPT_FORCE,
-    OPT_POL, OPT_PAD, OPT_EVEN, OPT_DISCARD, OPT_VERSION, OPT_PLAN, OPT_SCRUNCH, OPT_NBITS_OUT
+    OPT_POL, OPT_PAD, OPT_EVEN, OPT_LENGTH, OPT_DISCARD, OPT_VERSION, OPT_PLAN, OPT_SCRUNCH,
+    OPT_NBITS_OUT
 };
 
 static const struct option common_options[] = {
@@ -48,6 +49,7 @@ static const struct option common_options[] = {
     { "pad", no_argument, 0, OPT_PAD },
     { "even", no_argument, 0, OPT_EVEN },
     { "nbits-out", required_argument, 0, OPT_NBITS_OUT },
+    { "length", required_argument, 0, OPT_LENGTH },
     { "discard", no_argument, 0, OPT_DISCARD },
     DDTK_STANDARD_OPTIONS(OPT_VERSION),
 };
@@ -75,7 +77,11 @@ const char ddtk_ddcli_help[] =
     "                           (default: the input's name without its suffix)\n"
     "  --format tim|dat         SIGPROC .tim or PRESTO .dat + .inf (default tim)\n"
     "  --pad                    pad each series to the input length with its mean\n"
-    "  --even                   trim each series to an even length (PRESTO)\n"
+    "  --length exact|even|fft  series length: exact (N_in - max delay), even (drop an odd\n"
+    "                           last sample), fft (pad with the mean to an even length with\n"
+    "                           no prime factor above 7, declared in the .inf, as prepdata);\n"
+    "                           default fft for dat, exact for tim\n"
+    "  --even                   --length even\n"
     "  --nbits-out B            8 or 16: .tim samples as unsigned integers, value = sum / S\n"
     "                           rounded, S the smallest power of two that keeps the\n"
     "                           largest possible sum in range (printed); 32: float32\n"
@@ -125,6 +131,18 @@ static const char *const formats[] = { "tim", "dat", NULL };
 static const char *const scrunch_modes[] = { "none", "auto", NULL };
 static const char *const roundings[] = { "nearest", "floor", NULL };
 
+/* --length and --even: one length rule; two different ones are a usage error. */
+static int length_rule(ddtk_ddargs *a, const char *opt, const char *arg, int rule)
+{
+    int rc = arg ? ddtk_opt_choice(opt, arg, ddtk_length_names, &rule) : DDTK_OK;
+    if (!rc && a->out.length != DDTK_LEN_AUTO && rule != a->out.length)
+        rc = ddtk_fail(DDTK_EUSAGE, "%s%s%s: conflicts with --length %s given before",
+                       opt, arg ? " " : "", arg ? arg : "", ddtk_length_names[a->out.length]);
+    if (!rc)
+        a->out.length = rule;
+    return rc;
+}
+
 /* A number that must be > 0. */
 static int positive(const char *opt, const char *arg, double *v)
 {
@@ -172,7 +190,8 @@ static int common_option(ddtk_ddargs *a, int code, const char *arg)
             return ddtk_opt_int("--pol", arg, 0, 1023, &a->desc.pol);
         break;
     case OPT_PAD: a->pad = 1; break;
-    case OPT_EVEN: a->out.even = 1; break;
+    case OPT_EVEN: return length_rule(a, "--even", NULL, DDTK_LEN_EVEN);
+    case OPT_LENGTH: return length_rule(a, "--length", arg, DDTK_LEN_AUTO);
     case OPT_NBITS_OUT: {
         static const char *const widths[] = { "8", "16", "32", NULL };
         int i;

@@ -99,7 +99,7 @@ static void tim_inf(FILE *fp, const ddtk_fdas_series *s)
         .bandwidth = 0, .chan_bw = 0, .nchans = 1,
         .notes = "Searched by ddtk fdas from a SIGPROC time series",
     };
-    ddtk_inf_print(fp, slash ? slash + 1 : s->base, &meta, s->dm, s->n);
+    ddtk_inf_print(fp, slash ? slash + 1 : s->base, &meta, s->dm, s->n, s->n);
 }
 
 int ddtk_fdas_write_presto(FILE *fp, ddtk_fdas_plan *plan, const ddtk_fdas_series *s)
