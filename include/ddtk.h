@@ -234,7 +234,8 @@ typedef struct ddtk_outset {
 int ddtk_outset_open(ddtk_outset *o, const double *dms, int ndm,
                      const ddtk_outspec *spec, const ddtk_series_meta *meta);
 int ddtk_outset_write(ddtk_outset *o, int i, const float *x, int64_t n);
-/* --pad: append n copies of value (the series mean) to output i. */
+/* Padding (--pad, the fft length rule): append n copies of value (the series
+ * mean) to output i; its .inf then declares the padded tail. */
 int ddtk_outset_pad(ddtk_outset *o, int i, float value, int64_t n);
 /* The length rule of a set: auto resolved by format. */
 int ddtk_outspec_length(const ddtk_outspec *spec);
