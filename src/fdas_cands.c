@@ -169,7 +169,11 @@ static int is_harmonic(const ddtk_fdas_cand *weak, const ddtk_fdas_cand *strong)
 static int crosses(const ddtk_fdas_cand *c, int j, const ddtk_fdas_cand *s)
 {
     double rc = j * c->r, zc = j * c->z;
-    for (int h = (int)fmax(1.0, floor((rc - fabs(zc)) / s->r)); h * s->r <= rc + fabs(zc) + 1; h++) {
+    /* |rc - h rs| <= (|zc| + h |zs|)/2 + tol bounds the harmonics h to look at */
+    double slow = s->r - fabs(s->z) / 2, fast = s->r + fabs(s->z) / 2;
+    double hlo = (rc - fabs(zc) / 2 - HARM_TOL_BINS) / fast;
+    double hhi = (rc + fabs(zc) / 2 + HARM_TOL_BINS) / (slow > 0 ? slow : s->r);
+    for (int h = (int)fmax(1.0, floor(hlo)); h <= ceil(hhi); h++) {
         /* over the observation the tracks are rc + zc u and h (rs + zs u), u in [-1/2, 1/2] */
         double d0 = rc - h * s->r, dz = zc - h * s->z;
         if (fabs(d0) <= fabs(dz) / 2 + HARM_TOL_BINS)
