@@ -346,6 +346,8 @@ int ddtk_plan_execute(ddtk_plan *plan, int64_t nsamps, const void *in, int in_nb
 
 typedef struct ddtk_run_stats {
     int64_t nin, nout;            /* input spectra, output samples per DM (finest level) */
+    int64_t nlen;                 /* samples per series as written there, after --pad
+                                     and the length rule */
     int ndm, nlive, nkilled;
     double wall, kernel, tobs;
     double adds;                  /* sample-adds done (scrunched DMs count their own outputs) */

@@ -157,7 +157,7 @@ void ddtk_writer_gulp(ddtk_writer *w, const ddtk_source *src)
  * extends it to the input length; then the even rule drops an odd last
  * sample (the held one), and the fft rule pads to ddtk_good_length. Padding
  * is the series mean, as PRESTO's prepdata pads. */
-static int end_series(ddtk_writer *w, int i, int64_t overlap)
+static int end_series(ddtk_writer *w, int i, int64_t overlap, int64_t *written)
 {
     int64_t data = w->count[i], len = data + (w->pad ? overlap : 0);
     int64_t done = w->held && data > 0 ? data - 1 : data;
@@ -173,16 +173,22 @@ static int end_series(ddtk_writer *w, int i, int64_t overlap)
     float mean = data > 0 ? (float)(w->sums[i] / (double)data) : 0.0f;
     if (!rc && len > done)
         rc = w->sink->pad(w->sink, i, mean, len - done);
+    *written = len;
     return rc;
 }
 
-static int end_all(ddtk_writer *w)
+/* Every series ended; *nlen: the length of the finest level's. */
+static int end_all(ddtk_writer *w, int64_t *nlen)
 {
     int rc = DDTK_OK;
     for (int k = 0; !rc && k < w->p->nlevels; k++) {
         const ddtk_level *lv = &w->p->lv[k];
-        for (int d = 0; !rc && d < lv->ndm; d++)
-            rc = end_series(w, lv->index[d], lv->overlap);
+        for (int d = 0; !rc && d < lv->ndm; d++) {
+            int64_t len;
+            rc = end_series(w, lv->index[d], lv->overlap, &len);
+            if (k == w->p->first && d == 0)
+                *nlen = len;
+        }
     }
     return rc;
 }
@@ -206,9 +212,11 @@ int ddtk_writer_finish(ddtk_writer *w, const ddtk_source *src, int rc, ddtk_run_
     ddtk_progress_end(&w->prog);
     if (!rc)
         rc = check_run_length(w, src, nout);
+    int64_t nlen = nout;
     if (!rc)
-        rc = end_all(w);
+        rc = end_all(w, &nlen);
     memset(st, 0, sizeof *st);
+    st->nlen = nlen;
     st->nin = src->samples_read;
     st->nout = nout;
     st->ndm = p->d.ndm;

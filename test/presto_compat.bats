@@ -63,7 +63,9 @@ is_good() {
     n=$(( ($(stat -c %s fft.tim) - hdr) / 4 ))
     echo "exact $nvalid fft $n"
     is_good "$n"
-    cmp -n $((hdr + 4 * nvalid)) exact.tim fft.tim
+    cmp -n $((hdr + 4 * nvalid)) exact.tim fft.tim    # the summary says what was written
+    dd_direct s.fil --dm 56 --length fft -o f.tim 2>&1 | grep -q "$nvalid out per DM (padded to $n)"
+    dd_direct s.fil --dm 56 -o x.tim 2>&1 | grep -q "$nvalid out per DM, "
 }
 
 @test "length: --even drops an odd last sample on stdout as in files; conflicts are usage errors" {
