@@ -45,25 +45,39 @@ void ddtk_tree_cpu(float *a, float *b, size_t stride, int n, int64_t len, float 
     }
 }
 
-#define TIME_TILE 2048
+/* Time tiles outermost: every DM of a tile reads the same stage-1 columns,
+ * which stay in cache (nslot * cps rows of TIME_TILE samples). */
+#define TIME_TILE 256
 
 void ddtk_tree_combine_cpu(const float *const *src, int nsb, int ndm, int64_t nout, float *out,
                            size_t ostride)
 {
     const int64_t ntiles = (nout + TIME_TILE - 1) / TIME_TILE;
-#pragma omp parallel for collapse(2) schedule(dynamic)
-    for (int d = 0; d < ndm; d++)
-        for (int64_t tile = 0; tile < ntiles; tile++) {
-            const int64_t t0 = tile * TIME_TILE;
-            const int64_t tn = t0 + TIME_TILE < nout ? TIME_TILE : nout - t0;
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t tile = 0; tile < ntiles; tile++) {
+        const int64_t t0 = tile * TIME_TILE;
+        const int64_t tn = t0 + TIME_TILE < nout ? TIME_TILE : nout - t0;
+        for (int d = 0; d < ndm; d++) {
+            const float *const *s = src + (size_t)d * nsb;
             float *restrict o = out + (size_t)d * ostride + t0;
-            for (int64_t t = 0; t < tn; t++)
-                o[t] = 0.0f;
-            for (int k = 0; k < nsb; k++) {
-                const float *restrict x = src[(size_t)d * nsb + k];
-                if (x)
+            int k = 0;
+            for (; k + 4 <= nsb && s[k] && s[k + 1] && s[k + 2] && s[k + 3]; k += 4) {
+                const float *restrict a = s[k] + t0, *restrict b = s[k + 1] + t0;
+                const float *restrict x = s[k + 2] + t0, *restrict y = s[k + 3] + t0;
+                if (k == 0)       /* the first group writes: no zeroing pass */
                     for (int64_t t = 0; t < tn; t++)
-                        o[t] += x[t0 + t];
+                        o[t] = (a[t] + b[t]) + (x[t] + y[t]);
+                else
+                    for (int64_t t = 0; t < tn; t++)
+                        o[t] += (a[t] + b[t]) + (x[t] + y[t]);
             }
+            if (k == 0)
+                for (int64_t t = 0; t < tn; t++)
+                    o[t] = 0.0f;
+            for (; k < nsb; k++)
+                if (s[k])
+                    for (int64_t t = 0; t < tn; t++)
+                        o[t] += s[k][t0 + t];
         }
+    }
 }
