@@ -255,18 +255,6 @@ int ddtk_tree_dms(ddtk_tree_setup *s, const ddtk_channels *ch, double tsamp, dou
 
 #define CHUNK 2048              /* stage-1 output samples per task (at least 4 cps) */
 
-typedef struct tree_level {
-    ddtk_tree_geom g;
-    int nslot;
-    int *slot_j, *slot_n, *slot_off;  /* pass, sub-band, largest offset a DM reads */
-    int *sel, *off;               /* per DM and sub-band: slot * cps + d' (-1: none), offset */
-    int maxoff;
-    float *s1;                    /* stage-1 series: slot * cps + d' rows */
-    size_t s1_floats;
-    float *work;                  /* per thread: two cps x (chunk + cps - 1) buffers */
-    size_t work_floats;
-    const float **src;            /* stage 2: per DM and sub-band */
-} tree_level;
 
 /* Library callers that leave tree_chans 0 get the same budget as dd_tree. */
 static int default_cps(const ddtk_plan *p)
@@ -283,7 +271,7 @@ static int default_cps(const ddtk_plan *p)
 }
 
 /* Route every DM: its pass and sweep in each sub-band, and the slots used. */
-static int route(const ddtk_plan *p, ddtk_level *lv, tree_level *t)
+static int route(const ddtk_plan *p, ddtk_level *lv, ddtk_tree_level *t)
 {
     const ddtk_tree_geom *g = &t->g;
     int nsb = g->nsb, span = g->cps > 1 ? g->cps - 1 : 1, jmax = 0;
@@ -333,12 +321,13 @@ static int route(const ddtk_plan *p, ddtk_level *lv, tree_level *t)
         }
     free(sweep);
     free(slot);
+    t->jmax = jmax;
     return DDTK_OK;
 }
 
 static void destroy(ddtk_level *lv)
 {
-    tree_level *t = lv->state;
+    ddtk_tree_level *t = lv->state;
     if (!t)
         return;
     ddtk_tree_geom_free(&t->g);
@@ -356,7 +345,7 @@ static void destroy(ddtk_level *lv)
 
 static int create(const ddtk_plan *p, ddtk_level *lv)
 {
-    tree_level *t = ddtk_calloc(1, sizeof *t, "tree plan");
+    ddtk_tree_level *t = ddtk_calloc(1, sizeof *t, "tree plan");
     if (!t)
         return DDTK_ESYS;
     lv->state = t;
@@ -368,7 +357,7 @@ static int create(const ddtk_plan *p, ddtk_level *lv)
     return rc ? rc : route(p, lv, t);
 }
 
-static int chunk_of(const tree_level *t)
+static int chunk_of(const ddtk_tree_level *t)
 {
     return CHUNK > 4 * t->g.cps ? CHUNK : 4 * t->g.cps;
 }
@@ -388,7 +377,7 @@ static int reserve(float **buf, size_t *have, size_t n)
 
 /* The input of one chunk of a slot: cps rows of len samples from t0, row q
  * the sum of the live rows at its position delayed by the pass's j * q. */
-static void gather(const tree_level *t, int s, const float *rows, size_t stride, int64_t t0,
+static void gather(const ddtk_tree_level *t, int s, const float *rows, size_t stride, int64_t t0,
                    int64_t len, float *a)
 {
     const ddtk_tree_geom *g = &t->g;
@@ -409,7 +398,7 @@ static void gather(const tree_level *t, int s, const float *rows, size_t stride,
     }
 }
 
-static void stage1(tree_level *t, const float *rows, size_t stride, int64_t nout, size_t pitch)
+static void stage1(ddtk_tree_level *t, const float *rows, size_t stride, int64_t nout, size_t pitch)
 {
     const int cps = t->g.cps, chunk = chunk_of(t);
     const int64_t nchunk = (nout + t->maxoff + chunk - 1) / chunk;
@@ -434,7 +423,7 @@ static void stage1(tree_level *t, const float *rows, size_t stride, int64_t nout
 /* Buffers for gulps of up to most outputs, before the stream runs. */
 static int cpu_reserve(const ddtk_level *lv, int64_t most)
 {
-    tree_level *t = lv->state;
+    ddtk_tree_level *t = lv->state;
     const int cps = t->g.cps;
     size_t pitch = (size_t)ddtk_round_up(most + t->maxoff, 16);
     int threads = 1;
@@ -450,7 +439,7 @@ static void cpu_gulp(const ddtk_plan *p, const ddtk_level *lv, const float *rows
                      int64_t nout, float *out, size_t ostride)
 {
     (void)p;
-    tree_level *t = lv->state;
+    ddtk_tree_level *t = lv->state;
     const int nsb = t->g.nsb;
     size_t pitch = (size_t)ddtk_round_up(nout + t->maxoff, 16);
     stage1(t, rows, stride, nout, pitch);
@@ -470,4 +459,5 @@ const ddtk_algo ddtk_algo_tree = {
     .cpu_reserve = cpu_reserve,
     .cpu_gulp = cpu_gulp,
     .destroy = destroy,
+    .gpu = 1,
 };

@@ -65,6 +65,23 @@ int ddtk_tree_dms(ddtk_tree_setup *s, const ddtk_channels *ch, double tsamp, dou
 double ddtk_tree_list_smear(const ddtk_tree_setup *s, const ddtk_channels *ch, double tsamp,
                             const double *dms, const int *downsamp, int ndm);
 
+/*
+ * A level of the tree plug-in (ddtk_level.state): every DM routed through a
+ * (pass j, sub-band n) slot per sub-band; the GPU plug-in reads the tables.
+ */
+typedef struct ddtk_tree_level {
+    ddtk_tree_geom g;
+    int nslot, jmax;
+    int *slot_j, *slot_n, *slot_off;  /* pass, sub-band, largest offset a DM reads */
+    int *sel, *off;               /* per DM and sub-band: slot * cps + d' (-1: none), offset */
+    int maxoff;
+    float *s1;                    /* CPU stage-1 series: slot * cps + d' rows */
+    size_t s1_floats;
+    float *work;                  /* CPU, per thread: two cps x (chunk + cps - 1) buffers */
+    size_t work_floats;
+    const float **src;            /* CPU stage 2: per DM and sub-band */
+} ddtk_tree_level;
+
 /* ---- CPU kernels (cpu/tree.c) ---- */
 
 /*
