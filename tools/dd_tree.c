@@ -73,6 +73,9 @@ static int check_args(const ddtk_ddargs *a, const tree_args *t)
         return ddtk_fail(DDTK_EUSAGE, "dd_tree computes the DMs of its tree (eq. 9): select "
                          "them with --dm-min/--dm-max (--dm, --dm-list, --plan, --dm-step and "
                          "--tol do not apply)");
+    if (a->tune)
+        return ddtk_fail(DDTK_EUSAGE, "--tune tunes the direct kernel; the tree has no tuned "
+                         "configuration");
     if (isnan(a->dm_max))
         return ddtk_fail(DDTK_EUSAGE, "--dm-max is needed (see --help)");
     if (t->nsub && t->sub_chans)
