@@ -53,6 +53,8 @@ typedef struct ddtk_algo {
     /* Optional: working memory for gulps of up to `most` outputs, made by the
      * CPU streaming layer before it runs (cpu_gulp cannot fail). */
     int (*cpu_reserve)(const ddtk_level *lv, int64_t most);
+    /* Optional: the bytes cpu_reserve takes for `most` outputs (--max-mem). */
+    int64_t (*cpu_bytes)(const ddtk_level *lv, int64_t most);
     int gpu;                      /* has a GPU plug-in (cuda/engine.cuh) */
 } ddtk_algo;
 

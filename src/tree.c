@@ -420,18 +420,32 @@ static void stage1(ddtk_tree_level *t, const float *rows, size_t stride, int64_t
         }
 }
 
-/* Buffers for gulps of up to most outputs, before the stream runs. */
-static int cpu_reserve(const ddtk_level *lv, int64_t most)
+/* Stage-1 series and per-thread scratch (floats) for gulps of up to most outputs. */
+static void cpu_sizes(const ddtk_tree_level *t, int64_t most, size_t *s1, size_t *work)
 {
-    ddtk_tree_level *t = lv->state;
     const int cps = t->g.cps;
-    size_t pitch = (size_t)ddtk_round_up(most + t->maxoff, 16);
     int threads = 1;
 #ifdef _OPENMP
     threads = omp_get_max_threads();
 #endif
-    size_t work = (size_t)threads * 2 * cps * (size_t)(chunk_of(t) + cps - 1);
-    int rc = reserve(&t->s1, &t->s1_floats, (size_t)t->nslot * cps * pitch);
+    *s1 = (size_t)t->nslot * cps * (size_t)ddtk_round_up(most + t->maxoff, 16);
+    *work = (size_t)threads * 2 * cps * (size_t)(chunk_of(t) + cps - 1);
+}
+
+static int64_t cpu_bytes(const ddtk_level *lv, int64_t most)
+{
+    size_t s1, work;
+    cpu_sizes(lv->state, most, &s1, &work);
+    return (int64_t)(s1 + work) * (int64_t)sizeof(float);
+}
+
+/* Buffers for gulps of up to most outputs, before the stream runs. */
+static int cpu_reserve(const ddtk_level *lv, int64_t most)
+{
+    ddtk_tree_level *t = lv->state;
+    size_t s1, work;
+    cpu_sizes(t, most, &s1, &work);
+    int rc = reserve(&t->s1, &t->s1_floats, s1);
     return rc ? rc : reserve(&t->work, &t->work_floats, work);
 }
 
@@ -457,6 +471,7 @@ const ddtk_algo ddtk_algo_tree = {
     .name = "tree",
     .create = create,
     .cpu_reserve = cpu_reserve,
+    .cpu_bytes = cpu_bytes,
     .cpu_gulp = cpu_gulp,
     .destroy = destroy,
     .gpu = 1,
