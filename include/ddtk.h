@@ -261,7 +261,7 @@ enum { DDTK_BACKEND_AUTO = 0, DDTK_BACKEND_CPU = 1, DDTK_BACKEND_GPU = 2 };
 /* "auto", "cpu", "gpu" in enum order, NULL-terminated, for ddtk_opt_choice. */
 extern const char *const ddtk_backend_names[];
 
-enum { DDTK_ALGO_DIRECT = 0 };
+enum { DDTK_ALGO_DIRECT = 0, DDTK_ALGO_TREE = 1 };
 
 /* CPU direct kernel tiles (Novotny et al. Algorithm 2); 0 selects the default. */
 typedef struct ddtk_cpu_config {
@@ -299,6 +299,8 @@ typedef struct ddtk_plan_desc {
     int rounding;                 /* DDTK_ROUND_NEAREST or DDTK_ROUND_FLOOR */
     int zerodm;                   /* subtract each spectrum's mean over live channels */
     int algorithm;                /* DDTK_ALGO_* */
+    int tree_method;              /* tree: 0 piecewise-linear sub-bands, 1 frequency-padded */
+    int tree_chans;               /* tree: channels per sub-band (power of two); 0: default */
     int backend, gpu;             /* DDTK_BACKEND_*, GPU index */
     int threads;                  /* CPU threads; 0: OpenMP's default */
     int64_t gulp;                 /* spectra per gulp; 0: automatic */

@@ -321,6 +321,8 @@ int ddtk_ddargs_resolve(ddtk_ddargs *a, const ddtk_header *h)
     int have_range = !isnan(a->dm_min) || !isnan(a->dm_max);
     int sources = a->dm_given + (a->dm_list_file != NULL) + have_range + (a->plan_file != NULL);
     int rc;
+    if (a->dms_fixed)
+        goto prefix;
     if (sources != 1)
         return ddtk_fail(DDTK_EUSAGE, "give exactly one of --dm, --dm-min/--dm-max, "
                          "--dm-list or --plan (see --help)");
@@ -349,6 +351,7 @@ int ddtk_ddargs_resolve(ddtk_ddargs *a, const ddtk_header *h)
         return ddtk_fail(DDTK_EUSAGE, "--dm-step needs --dm-min and --dm-max");
     if ((rc = resolve_scrunch(a, h)))
         return rc;
+prefix:
     if (!a->default_prefix && !(a->default_prefix = prefix_from(a->input)))
         return ddtk_fail(DDTK_ESYS, "out of memory");
     a->out.default_prefix = a->default_prefix;

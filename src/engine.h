@@ -50,9 +50,16 @@ typedef struct ddtk_algo {
     void (*cpu_gulp)(const ddtk_plan *p, const ddtk_level *lv, const float *rows,
                      size_t stride, int64_t nout, float *out, size_t ostride);
     void (*destroy)(ddtk_level *lv);
+    /* Optional: working memory for gulps of up to `most` outputs, made by the
+     * CPU streaming layer before it runs (cpu_gulp cannot fail). */
+    int (*cpu_reserve)(const ddtk_level *lv, int64_t most);
+    /* Optional: the bytes cpu_reserve takes for `most` outputs (--max-mem). */
+    int64_t (*cpu_bytes)(const ddtk_level *lv, int64_t most);
+    int gpu;                      /* has a GPU plug-in (cuda/engine.cuh) */
 } ddtk_algo;
 
 extern const ddtk_algo ddtk_algo_direct;
+extern const ddtk_algo ddtk_algo_tree;
 
 /* The name of algorithm id ("direct"), or "unknown". */
 const char *ddtk_algorithm_name(int id);
