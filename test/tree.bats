@@ -84,7 +84,7 @@ compare() {
         dm=${inf#q_DM}; dm=${dm%.inf}
         grep -q "Dispersion measure (cm-3 pc)           =  $dm" "$inf"
         grep -q "Width of each time series bin (sec)    =  0.002048" "$inf"
-        grep -q "dd_tree (tree algorithm, piecewise-linear" "$inf"
+        grep -q "dd_tree (tree algorithm, " "$inf" && grep -q "Tree: piecewise-linear, " "$inf"
     done
 }
 

@@ -151,6 +151,8 @@ static int list_dms(const ddtk_ddargs *a)
     return fflush(stdout) ? ddtk_fail(DDTK_ESYS, "stdout: write failed") : DDTK_OK;
 }
 
+/* Short lines, the killed channels early: PRESTO's reader keeps lines of
+ * under 100 characters and about the first 500 characters of the notes. */
 static char *run_notes(const ddtk_ddargs *a, const ddtk_tree_setup *s, const ddtk_plan *plan,
                        const ddtk_input *in)
 {
@@ -158,18 +160,15 @@ static char *run_notes(const ddtk_ddargs *a, const ddtk_tree_setup *s, const ddt
     int nchans = in->hdr.nchans;
     if (notes)
         snprintf(notes, 1024,
-                 "Dedispersed by ddtk %s dd_tree (tree algorithm, %s, %s backend)\n"
-                 "Tree: %d channels per sub-band, DMs of eq. 9 (Barsdell et al. 2012)\n"
-                 "Dispersion constant %.10g s MHz^2 pc^-1 cm^3, reference frequency %.6f MHz\n"
-                 "Killed channels: %d of %d%s%s%s%s",
-                 DDTK_VERSION, s->method ? "frequency-padded" : "piecewise-linear",
-                 ddtk_plan_backend(plan), s->cps, a->desc.kdm, ddtk_plan_fref(plan),
-                 nchans - ddtk_plan_nlive(plan), nchans,
-                 a->desc.zerodm ? "\nZero-DM filter applied" : "",
-                 a->pad ? "\nPadded to the input length with the series mean" : "",
-                 a->out.even ? "\nTrimmed to an even length when odd (--even)" : "",
-                 a->scrunch != 0 ? "\nTime scrunched: each series at its DM's downsampling "
-                                   "factor times the input tsamp" : "");
+                 "Dedispersed by ddtk %s dd_tree (tree algorithm, %s backend)\n"
+                 "Killed channels: %d of %d\n"
+                 "Tree: %s, %d channels per sub-band, DMs of eq. 9 (Barsdell 2012)\n"
+                 "kDM %.10g s MHz^2 pc^-1 cm^3, fref %.6f MHz%s%s",
+                 DDTK_VERSION, ddtk_plan_backend(plan), nchans - ddtk_plan_nlive(plan), nchans,
+                 s->method ? "frequency-padded" : "piecewise-linear", s->cps, a->desc.kdm,
+                 ddtk_plan_fref(plan), a->desc.zerodm ? "\nZero-DM filter applied" : "",
+                 a->scrunch != 0 ? "\nTime scrunched: tsamp is the DM's downsampling factor "
+                                   "times the input's" : "");
     return notes;
 }
 
