@@ -160,10 +160,11 @@ same_on_gpu() {
 
 @test "--max-mem counts the tree's stage-1 buffers: a smaller gulp, the same bytes" {
     make_pulses
-    dd_tree p.fil --dm-max 200 --prefix a -q
-    dd_tree p.fil --dm-max 200 --prefix b -q --max-mem 80M
+    # the CPU's host buffers (on a GPU machine auto takes the GPU, which budgets its own)
+    dd_tree p.fil --dm-max 200 --prefix a -q --backend cpu
+    dd_tree p.fil --dm-max 200 --prefix b -q --max-mem 80M --backend cpu
     for f in a_DM*.tim; do cmp "$f" "b${f#a}"; done
     # 8 spectra need about 42 MiB with the tree's buffers (rows alone: under 5 MiB)
-    run_err "--max-mem" dd_tree p.fil --dm-max 200 --discard -q --max-mem 40M
+    run_err "--max-mem" dd_tree p.fil --dm-max 200 --discard -q --max-mem 40M --backend cpu
     [ "$status" -eq 2 ]
 }

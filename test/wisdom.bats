@@ -15,7 +15,7 @@ setup() {
 }
 
 @test "ddtune keeps the fastest configuration; dd_direct uses it, with the same bytes" {
-    run ddtune a.fil --dm-min 0 --dm-max 60 --dm-step 1 --budget 3
+    run ddtune a.fil --dm-min 0 --dm-max 60 --dm-step 1 --budget 3 --backend cpu
     [ "$status" -eq 0 ]
     [[ "$output" == *"set-up: cpu "*" | direct nchans 64 nbits 8 ndm 64 "* ]]
     best=$(printf '%s\n' "$output" | sed -n 's/^best: \(cpu tile [0-9]* dms [0-9]* chans [0-9]*\),.*/\1/p')
@@ -23,9 +23,9 @@ setup() {
     [ "$(head -1 cache/wisdom)" = "# ddtk wisdom 1" ]
     [ "$(tail -n +2 cache/wisdom | cut -f2)" = "$best" ]
     mkdir w d
-    run dd_direct a.fil --dm-min 0 --dm-max 60 --dm-step 1 --prefix w/x -v
+    run dd_direct a.fil --dm-min 0 --dm-max 60 --dm-step 1 --prefix w/x -v --backend cpu
     [[ "$output" == *"kernel configuration: $best (wisdom)"* ]]
-    run dd_direct a.fil --dm-min 0 --dm-max 60 --dm-step 1 --prefix d/x -v --no-wisdom
+    run dd_direct a.fil --dm-min 0 --dm-max 60 --dm-step 1 --prefix d/x -v --no-wisdom --backend cpu
     [[ "$output" == *"kernel configuration: cpu tile 1024 dms 64 chans 32 (built-in defaults)"* ]]
     for f in d/*.tim; do cmp "$f" "w/${f#d/}"; done
     [ "$(ls d | wc -l)" -eq 61 ]
