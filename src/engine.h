@@ -50,9 +50,11 @@ typedef struct ddtk_algo {
     void (*cpu_gulp)(const ddtk_plan *p, const ddtk_level *lv, const float *rows,
                      size_t stride, int64_t nout, float *out, size_t ostride);
     void (*destroy)(ddtk_level *lv);
+    /* Optional: buffers for gulps of at most most_out outputs, before the first. */
+    int (*cpu_prepare)(const ddtk_plan *p, const ddtk_level *lv, int64_t most_out);
 } ddtk_algo;
 
-extern const ddtk_algo ddtk_algo_direct;
+extern const ddtk_algo ddtk_algo_direct, ddtk_algo_subband;
 
 /* The name of algorithm id ("direct"), or "unknown". */
 const char *ddtk_algorithm_name(int id);

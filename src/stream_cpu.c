@@ -93,6 +93,10 @@ static int allocate(ddtk_cpu_stream *s, const ddtk_plan *p)
         if (!(s->out[k] = ddtk_malloc((size_t)p->lv[k].ndm * s->ostride[k] * sizeof(float),
                                       "output gulp")))
             return DDTK_ESYS;
+        int rc = p->algo->cpu_prepare
+                     ? p->algo->cpu_prepare(p, &p->lv[k], (int64_t)s->ostride[k]) : DDTK_OK;
+        if (rc)
+            return rc;
     }
     return DDTK_OK;
 }
