@@ -178,17 +178,16 @@ static void evaluate(const ddtk_plan *p, const ddtk_obs *o, sb_choice c, sb_scra
 
 static int check_choice(const ddtk_plan *p, sb_choice c)
 {
-    const char *name = p->d.name ? p->d.name : "plan";
     if (c.nsub > p->ch.nlive)
-        return ddtk_fail(DDTK_EUSAGE, "%s: --nsub %d exceeds the %d live channels", name,
+        return ddtk_fail(DDTK_EUSAGE, "--nsub %d exceeds the input's %d live channels",
                          c.nsub, p->ch.nlive);
     if (c.nsub < 0 || p->d.dm_group < 0)
-        return ddtk_fail(DDTK_EUSAGE, "%s: --nsub and --dm-group must be at least 1", name);
+        return ddtk_fail(DDTK_EUSAGE, "--nsub and --dm-group must be at least 1");
     if (p->d.sub_dm >= 0 && (p->d.dm_group > 0 || p->d.dms_per_sub))
-        return ddtk_fail(DDTK_EUSAGE, "%s: --sub-dm gives one nominal DM for every trial; "
-                         "it cannot be combined with DM groups", name);
+        return ddtk_fail(DDTK_EUSAGE, "--sub-dm gives one nominal DM for every trial; "
+                         "it cannot be combined with DM groups");
     if (!(p->d.max_smear_ratio >= 0))
-        return ddtk_fail(DDTK_EUSAGE, "%s: --max-smear-ratio must be >= 0", name);
+        return ddtk_fail(DDTK_EUSAGE, "--max-smear-ratio must be >= 0");
     return DDTK_OK;
 }
 
@@ -296,8 +295,7 @@ static int delay_tables(const ddtk_plan *p, ddtk_level *lv, sb_state *s)
     /* Never more outputs than direct gives for the same DMs. */
     lv->overlap = tri.maxdelay > lv->overlap ? tri.maxdelay : lv->overlap;
     if (!rc && s->d1 && s->d1[0] < 0)
-        rc = ddtk_fail(DDTK_EUSAGE, "%s: sub-band delays need DMs >= 0",
-                       p->d.name ? p->d.name : "plan");
+        rc = ddtk_fail(DDTK_EUSAGE, "sub-band delays need DMs >= 0");
     ddtk_delays_free(&nom);
     ddtk_delays_free(&tri);
     return rc;
