@@ -395,6 +395,13 @@ static void cpu_gulp(const ddtk_plan *p, const ddtk_level *lv, const float *rows
     }
 }
 
+void ddtk_subband_layout_of(const ddtk_level *lv, ddtk_subband_layout *t)
+{
+    const sb_state *s = lv->state;
+    *t = (ddtk_subband_layout){ s->nsub, s->nlive, s->ngroups, s->sub_first, s->group_first,
+                                s->d1, s->d2, s->width2, s->max2 };
+}
+
 int ddtk_plan_subband_info(const ddtk_plan *p, ddtk_subband_info *info)
 {
     memset(info, 0, sizeof *info);
