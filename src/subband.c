@@ -49,6 +49,7 @@ typedef struct sb_state {
     size_t bstride;
     int nbuf;
     double max_ratio, max_extra, work;
+    double time1, time2;            /* thread-seconds in stage 1 and 2, all runs */
 } sb_state;
 
 /* The sub-band / group layout the plan asks for, resolved once per level. */
@@ -364,18 +365,34 @@ static int cpu_prepare(const ddtk_plan *p, const ddtk_level *lv, int64_t most_ou
 
 /* Stage 1 for group g into buf (one direct call per sub-band at the group's
  * nominal DM, each as long as the group's stage 2 reads), then stage 2. */
-static void group_gulp(const ddtk_plan *p, const sb_state *s, int g, float *buf,
+static double now(void)
+{
+#ifdef _OPENMP
+    return omp_get_wtime();
+#else
+    return 0;
+#endif
+}
+
+static void group_gulp(const ddtk_plan *p, sb_state *s, int g, float *buf,
                        const float *rows, size_t stride, int64_t nout, float *out, size_t ostride)
 {
     const int i0 = s->group_first[g], n = s->group_first[g + 1] - i0;
+    double t0 = now();
     for (int b = 0; b < s->nsub; b++) {
         const int c0 = s->sub_first[b];
         ddtk_direct_cpu(rows + (size_t)c0 * stride, stride, s->sub_first[b + 1] - c0,
                         nout + s->width2[g * s->nsub + b], s->d1 + (size_t)g * s->nlive + c0, 1,
                         buf + b * s->bstride, s->bstride, &p->d.cpu);
     }
+    double t1 = now();
     ddtk_direct_cpu(buf, s->bstride, s->nsub, nout, s->d2 + (size_t)i0 * s->nsub, n,
                     out + (size_t)i0 * ostride, ostride, &p->d.cpu);
+    double t2 = now();
+#pragma omp atomic
+    s->time1 += t1 - t0;
+#pragma omp atomic
+    s->time2 += t2 - t1;
 }
 
 /* Threads take groups (the direct kernel then runs serially in each); with
@@ -383,7 +400,7 @@ static void group_gulp(const ddtk_plan *p, const sb_state *s, int g, float *buf,
 static void cpu_gulp(const ddtk_plan *p, const ddtk_level *lv, const float *rows, size_t stride,
                      int64_t nout, float *out, size_t ostride)
 {
-    const sb_state *s = lv->state;
+    sb_state *s = lv->state;
 #pragma omp parallel for schedule(dynamic) if (s->ngroups >= s->nbuf && s->nbuf > 1)
     for (int g = 0; g < s->ngroups; g++) {
         int t = 0;
@@ -419,6 +436,8 @@ int ddtk_plan_subband_info(const ddtk_plan *p, ddtk_subband_info *info)
         info->max_ratio = s->max_ratio;
         info->max_extra = s->max_extra;
         info->work_ratio = s->work;
+        info->stage1_s += s->time1;
+        info->stage2_s += s->time2;
         direct += (double)p->ch.nlive * p->lv[k].ndm / (1 << k);
     }
     info->work_ratio = info->work_ratio > 0 ? direct / info->work_ratio : 1.0;

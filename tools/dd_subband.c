@@ -106,6 +106,17 @@ static char *run_notes(const ddtk_ddargs *a, const ddtk_plan *plan, const ddtk_i
     return notes;
 }
 
+/* After the run's own summary: the sub-band choice and where the CPU time went. */
+static void summary(const ddtk_plan *plan)
+{
+    ddtk_subband_info sb;
+    ddtk_plan_subband_info(plan, &sb);
+    ddtk_msg("sub-band: nsub %d, N'DM %d, %d nominal DMs, predicted extra smearing %.4g ms "
+             "(%.1f%% of direct), work 1/%.2f of direct; stage 1 %.3f s, stage 2 %.3f s "
+             "(CPU thread-seconds)", sb.nsub, sb.dm_group, sb.nnominal, sb.max_extra * 1e3,
+             sb.max_ratio * 100, sb.work_ratio, sb.stage1_s, sb.stage2_s);
+}
+
 static int dedisperse(ddtk_ddargs *a, ddtk_input *in)
 {
     ddtk_plan *plan;
@@ -116,6 +127,8 @@ static int dedisperse(ddtk_ddargs *a, ddtk_input *in)
     if (!(rc = ddtk_ddargs_plan(a, in, DDTK_ALGO_SUBBAND, &plan))) {
         char *notes = run_notes(a, plan, in);
         rc = notes ? ddtk_ddargs_run(a, in, plan, notes) : ddtk_fail(DDTK_ESYS, "out of memory");
+        if (!rc && !a->desc.quiet)
+            summary(plan);
         free(notes);
         ddtk_plan_destroy(plan);
     }
