@@ -22,8 +22,13 @@ struct SubbandLevel {
     Encoding enc;
     int32_t *d_d1, *d_d2;
     int *d_blocks;                        /* 0, 1, 2 ...: every DM block of a launch */
-    float *d_buf;
-    int64_t bstride, cap;
+    /* The intermediate series of one group, one per CUDA stream: the
+     * streaming layer overlaps gulps on two streams. */
+    struct Slot {
+        cudaStream_t st;
+        float *buf;
+        int64_t stride;
+    } slot[2];
 };
 
 static int upload(void **dst, const void *src, size_t bytes)
@@ -41,7 +46,8 @@ static void destroy(void *state)
     cudaFree(L->d_d1);
     cudaFree(L->d_d2);
     cudaFree(L->d_blocks);
-    cudaFree(L->d_buf);
+    for (int i = 0; i < 2; i++)
+        cudaFree(L->slot[i].buf);
     free(L);
 }
 
@@ -77,19 +83,22 @@ static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
     return rc;
 }
 
-/* The intermediate series of one group, grown to the gulp (zeroed so the
+/* Stream st's intermediate series, grown to the gulp (zeroed so the
  * fallback's reads past the data see numbers). */
-static int reserve(SubbandLevel *L, int64_t nout)
+static int reserve(SubbandLevel *L, cudaStream_t st, int64_t nout, SubbandLevel::Slot **out)
 {
+    SubbandLevel::Slot *sl = L->slot[0].buf && L->slot[0].st != st ? &L->slot[1] : &L->slot[0];
+    *out = sl;
     int64_t need = ddtk_round_up(nout + L->t.max2 + 2 * READ_PAST, 64);
-    if (need <= L->cap)
+    if (sl->buf && need <= sl->stride)
         return DDTK_OK;
-    cudaFree(L->d_buf);
-    L->d_buf = NULL;
+    cudaFree(sl->buf);
+    sl->buf = NULL;
     size_t bytes = (size_t)L->t.nsub * need * sizeof(float);
-    DDTK_CUDA(cudaMalloc((void **)&L->d_buf, bytes), "allocating the sub-band series");
-    DDTK_CUDA(cudaMemset(L->d_buf, 0, bytes), "clearing the sub-band series");
-    L->cap = L->bstride = need;
+    DDTK_CUDA(cudaMalloc((void **)&sl->buf, bytes), "allocating the sub-band series");
+    DDTK_CUDA(cudaMemset(sl->buf, 0, bytes), "clearing the sub-band series");
+    sl->st = st;
+    sl->stride = need;
     return DDTK_OK;
 }
 
@@ -98,7 +107,8 @@ static int gulp(void *state, const void *rows, int64_t stride, int64_t nout, flo
 {
     SubbandLevel *L = (SubbandLevel *)state;
     const ddtk_subband_layout *t = &L->t;
-    int rc = reserve(L, nout);
+    SubbandLevel::Slot *sl;
+    int rc = reserve(L, st, nout, &sl);
     if (rc)
         return rc;
     const size_t es = (size_t)storage_bytes(L->enc.storage);
@@ -115,15 +125,15 @@ static int gulp(void *state, const void *rows, int64_t stride, int64_t nout, flo
             a.blocks = L->d_blocks;
             a.nblocks = 1;
             a.bias = L->enc.bias;
-            a.out = L->d_buf + (size_t)b * L->bstride;
-            a.ostride = L->bstride;
+            a.out = sl->buf + (size_t)b * sl->stride;
+            a.ostride = sl->stride;
             a.nout = nout + t->width2[g * t->nsub + b];
             DDTK_CUDA(launch_fallback(L->enc.storage, 1, a, st), "launching sub-band stage 1");
         }
         const int i0 = t->group_first[g], n = t->group_first[g + 1] - i0;
         memset(&a, 0, sizeof a);
-        a.rows = L->d_buf;
-        a.stride = L->bstride;
+        a.rows = sl->buf;
+        a.stride = sl->stride;
         a.nchan = t->nsub;
         a.ndm = n;
         a.delay = L->d_d2 + (size_t)i0 * t->nsub;
