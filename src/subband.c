@@ -149,10 +149,10 @@ typedef struct sb_eval {
 typedef struct sb_scratch {
     int *sub_first, *first, *index;
     double *dms;
+    double *direct;                 /* per plan DM: its direct smearing */
 } sb_scratch;
 
-static void evaluate(const ddtk_plan *p, const ddtk_obs *o, sb_choice c, sb_scratch *w,
-                     sb_eval *e)
+static void evaluate(const ddtk_plan *p, sb_choice c, sb_scratch *w, sb_eval *e)
 {
     int *first = w->first;
     split_subbands(p->ch.nlive, c.nsub, w->sub_first);
@@ -168,8 +168,8 @@ static void evaluate(const ddtk_plan *p, const ddtk_obs *o, sb_choice c, sb_scra
         for (int g = 0; g < ng; g++) {
             double nom = group_nominal(p, lv, first, g);
             for (int i = first[g]; i < first[g + 1]; i++) {
-                double t = fabs(lv->dms[i] - nom) * sweep, w = direct_smear(o, lv, i);
-                double ratio = sqrt(w * w + t * t) / w - 1.0;
+                double t = fabs(lv->dms[i] - nom) * sweep, wd = w->direct[lv->index[i]];
+                double ratio = sqrt(wd * wd + t * t) / wd - 1.0;
                 e->ratio = ratio > e->ratio ? ratio : e->ratio;
                 e->extra = t > e->extra ? t : e->extra;
             }
@@ -208,9 +208,16 @@ static int choose(const ddtk_plan *p, sb_choice *best, sb_eval *be)
         .first = ddtk_malloc((size_t)(p->d.ndm + 1) * sizeof *w.first, "DM groups"),
         .index = ddtk_malloc((size_t)p->d.ndm * sizeof *w.index, "DM groups"),
         .dms = ddtk_malloc((size_t)p->d.ndm * sizeof *w.dms, "DM groups"),
+        .direct = ddtk_malloc((size_t)p->d.ndm * sizeof *w.direct, "DM groups"),
     };
-    if (!w.sub_first || !w.first || !w.index || !w.dms)
+    if (!w.sub_first || !w.first || !w.index || !w.dms || !w.direct)
         rc = DDTK_ESYS;
+    for (int k = 0; !rc && k < p->nlevels; k++) {
+        ddtk_level lv;
+        level_view(p, k, &lv, w.dms, w.index);
+        for (int i = 0; i < lv.ndm; i++)
+            w.direct[lv.index[i]] = direct_smear(&o, &lv, i);
+    }
     double budget = p->d.max_smear_ratio > 0 ? p->d.max_smear_ratio : DEFAULT_SMEAR_RATIO;
     int fixed_group = p->d.sub_dm >= 0 || p->d.dms_per_sub || p->d.dm_group > 0;
     int found = 0;
@@ -219,7 +226,7 @@ static int choose(const ddtk_plan *p, sb_choice *best, sb_eval *be)
         for (int m = m_lo; m <= m_hi; m++) {
             sb_choice t = { nsub, m };
             sb_eval e;
-            evaluate(p, &o, t, &w, &e);
+            evaluate(p, t, &w, &e);
             /* Beyond the budget only a fully given choice is kept; else the
              * exact layout of one channel per sub-band is the fallback. */
             int ok = e.ratio <= budget || (p->d.nsub > 0 && fixed_group);
@@ -234,12 +241,13 @@ static int choose(const ddtk_plan *p, sb_choice *best, sb_eval *be)
     }
     if (!rc && !found) {
         *best = (sb_choice){ p->ch.nlive, fixed_group ? p->d.dm_group : 1 };
-        evaluate(p, &o, *best, &w, be);
+        evaluate(p, *best, &w, be);
     }
     free(w.sub_first);
     free(w.first);
     free(w.index);
     free(w.dms);
+    free(w.direct);
     return rc;
 }
 

@@ -100,7 +100,7 @@ same_start() {
     grep -q "Sub-bands: .* trial DMs per nominal DM" v_DM0.00.inf
     grep -q "Predicted extra smearing" v_DM0.00.inf
     # the budget held: the printed ratio is at most 10%
-    pct=$(printf '%s\n' "$output" | sed -n 's/.*(\([0-9.]*\)% of direct).*/\1/p')
+    pct=$(printf '%s\n' "$output" | sed -n 's/.*(\([0-9.]*\)% of direct).*/\1/p' | head -1)
     awk -v p="$pct" 'BEGIN { exit !(p > 0 && p <= 10) }'
 }
 
