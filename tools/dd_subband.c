@@ -88,7 +88,8 @@ static char *run_notes(const ddtk_ddargs *a, const ddtk_plan *plan, const ddtk_i
                  "Sub-bands: %d of up to %d channels, %s%d trial DMs per nominal DM, "
                  "%d nominal DMs%s\n"
                  "Predicted extra smearing (Barsdell B1, nominal DM centred): at most %.4g ms, "
-                 "%.1f%% of the direct smearing; work 1/%.2f of direct\n"
+                 "total smearing sqrt(W^2 + t^2) at most %.1f%% above the direct W "
+                 "(Barsdell B3); work 1/%.2f of direct\n"
                  "Dispersion constant %.10g s MHz^2 pc^-1 cm^3, reference frequency %.6f MHz, "
                  "delays rounded %s\n"
                  "Killed channels: %d of %d%s%s%s%s",
