@@ -31,6 +31,7 @@ struct GpuAlgo {
 };
 
 extern const GpuAlgo direct_gpu, subband_gpu;
+extern const GpuAlgo tree_gpu;
 
 }  // namespace ddgpu
 

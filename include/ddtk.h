@@ -192,14 +192,29 @@ typedef struct ddtk_series_file {
     double dm;
     double scale;                 /* integer output: the divisor of this series */
     int64_t nwritten;
+    int64_t nvalid;               /* samples of data before any padding */
+    int padded;                   /* padding appended: the .inf declares it (breaks) */
 } ddtk_series_file;
+
+/*
+ * Output length rules (--length): exact is the N_in - maxdelay samples computed
+ * (plus --pad's); even drops a last odd sample (--even); fft pads with the
+ * series mean to ddtk_good_length, as PRESTO's prepdata does. auto is fft for
+ * .dat and exact for .tim and stdout.
+ */
+enum { DDTK_LEN_AUTO = 0, DDTK_LEN_EXACT = 1, DDTK_LEN_EVEN = 2, DDTK_LEN_FFT = 3 };
+/* "auto", "exact", "even", "fft" in enum order, NULL-terminated. */
+extern const char *const ddtk_length_names[];
+/* The smallest even length >= n with no prime factor above 7 (n >= 1). */
+int64_t ddtk_good_length(int64_t n);
 
 typedef struct ddtk_outspec {
     int format;                   /* DDTK_FMT_TIM or DDTK_FMT_DAT */
     const char *output;           /* -o: the one output of a single-DM run */
     const char *prefix;           /* --prefix, NULL if not given */
     const char *default_prefix;   /* used for several DMs when prefix is NULL */
-    int force, even;
+    int force;
+    int length;                   /* DDTK_LEN_* (--length, --even) */
     int discard;                  /* --discard: compute, write nothing (benchmarks) */
 } ddtk_outspec;
 
@@ -219,9 +234,12 @@ typedef struct ddtk_outset {
 int ddtk_outset_open(ddtk_outset *o, const double *dms, int ndm,
                      const ddtk_outspec *spec, const ddtk_series_meta *meta);
 int ddtk_outset_write(ddtk_outset *o, int i, const float *x, int64_t n);
-/* --pad: append n copies of value (the series mean) to output i. */
+/* Padding (--pad, the fft length rule): append n copies of value (the series
+ * mean) to output i; its .inf then declares the padded tail. */
 int ddtk_outset_pad(ddtk_outset *o, int i, float value, int64_t n);
-/* Finish every file (--even, .inf), put all of them on disk, then rename them
+/* The length rule of a set: auto resolved by format. */
+int ddtk_outspec_length(const ddtk_outspec *spec);
+/* Finish every file (.inf), put all of them on disk, then rename them
  * into place: all or nothing. Without force, a name that appeared meanwhile
  * is not replaced: DDTK_EUSAGE "exists", and none of the set is left. */
 int ddtk_outset_close(ddtk_outset *o);
@@ -230,8 +248,12 @@ void ddtk_outset_abort(ddtk_outset *o);
 /* Write a time series .tim header for the given meta and DM. */
 int ddtk_tim_header_write(FILE *fp, const ddtk_series_meta *m, double dm);
 /* The PRESTO .inf text of a series (SPEC section 3). */
+/* nvalid < nsamples: the tail is padding, declared as PRESTO's prepdata does
+ * (breaks = 1, On/Off pairs [0, nvalid-1] and [N-1, N-1]). Notes lines are
+ * wrapped to PRESTO's reader limit (DDTK_INF_NOTE_MAX characters a line). */
+#define DDTK_INF_NOTE_MAX 98
 void ddtk_inf_print(FILE *fp, const char *basename, const ddtk_series_meta *m, double dm,
-                    int64_t nsamples);
+                    int64_t nsamples, int64_t nvalid);
 
 /* ---- dedispersion plans (engine.c) ---------------------------------------- */
 
@@ -239,7 +261,7 @@ enum { DDTK_BACKEND_AUTO = 0, DDTK_BACKEND_CPU = 1, DDTK_BACKEND_GPU = 2 };
 /* "auto", "cpu", "gpu" in enum order, NULL-terminated, for ddtk_opt_choice. */
 extern const char *const ddtk_backend_names[];
 
-enum { DDTK_ALGO_DIRECT = 0, DDTK_ALGO_SUBBAND = 1 };
+enum { DDTK_ALGO_DIRECT = 0, DDTK_ALGO_TREE = 1, DDTK_ALGO_SUBBAND = 2 };
 
 /* CPU direct kernel tiles (Novotny et al. Algorithm 2); 0 selects the default. */
 typedef struct ddtk_cpu_config {
@@ -277,6 +299,8 @@ typedef struct ddtk_plan_desc {
     int rounding;                 /* DDTK_ROUND_NEAREST or DDTK_ROUND_FLOOR */
     int zerodm;                   /* subtract each spectrum's mean over live channels */
     int algorithm;                /* DDTK_ALGO_* */
+    int tree_method;              /* tree: 0 piecewise-linear sub-bands, 1 frequency-padded */
+    int tree_chans;               /* tree: channels per sub-band (power of two); 0: default */
     int backend, gpu;             /* DDTK_BACKEND_*, GPU index */
     int threads;                  /* CPU threads; 0: OpenMP's default */
     int64_t gulp;                 /* spectra per gulp; 0: automatic */
@@ -341,6 +365,8 @@ int ddtk_plan_execute(ddtk_plan *plan, int64_t nsamps, const void *in, int in_nb
 
 typedef struct ddtk_run_stats {
     int64_t nin, nout;            /* input spectra, output samples per DM (finest level) */
+    int64_t nlen;                 /* samples per series as written there, after --pad
+                                     and the length rule */
     int ndm, nlive, nkilled;
     double wall, kernel, tobs;
     double adds;                  /* sample-adds done (scrunched DMs count their own outputs) */

@@ -48,6 +48,7 @@ typedef struct ddtk_fdas_series {
     char *name;                   /* file name for messages ("stdin") */
     char *base;                   /* output base name: path without .tim/.dat */
     char *inf_text;               /* the .inf of a .dat input, verbatim; else NULL */
+    int64_t nvalid;               /* samples read: n is more when padded for the search */
     int borrowed;                 /* x is the plan's series buffer (ddtk_fdas_read_for) */
 } ddtk_fdas_series;
 
@@ -63,6 +64,13 @@ int ddtk_fdas_read(const char *path, ddtk_fdas_series *s);
  */
 int ddtk_fdas_read_for(const char *path, ddtk_fdas_series *s, ddtk_fdas_plan *plan);
 void ddtk_fdas_series_free(ddtk_fdas_series *s);
+/* The length a series of n samples is searched at: n when even, else
+ * ddtk_good_length(n) (the real FFT needs an even length). */
+int64_t ddtk_fdas_search_length(int64_t n);
+/* Pad s to n samples (n >= s->n) with its mean; s->nvalid keeps the count
+ * read, and the outputs give r and z for that many samples, as the .inf of
+ * the input says. */
+int ddtk_fdas_series_pad(ddtk_fdas_series *s, int64_t n);
 
 typedef struct ddtk_fdas_cand {
     double sigma;                 /* significance after trials */
@@ -122,6 +130,19 @@ enum { DDTK_FDAS_TSV = 0, DDTK_FDAS_PRESTO = 1 };
 
 int ddtk_fdas_write_tsv(FILE *fp, const ddtk_fdas_plan *plan, const ddtk_fdas_series *s);
 int ddtk_fdas_write_presto(FILE *fp, ddtk_fdas_plan *plan, const ddtk_fdas_series *s);
+/*
+ * PRESTO's binary <base>_ACCEL_<zmax>.cand, which prepfold -accelcand reads:
+ * one 88-byte record per candidate in the order of the text, native byte
+ * order, fields at byte offsets r 0 (double), rerr 8 (float), z 16 (double),
+ * zerr 24, w 32 (double), werr 40, then floats pow 44, powerr 48, sig 52,
+ * rawpow 56, phs 60, phserr 64, cen 68, cenerr 72, pur 76, purerr 80,
+ * locpow 84 (gaps are zero). r and z are the average Fourier frequency and
+ * drift for the input's length; w is 0; pow, rawpow and phs are those of the
+ * fundamental (normalised power, local power 1); the error, centroid and
+ * purity fields are 0.
+ */
+#define DDTK_FDAS_CAND_BYTES 88
+int ddtk_fdas_write_cand(FILE *fp, ddtk_fdas_plan *plan, const ddtk_fdas_series *s);
 
 DDTK_END_DECLS
 

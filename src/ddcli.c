@@ -16,8 +16,8 @@ enum {
     OPT_PREFIX = 1000, OPT_FORMAT, OPT_DM, OPT_DM_MIN, OPT_DM_MAX, OPT_DM_STEP, OPT_DM_LIST,
     OPT_TOL, OPT_PULSE_WIDTH, OPT_KILLFILE, OPT_ZERODM, OPT_REF_FREQ, OPT_KDM, OPT_ROUNDING,
     OPT_GULP, OPT_MAX_MEM, OPT_THREADS, OPT_BACKEND, OPT_GPU, OPT_LIST_GPUS, OPT_FORCE,
-    OPT_POL, OPT_PAD, OPT_EVEN, OPT_DISCARD, OPT_VERSION, OPT_PLAN, OPT_SCRUNCH, OPT_NBITS_OUT,
-    OPT_WISDOM, OPT_NO_WISDOM, OPT_TUNE
+    OPT_POL, OPT_PAD, OPT_EVEN, OPT_LENGTH, OPT_DISCARD, OPT_VERSION, OPT_PLAN, OPT_SCRUNCH,
+    OPT_NBITS_OUT, OPT_WISDOM, OPT_NO_WISDOM, OPT_TUNE
 };
 
 static const struct option common_options[] = {
@@ -49,6 +49,7 @@ static const struct option common_options[] = {
     { "pad", no_argument, 0, OPT_PAD },
     { "even", no_argument, 0, OPT_EVEN },
     { "nbits-out", required_argument, 0, OPT_NBITS_OUT },
+    { "length", required_argument, 0, OPT_LENGTH },
     { "wisdom", required_argument, 0, OPT_WISDOM },
     { "no-wisdom", no_argument, 0, OPT_NO_WISDOM },
     { "tune", no_argument, 0, OPT_TUNE },
@@ -81,14 +82,17 @@ static const struct option common_options[] = {
     "                           (default: the input's name without its suffix)\n" \
     "  --format tim|dat         SIGPROC .tim or PRESTO .dat + .inf (default tim)\n" \
     "  --pad                    pad each series to the input length with its mean\n" \
-    "  --even                   trim each series to an even length (PRESTO)\n" \
+    "  --length exact|even|fft  series length: exact (N_in - max delay), even (drop an odd\n" \
+    "                           last sample), fft (pad with the mean to an even length with\n" \
+    "                           no prime factor above 7, declared in the .inf, as prepdata);\n" \
+    "                           default fft for dat, exact for tim\n" \
+    "  --even                   --length even\n" \
     "  --nbits-out B            8 or 16: .tim samples as unsigned integers, value = sum / S\n" \
     "                           rounded, S the smallest power of two that keeps the\n" \
     "                           largest possible sum in range (printed); 32: float32\n" \
     "  --force                  overwrite existing outputs\n" \
     "  --discard                dedisperse but write no output (benchmarks)\n" \
     "\n"
-
 #define HELP_KERNEL \
     "Kernel configuration (speed only: outputs never change):\n" \
     "  --wisdom FILE            tuned configurations (default $DDTK_WISDOM, else\n" \
@@ -125,10 +129,10 @@ const char ddtk_ddcli_tune_help[] = HELP_DMS HELP_REST;
 int ddtk_ddargs_no_outputs(const ddtk_ddargs *a)
 {
     const ddtk_outspec *o = &a->out;
-    if (o->output || o->prefix || o->format != DDTK_FMT_TIM || o->force || o->even
-        || o->discard || a->pad || a->nbits_out != 32 || a->tune)
-        return ddtk_fail(DDTK_EUSAGE, "output options (-o, --prefix, --format, --pad, --even, "
-                         "--nbits-out, --force, --discard, --tune) do not apply here: "
+    if (o->output || o->prefix || o->format != DDTK_FMT_TIM || o->force
+        || o->length != DDTK_LEN_AUTO || o->discard || a->pad || a->nbits_out != 32 || a->tune)
+        return ddtk_fail(DDTK_EUSAGE, "output options (-o, --prefix, --format, --pad, --length, "
+                         "--even, --nbits-out, --force, --discard, --tune) do not apply here: "
                          "this tool writes no series");
     return DDTK_OK;
 }
@@ -157,6 +161,18 @@ void ddtk_ddargs_free(ddtk_ddargs *a)
 static const char *const formats[] = { "tim", "dat", NULL };
 static const char *const scrunch_modes[] = { "none", "auto", NULL };
 static const char *const roundings[] = { "nearest", "floor", NULL };
+
+/* --length and --even: one length rule; two different ones are a usage error. */
+static int length_rule(ddtk_ddargs *a, const char *opt, const char *arg, int rule)
+{
+    int rc = arg ? ddtk_opt_choice(opt, arg, ddtk_length_names, &rule) : DDTK_OK;
+    if (!rc && a->out.length != DDTK_LEN_AUTO && rule != a->out.length)
+        rc = ddtk_fail(DDTK_EUSAGE, "%s%s%s: conflicts with --length %s given before",
+                       opt, arg ? " " : "", arg ? arg : "", ddtk_length_names[a->out.length]);
+    if (!rc)
+        a->out.length = rule;
+    return rc;
+}
 
 /* A number that must be > 0. */
 static int positive(const char *opt, const char *arg, double *v)
@@ -205,7 +221,8 @@ static int common_option(ddtk_ddargs *a, int code, const char *arg)
             return ddtk_opt_int("--pol", arg, 0, 1023, &a->desc.pol);
         break;
     case OPT_PAD: a->pad = 1; break;
-    case OPT_EVEN: a->out.even = 1; break;
+    case OPT_EVEN: return length_rule(a, "--even", NULL, DDTK_LEN_EVEN);
+    case OPT_LENGTH: return length_rule(a, "--length", arg, DDTK_LEN_AUTO);
     case OPT_WISDOM: a->wisdom = arg; break;
     case OPT_NO_WISDOM: a->no_wisdom = 1; break;
     case OPT_TUNE: a->tune = 1; break;
@@ -304,6 +321,8 @@ int ddtk_ddargs_resolve(ddtk_ddargs *a, const ddtk_header *h)
     int have_range = !isnan(a->dm_min) || !isnan(a->dm_max);
     int sources = a->dm_given + (a->dm_list_file != NULL) + have_range + (a->plan_file != NULL);
     int rc;
+    if (a->dms_fixed)
+        goto prefix;
     if (sources != 1)
         return ddtk_fail(DDTK_EUSAGE, "give exactly one of --dm, --dm-min/--dm-max, "
                          "--dm-list or --plan (see --help)");
@@ -332,6 +351,7 @@ int ddtk_ddargs_resolve(ddtk_ddargs *a, const ddtk_header *h)
         return ddtk_fail(DDTK_EUSAGE, "--dm-step needs --dm-min and --dm-max");
     if ((rc = resolve_scrunch(a, h)))
         return rc;
+prefix:
     if (!a->default_prefix && !(a->default_prefix = prefix_from(a->input)))
         return ddtk_fail(DDTK_ESYS, "out of memory");
     a->out.default_prefix = a->default_prefix;

@@ -25,6 +25,7 @@ typedef struct ddtk_ddargs {
     uint8_t *kill;
     const char *wisdom;           /* --wisdom FILE */
     int no_wisdom, tune;          /* --no-wisdom, --tune */
+    int dms_fixed;                /* the tool set dms and downsamp itself (dd_tree) */
     ddtk_outspec out;
     ddtk_plan_desc desc;          /* kdm, fref, rounding, resources, backend ... */
 } ddtk_ddargs;

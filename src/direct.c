@@ -45,4 +45,5 @@ const ddtk_algo ddtk_algo_direct = {
     .create = create,
     .cpu_gulp = cpu_gulp,
     .destroy = destroy,
+    .gpu = 1,
 };

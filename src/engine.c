@@ -20,7 +20,8 @@
 #endif
 
 /* Indexed by DDTK_ALGO_*. */
-static const ddtk_algo *const algorithms[] = { &ddtk_algo_direct, &ddtk_algo_subband };
+static const ddtk_algo *const algorithms[] = { &ddtk_algo_direct, &ddtk_algo_tree,
+                                                &ddtk_algo_subband };
 #define NALGORITHMS ((int)(sizeof algorithms / sizeof algorithms[0]))
 
 const char *ddtk_algorithm_name(int id)
@@ -191,6 +192,13 @@ static int plan_backend(ddtk_plan *p)
     if (p->d.threads > 0)
         omp_set_num_threads(p->d.threads);
 #endif
+    if (!p->algo->gpu) {
+        if (p->d.backend == DDTK_BACKEND_GPU)
+            return ddtk_fail(DDTK_EUSAGE, "--backend gpu: the %s algorithm has no GPU kernel "
+                             "in this build", p->algo->name);
+        p->use_gpu = 0;
+        return DDTK_OK;
+    }
     return ddtk_backend_resolve(p->d.backend, p->d.gpu, p->d.verbose, &p->use_gpu);
 }
 

@@ -50,11 +50,17 @@ typedef struct ddtk_algo {
     void (*cpu_gulp)(const ddtk_plan *p, const ddtk_level *lv, const float *rows,
                      size_t stride, int64_t nout, float *out, size_t ostride);
     void (*destroy)(ddtk_level *lv);
-    /* Optional: buffers for gulps of at most most_out outputs, before the first. */
-    int (*cpu_prepare)(const ddtk_plan *p, const ddtk_level *lv, int64_t most_out);
+    /* Optional: working memory for gulps of up to `most` outputs, made by the
+     * CPU streaming layer before it runs (cpu_gulp cannot fail). */
+    int (*cpu_reserve)(const ddtk_level *lv, int64_t most);
+    /* Optional: the bytes cpu_reserve takes for `most` outputs (--max-mem). */
+    int64_t (*cpu_bytes)(const ddtk_level *lv, int64_t most);
+    int gpu;                      /* has a GPU plug-in (cuda/engine.cuh) */
 } ddtk_algo;
 
-extern const ddtk_algo ddtk_algo_direct, ddtk_algo_subband;
+extern const ddtk_algo ddtk_algo_direct;
+extern const ddtk_algo ddtk_algo_tree;
+extern const ddtk_algo ddtk_algo_subband;
 
 /* The name of algorithm id ("direct"), or "unknown". */
 const char *ddtk_algorithm_name(int id);
@@ -105,6 +111,7 @@ int64_t ddtk_plan_raw_bytes(const ddtk_plan *p, int64_t nspectra);
 typedef struct ddtk_sink {
     int (*write)(struct ddtk_sink *s, int dm, const float *x, int64_t n);
     int (*pad)(struct ddtk_sink *s, int dm, float value, int64_t n);
+    int length;                   /* DDTK_LEN_* the series end with (memory: exact) */
     ddtk_outset *out;             /* file sink */
     float *mem;                   /* memory sink: series dm at mem + dm * stride */
     size_t stride;
@@ -119,9 +126,11 @@ int ddtk_sink_memory(ddtk_sink *s, float *mem, size_t stride, int ndm);
 typedef struct ddtk_writer {
     const ddtk_plan *p;
     ddtk_sink *sink;
-    int pad;
+    int pad, length;              /* --pad; the sink's DDTK_LEN_* rule */
     double *sums;                 /* per plan DM */
-    int64_t *count;               /* samples written per plan DM */
+    int64_t *count;               /* samples computed per plan DM */
+    float *held;                  /* even rule: each DM's latest sample, written when the
+                                     next one comes or at the end if the length is even */
     ddtk_progress prog;
 } ddtk_writer;
 
@@ -134,7 +143,7 @@ void ddtk_writer_gulp(ddtk_writer *w, const ddtk_source *src);
 /* n samples of each of level k's series, rows pitch floats apart. */
 int ddtk_writer_level(ddtk_writer *w, int k, const float *x, size_t pitch, int64_t n);
 /* End of a run: the length check (no sample, or none past the maximum delay,
- * is bad data), --pad, and the run statistics. */
+ * is bad data), --pad and the length rule, and the run statistics. */
 int ddtk_writer_finish(ddtk_writer *w, const ddtk_source *src, int rc, ddtk_run_stats *st);
 void ddtk_writer_free(ddtk_writer *w);
 

@@ -41,7 +41,7 @@ static int check_config(const ddtk_fdas_config *c, int64_t n, double tsamp)
                          (long long)n);
     if (n % 2)
         return ddtk_fail(DDTK_EDATA, "%lld samples: odd length (the real FFT needs an even "
-                         "count; write it with --even)", (long long)n);
+                         "count: pad it to ddtk_fdas_search_length)", (long long)n);
     return DDTK_OK;
 }
 

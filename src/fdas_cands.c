@@ -1,7 +1,8 @@
 /*
  * fdas_cands.c - from plane hits to the candidate list: fundamental r and z,
  * sigma after trials, clustering within +-15 bins, removal of harmonically
- * related candidates, in sigma order.
+ * related candidates and of those whose power a stronger candidate's
+ * harmonic explains where it crosses their template, in sigma order.
  */
 #include "fdas_impl.h"
 #include "internal.h"
@@ -32,7 +33,7 @@ static ddtk_fdas_cand make_cand(const ddtk_fdas_plan *p, const ddtk_fdas_hit *h)
     c.power = h->power;
     c.r = h->p / 2.0 / nh;
     c.z = (-p->zmax + 2.0 * h->zi) / nh;
-    c.sigma = ddtk_fdas_sigma(h->power, nh, p->numindep[h->stage]);
+    c.sigma = fmax(0.0, ddtk_fdas_sigma(h->power, nh, p->numindep[h->stage]));
     c.freq = c.r / p->T;
     c.fdot = c.z / (p->T * p->T);
     c.accel = c.fdot * DDTK_SPEED_OF_LIGHT / c.freq;
@@ -162,14 +163,62 @@ static int is_harmonic(const ddtk_fdas_cand *weak, const ddtk_fdas_cand *strong)
     return 0;
 }
 
-static int remove_harmonics(ddtk_fdas_cand *c, int n)
+/* Whether harmonic j of candidate c (at j r, drifting j z over the
+ * observation) crosses an integer harmonic of the stronger candidate s: the
+ * two tracks meet within HARM_TOL_BINS somewhere in the observation. */
+static int crosses(const ddtk_fdas_cand *c, int j, const ddtk_fdas_cand *s)
+{
+    double rc = j * c->r, zc = j * c->z;
+    /* |rc - h rs| <= (|zc| + h |zs|)/2 + tol bounds the harmonics h to look at */
+    double slow = s->r - fabs(s->z) / 2, fast = s->r + fabs(s->z) / 2;
+    double hlo = (rc - fabs(zc) / 2 - HARM_TOL_BINS) / fast;
+    double hhi = (rc + fabs(zc) / 2 + HARM_TOL_BINS) / (slow > 0 ? slow : s->r);
+    for (int h = (int)fmax(1.0, floor(hlo)); h <= ceil(hhi); h++) {
+        /* over the observation the tracks are rc + zc u and h (rs + zs u), u in [-1/2, 1/2] */
+        double d0 = rc - h * s->r, dz = zc - h * s->z;
+        if (fabs(d0) <= fabs(dz) / 2 + HARM_TOL_BINS)
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * A weaker candidate explained by stronger ones: its harmonics that cross a
+ * stronger candidate's harmonic are counted at the noise expectation (power
+ * 1) instead of what they measured; if what is left falls below the
+ * threshold, the candidate was that crossing, not a signal of its own.
+ */
+static int explained(ddtk_fdas_plan *p, const ddtk_fdas_cand *c, const ddtk_fdas_cand *kept,
+                     int nkept)
+{
+    int crossed[DDTK_FDAS_MAXHARM] = { 0 }, any = 0, stage = 0;
+    for (int j = 1; j <= c->numharm; j++)
+        for (int i = 0; i < nkept && !crossed[j - 1]; i++)
+            any |= crossed[j - 1] = crosses(c, j, &kept[i]);
+    if (!any)
+        return 0;
+    if (ddtk_fdas_host_spectrum(p))
+        return 0;                 /* keep it: nothing to measure with */
+    double power = 0;
+    for (int j = 1; j <= c->numharm; j++) {
+        double re = 1, im = 0;
+        if (!crossed[j - 1])
+            ddtk_fdas_rz_amp(p, j * c->r, j * c->z, &re, &im);
+        power += re * re + im * im;
+    }
+    while ((1 << stage) < c->numharm)
+        stage++;
+    return ddtk_fdas_sigma(power, c->numharm, p->numindep[stage]) < p->cfg.sigma;
+}
+
+static int remove_harmonics(ddtk_fdas_plan *p, ddtk_fdas_cand *c, int n)
 {
     int m = 0;
     for (int j = 0; j < n; j++) {
         int harm = 0;
         for (int i = 0; i < m && !harm; i++)
             harm = is_harmonic(&c[j], &c[i]);
-        if (!harm)
+        if (!harm && !explained(p, &c[j], c, m))
             c[m++] = c[j];
     }
     return m;
@@ -192,7 +241,7 @@ int ddtk_fdas_candidates_build(ddtk_fdas_plan *p)
         return rc;
     }
     if (p->cfg.harm_remove)
-        m = remove_harmonics(kept, m);
+        m = remove_harmonics(p, kept, m);
     p->cands = kept;
     p->ncands = m;
     return DDTK_OK;

@@ -138,7 +138,30 @@ int ddtk_fdas_read_for(const char *path, ddtk_fdas_series *s, ddtk_fdas_plan *pl
         rc = ddtk_fail(DDTK_EDATA, "%s: empty time series", s->name);
     if (!rc && !(s->tsamp > 0))
         rc = ddtk_fail(DDTK_EDATA, "%s: sample time %g: must be > 0", s->name, s->tsamp);
+    s->nvalid = s->n;
     return rc;
+}
+
+int64_t ddtk_fdas_search_length(int64_t n)
+{
+    return n % 2 ? ddtk_good_length(n) : n;
+}
+
+int ddtk_fdas_series_pad(ddtk_fdas_series *s, int64_t n)
+{
+    if (n <= s->n)
+        return DDTK_OK;
+    int rc = own(s, n);
+    if (rc)
+        return rc;
+    double sum = 0;
+    for (int64_t t = 0; t < s->n; t++)
+        sum += s->x[t];
+    float mean = s->n ? (float)(sum / (double)s->n) : 0.0f;
+    for (int64_t t = s->n; t < n; t++)
+        s->x[t] = mean;
+    s->n = n;
+    return DDTK_OK;
 }
 
 void ddtk_fdas_series_free(ddtk_fdas_series *s)

@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,6 +57,32 @@ int ddtk_tim_header_write(FILE *fp, const ddtk_series_meta *m, double dm)
     return ddtk_header_write(fp, &h);
 }
 
+/* ---- output lengths ------------------------------------------------------- */
+
+const char *const ddtk_length_names[] = { "auto", "exact", "even", "fft", NULL };
+
+int64_t ddtk_good_length(int64_t n)
+{
+    int64_t best = INT64_MAX;
+    for (int64_t p7 = 1; p7 < 2 * n; p7 *= 7)
+        for (int64_t p5 = p7; p5 < 2 * n; p5 *= 5)
+            for (int64_t p3 = p5; p3 < 2 * n; p3 *= 3) {
+                int64_t m = 2 * p3;
+                while (m < n)
+                    m *= 2;
+                if (m < best)
+                    best = m;
+            }
+    return best;
+}
+
+int ddtk_outspec_length(const ddtk_outspec *spec)
+{
+    if (spec->length != DDTK_LEN_AUTO)
+        return spec->length;
+    return spec->format == DDTK_FMT_DAT ? DDTK_LEN_FFT : DDTK_LEN_EXACT;
+}
+
 /* ---- PRESTO .inf --------------------------------------------------------- */
 
 static double beam_arcsec(int telescope_id, double fcentre_mhz)
@@ -87,8 +114,55 @@ static void format_epoch(double mjd, char *out, size_t n)
     snprintf(out, n, "%.0f%s", whole, frac + 1);
 }
 
+/* PRESTO (backend_common.c) takes the user's login name from the password
+ * database; $USER first, as the shell sees it. */
+static const char *analyzer(void)
+{
+    const char *user = getenv("USER");
+    if (user && *user)
+        return user;
+    const struct passwd *pw = getpwuid(geteuid());
+    return pw ? pw->pw_name : NULL;
+}
+
+/* PRESTO's readinf reads notes with fgets(100): a longer line is split and
+ * its rest lost. Lines are wrapped at a space (or cut) to fit. */
+static void inf_notes(FILE *fp, const char *notes)
+{
+    const size_t indent = 4, room = DDTK_INF_NOTE_MAX - indent;
+    while (*notes) {
+        size_t len = strcspn(notes, "\n"), take = len;
+        if (take > room) {
+            take = room;
+            while (take > room / 2 && notes[take] != ' ')
+                take--;
+            if (notes[take] != ' ')
+                take = room;
+        }
+        fprintf(fp, "%*s%.*s\n", (int)indent, "", (int)take, notes);
+        notes += take;
+        while (*notes == ' ')
+            notes++;
+        if (*notes == '\n')
+            notes++;
+    }
+}
+
+/* The breaks line and, for a padded series, prepdata's two On/Off pairs. */
+static void inf_breaks(FILE *fp, int64_t nsamples, int64_t nvalid)
+{
+    int breaks = nvalid > 0 && nvalid < nsamples;
+    inf_line(fp, "Any breaks in the data? (1 yes, 0 no)", breaks ? "1" : "0");
+    if (!breaks)
+        return;
+    fprintf(fp, " On/Off bin pair #%3d                   =  %-11.0f, %-11.0f\n", 1, 0.0,
+            (double)(nvalid - 1));
+    fprintf(fp, " On/Off bin pair #%3d                   =  %-11.0f, %-11.0f\n", 2,
+            (double)(nsamples - 1), (double)(nsamples - 1));
+}
+
 void ddtk_inf_print(FILE *fp, const char *basename, const ddtk_series_meta *m,
-                    double dm, int64_t nsamples)
+                    double dm, int64_t nsamples, int64_t nvalid)
 {
     const ddtk_header *in = m->in;
     char v[128];
@@ -108,7 +182,7 @@ void ddtk_inf_print(FILE *fp, const char *basename, const ddtk_series_meta *m,
     inf_line(fp, "Number of bins in the time series", v);
     snprintf(v, sizeof v, "%.15g", m->tsamp);
     inf_line(fp, "Width of each time series bin (sec)", v);
-    inf_line(fp, "Any breaks in the data? (1 yes, 0 no)", "0");
+    inf_breaks(fp, nsamples, nvalid);
     inf_line(fp, "Type of observation (EM band)", "Radio");
     snprintf(v, sizeof v, "%.6g", beam_arcsec(in->telescope_id, m->flow + m->bandwidth / 2));
     inf_line(fp, "Beam diameter (arcsec)", v);
@@ -122,15 +196,9 @@ void ddtk_inf_print(FILE *fp, const char *basename, const ddtk_series_meta *m,
     inf_line(fp, "Number of channels", v);
     snprintf(v, sizeof v, "%.12g", m->chan_bw);
     inf_line(fp, "Channel bandwidth (MHz)", v);
-    const char *user = getenv("USER");
-    inf_line(fp, "Data analyzed by", user);
+    inf_line(fp, "Data analyzed by", analyzer());
     fprintf(fp, " Any additional notes:\n");
-    const char *notes = m->notes ? m->notes : "";
-    while (*notes) {
-        size_t len = strcspn(notes, "\n");
-        fprintf(fp, "    %.*s\n", (int)len, notes);
-        notes += len + (notes[len] == '\n');
-    }
+    inf_notes(fp, m->notes ? m->notes : "");
 }
 
 /* The metadata of output i: a scrunched series has its own sample time. */
@@ -369,11 +437,14 @@ int ddtk_outset_write(ddtk_outset *o, int i, const float *x, int64_t n)
         return ddtk_fail(DDTK_ESYS, "%s: write error: %s",
                          f->path ? f->path : "stdout", strerror(errno));
     f->nwritten += n;
+    if (!f->padded)
+        f->nvalid = f->nwritten;
     return DDTK_OK;
 }
 
 int ddtk_outset_pad(ddtk_outset *o, int i, float value, int64_t n)
 {
+    o->f[i].padded |= n > 0;
     float chunk[4096];
     int64_t len = n < 4096 ? n : 4096;
     for (int64_t t = 0; t < len; t++)
@@ -383,20 +454,6 @@ int ddtk_outset_pad(ddtk_outset *o, int i, float value, int64_t n)
         if (rc)
             return rc;
     }
-    return DDTK_OK;
-}
-
-/* --even: PRESTO's FFTs want an even length. */
-static int drop_last_sample(const ddtk_outset *o, ddtk_series_file *f)
-{
-    if (fflush(f->fp) != 0)
-        return ddtk_fail(DDTK_ESYS, "%s: write error: %s", f->path, strerror(errno));
-    off_t size = ftello(f->fp);
-    if (ftruncate(fileno(f->fp), size - (off_t)bytes_per_sample(o)) != 0 ||
-        fseeko(f->fp, 0, SEEK_END) != 0)
-        return ddtk_fail(DDTK_ESYS, "%s: cannot trim to an even length: %s",
-                         f->path, strerror(errno));
-    f->nwritten--;
     return DDTK_OK;
 }
 
@@ -415,7 +472,7 @@ static int write_inf(ddtk_outset *o, int i)
                       : ddtk_temp_open(f->inf, &f->inf_tmp);
     int rc = fp ? DDTK_OK : DDTK_ESYS;
     if (fp) {
-        ddtk_inf_print(fp, base, &m, f->dm, f->nwritten);
+        ddtk_inf_print(fp, base, &m, f->dm, f->nwritten, f->nvalid);
         rc = ddtk_temp_flush(fp, f->inf_tmp, f->inf);
         if (fclose(fp) != 0 && !rc)
             rc = ddtk_fail(DDTK_ESYS, "%s: write error: %s", f->inf, strerror(errno));
@@ -424,17 +481,14 @@ static int write_inf(ddtk_outset *o, int i)
     return rc;
 }
 
-/* Everything complete and on disk before the first rename: --even trims,
- * the .inf files, every temporary flushed and fsynced. */
+/* Everything complete and on disk before the first rename: the .inf files,
+ * every temporary flushed and fsynced. */
 static int finish_files(ddtk_outset *o)
 {
     int rc = DDTK_OK;
     for (int i = 0; i < o->n && !rc; i++) {
         ddtk_series_file *f = &o->f[i];
-        if (o->spec.even && f->nwritten % 2)
-            rc = drop_last_sample(o, f);
-        if (!rc)
-            rc = ddtk_temp_flush(f->fp, f->tmp, f->path);
+        rc = ddtk_temp_flush(f->fp, f->tmp, f->path);
         if (!rc && f->inf)
             rc = write_inf(o, i);
     }

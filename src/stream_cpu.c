@@ -33,8 +33,16 @@ struct ddtk_cpu_stream {
     double *mean;                     /* --zerodm: per spectrum of a gulp */
 };
 
+/* The most outputs level k gives in one gulp (a last gulp may give more than step / 2^k). */
+static int64_t most_out(const ddtk_plan *p, int k, int64_t step)
+{
+    int64_t last = ((p->keep + step) >> k) - p->lv[k].overlap;
+    return last > step >> k ? last : step >> k;
+}
+
 /*
- * The memory bound of a step: rows, outputs and raw bytes. With scrunch
+ * The memory bound of a step: rows, outputs, raw bytes and the plug-in's
+ * working memory. With scrunch
  * levels it is an upper bound taken before they are sized: the halved rows of
  * all levels add at most one more buffer, and no level's output row is longer
  * than keep + step.
@@ -48,7 +56,11 @@ static int64_t step_bytes(const ddtk_plan *p, int64_t step)
         rows *= 2;
         outputs = (int64_t)p->d.ndm * (p->keep + step + 1) * 4;
     }
-    return rows + outputs + ddtk_plan_raw_bytes(p, p->keep + step);
+    int64_t plugin = 0;
+    for (int k = 0; p->algo->cpu_bytes && k < p->nlevels; k++)
+        if (p->lv[k].ndm)
+            plugin += p->algo->cpu_bytes(&p->lv[k], most_out(p, k, step));
+    return rows + outputs + plugin + ddtk_plan_raw_bytes(p, p->keep + step);
 }
 
 static int fits(const ddtk_plan *p, int64_t step, void *ctx)
@@ -67,12 +79,6 @@ static int choose_step(const ddtk_plan *p, const ddtk_source *src, int64_t *step
     return DDTK_OK;
 }
 
-/* The most outputs level k gives in one gulp (a last gulp may give more than step / 2^k). */
-static int64_t most_out(const ddtk_plan *p, int k, int64_t step)
-{
-    int64_t last = ((p->keep + step) >> k) - p->lv[k].overlap;
-    return last > step >> k ? last : step >> k;
-}
 
 static int allocate(ddtk_cpu_stream *s, const ddtk_plan *p)
 {
@@ -93,8 +99,8 @@ static int allocate(ddtk_cpu_stream *s, const ddtk_plan *p)
         if (!(s->out[k] = ddtk_malloc((size_t)p->lv[k].ndm * s->ostride[k] * sizeof(float),
                                       "output gulp")))
             return DDTK_ESYS;
-        int rc = p->algo->cpu_prepare
-                     ? p->algo->cpu_prepare(p, &p->lv[k], (int64_t)s->ostride[k]) : DDTK_OK;
+        int rc = p->algo->cpu_reserve ? p->algo->cpu_reserve(&p->lv[k], (int64_t)s->ostride[k])
+                                      : DDTK_OK;
         if (rc)
             return rc;
     }

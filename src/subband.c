@@ -356,23 +356,37 @@ static int create(const ddtk_plan *p, ddtk_level *lv)
 }
 
 /* One intermediate buffer per thread: threads take whole groups. */
-static int cpu_prepare(const ddtk_plan *p, const ddtk_level *lv, int64_t most_out)
+static int buffers(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static size_t buffer_stride(const sb_state *s, int64_t most)
+{
+    return (size_t)ddtk_round_up(most + s->max2, 16);
+}
+
+static int64_t cpu_bytes(const ddtk_level *lv, int64_t most)
+{
+    const sb_state *s = lv->state;
+    return (int64_t)buffers() * s->nsub * (int64_t)buffer_stride(s, most) * 4;
+}
+
+static int cpu_reserve(const ddtk_level *lv, int64_t most)
 {
     sb_state *s = lv->state;
-    (void)p;
     free(s->buf);
-    s->nbuf = 1;
-#ifdef _OPENMP
-    s->nbuf = omp_get_max_threads();
-#endif
-    s->bstride = (size_t)ddtk_round_up(most_out + s->max2, 16);
+    s->nbuf = buffers();
+    s->bstride = buffer_stride(s, most);
     s->buf = ddtk_malloc((size_t)s->nbuf * s->nsub * s->bstride * sizeof *s->buf,
                          "sub-band series");
     return s->buf ? DDTK_OK : DDTK_ESYS;
 }
 
-/* Stage 1 for group g into buf (one direct call per sub-band at the group's
- * nominal DM, each as long as the group's stage 2 reads), then stage 2. */
 static double now(void)
 {
 #ifdef _OPENMP
@@ -458,5 +472,7 @@ const ddtk_algo ddtk_algo_subband = {
     .create = create,
     .cpu_gulp = cpu_gulp,
     .destroy = destroy,
-    .cpu_prepare = cpu_prepare,
+    .cpu_reserve = cpu_reserve,
+    .cpu_bytes = cpu_bytes,
+    .gpu = 1,
 };

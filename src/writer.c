@@ -3,7 +3,8 @@
  * layers: sources (a SIGPROC input, or a block in memory), sinks (an output
  * set of files, or a caller's array), and the writer that maps each level's
  * series to the plan's DMs, keeps the --pad sums, checks the run's length,
- * pads, shows progress and fills the run statistics.
+ * ends each series by the sink's length rule (--pad, even, fft: the same for
+ * every algorithm and backend), shows progress and fills the run statistics.
  */
 #include "engine.h"
 #include "internal.h"
@@ -71,6 +72,7 @@ void ddtk_sink_outset(ddtk_sink *s, ddtk_outset *out)
     memset(s, 0, sizeof *s);
     s->write = write_outset;
     s->pad = pad_outset;
+    s->length = ddtk_outspec_length(&out->spec);
     s->out = out;
 }
 
@@ -85,6 +87,7 @@ int ddtk_sink_memory(ddtk_sink *s, float *mem, size_t stride, int ndm)
 {
     memset(s, 0, sizeof *s);
     s->write = write_memory;
+    s->length = DDTK_LEN_EXACT;
     s->mem = mem;
     s->stride = stride;
     s->filled = ddtk_calloc((size_t)ndm, sizeof *s->filled, "output counts");
@@ -100,10 +103,29 @@ int ddtk_writer_init(ddtk_writer *w, const ddtk_plan *p, ddtk_sink *sink, int pa
     w->p = p;
     w->sink = sink;
     w->pad = pad;
+    w->length = sink->length;
     w->sums = ddtk_calloc((size_t)p->d.ndm, sizeof *w->sums, "output sums");
     w->count = ddtk_calloc((size_t)p->d.ndm, sizeof *w->count, "output counts");
+    if (w->length == DDTK_LEN_EVEN && !(w->held = ddtk_calloc((size_t)p->d.ndm,
+                                                              sizeof *w->held, "output tails")))
+        return DDTK_ESYS;
     ddtk_progress_start(&w->prog, "samples", total, p->d.quiet || !show, p->d.verbose);
     return w->sums && w->count ? DDTK_OK : DDTK_ESYS;
+}
+
+/* The even rule on a stream (stdout, pipes): each series' latest sample is
+ * held back, so that an odd last one can be left out at the end. */
+static int write_holding(ddtk_writer *w, int i, const float *series, int64_t n)
+{
+    int rc = DDTK_OK;
+    if (n == 0)
+        return rc;
+    if (w->count[i] > 0)
+        rc = w->sink->write(w->sink, i, &w->held[i], 1);
+    if (!rc)
+        rc = w->sink->write(w->sink, i, series, n - 1);
+    w->held[i] = series[n - 1];
+    return rc;
 }
 
 int ddtk_writer_level(ddtk_writer *w, int k, const float *x, size_t pitch, int64_t n)
@@ -112,14 +134,14 @@ int ddtk_writer_level(ddtk_writer *w, int k, const float *x, size_t pitch, int64
     for (int d = 0; d < lv->ndm; d++) {
         const float *series = x + (size_t)d * pitch;
         int i = lv->index[d];
-        if (w->pad) {
+        if (w->pad || w->length == DDTK_LEN_FFT) {
             double s = 0;
             for (int64_t t = 0; t < n; t++)
                 s += series[t];
             w->sums[i] += s;
         }
+        int rc = w->held ? write_holding(w, i, series, n) : w->sink->write(w->sink, i, series, n);
         w->count[i] += n;
-        int rc = w->sink->write(w->sink, i, series, n);
         if (rc)
             return rc;
     }
@@ -131,16 +153,41 @@ void ddtk_writer_gulp(ddtk_writer *w, const ddtk_source *src)
     ddtk_progress_update(&w->prog, src->samples_read);
 }
 
-/* --pad: each series to its resolution's input length, with its mean. */
-static int pad_all(ddtk_writer *w)
+/* The end of series i (overlap: its resolution's maximum delay): --pad
+ * extends it to the input length; then the even rule drops an odd last
+ * sample (the held one), and the fft rule pads to ddtk_good_length. Padding
+ * is the series mean, as PRESTO's prepdata pads. */
+static int end_series(ddtk_writer *w, int i, int64_t overlap, int64_t *written)
+{
+    int64_t data = w->count[i], len = data + (w->pad ? overlap : 0);
+    int64_t done = w->held && data > 0 ? data - 1 : data;
+    int rc = DDTK_OK;
+    if (w->length == DDTK_LEN_EVEN)
+        len &= ~(int64_t)1;
+    else if (w->length == DDTK_LEN_FFT)
+        len = ddtk_good_length(len);
+    if (done < data && len >= data) {
+        rc = w->sink->write(w->sink, i, &w->held[i], 1);
+        done = data;
+    }
+    float mean = data > 0 ? (float)(w->sums[i] / (double)data) : 0.0f;
+    if (!rc && len > done)
+        rc = w->sink->pad(w->sink, i, mean, len - done);
+    *written = len;
+    return rc;
+}
+
+/* Every series ended; *nlen: the length of the finest level's. */
+static int end_all(ddtk_writer *w, int64_t *nlen)
 {
     int rc = DDTK_OK;
     for (int k = 0; !rc && k < w->p->nlevels; k++) {
         const ddtk_level *lv = &w->p->lv[k];
         for (int d = 0; !rc && d < lv->ndm; d++) {
-            int i = lv->index[d];
-            float mean = w->count[i] > 0 ? (float)(w->sums[i] / (double)w->count[i]) : 0.0f;
-            rc = w->sink->pad(w->sink, i, mean, lv->overlap);
+            int64_t len;
+            rc = end_series(w, lv->index[d], lv->overlap, &len);
+            if (k == w->p->first && d == 0)
+                *nlen = len;
         }
     }
     return rc;
@@ -165,9 +212,11 @@ int ddtk_writer_finish(ddtk_writer *w, const ddtk_source *src, int rc, ddtk_run_
     ddtk_progress_end(&w->prog);
     if (!rc)
         rc = check_run_length(w, src, nout);
-    if (!rc && w->pad)
-        rc = pad_all(w);
+    int64_t nlen = nout;
+    if (!rc)
+        rc = end_all(w, &nlen);
     memset(st, 0, sizeof *st);
+    st->nlen = nlen;
     st->nin = src->samples_read;
     st->nout = nout;
     st->ndm = p->d.ndm;
@@ -183,4 +232,5 @@ void ddtk_writer_free(ddtk_writer *w)
 {
     free(w->sums);
     free(w->count);
+    free(w->held);
 }

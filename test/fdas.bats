@@ -152,9 +152,10 @@ INF
 }
 
 @test "fdas: bad input gives one-line errors and the right exit codes" {
-    fbsim --tim --tsamp 0.001 --nsamples 4097 -o odd.tim
-    run_err odd.tim fdas odd.tim
+    fbsim --tim --tsamp 0.001 --nsamples 62 -o short.tim
+    run_err short.tim fdas short.tim
     [ "$status" -eq 1 ]
+    fbsim --tim --tsamp 0.001 --nsamples 4097 -o odd.tim
     : > empty.dat
     printf ' Epoch of observation (MJD)             =  60000\n Number of bins in the time series      =  0\n Width of each time series bin (sec)    =  0.001\n Dispersion measure (cm-3 pc)           =  0\n' > empty.inf
     run_err empty.dat fdas empty.dat

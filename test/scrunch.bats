@@ -64,7 +64,7 @@ mkdata() {
 @test "scrunch: --pad pads each series to its resolution's length" {
     mkdata
     plan "$(printf '0\t100\t100\t1\t1')" "$(printf '100\t200\t100\t4\t1')" > p.tsv
-    dd_direct -q a.fil --plan p.tsv --pad --prefix s --format dat
+    dd_direct -q a.fil --plan p.tsv --pad --length exact --prefix s --format dat
     grep -q "Number of bins in the time series *=  31250 " s_DM0.00.inf
     grep -q "Number of bins in the time series *=  7812 " s_DM100.00.inf
     grep -q "Width of each time series bin (sec) *=  0.000256" s_DM100.00.inf

@@ -97,7 +97,8 @@ same_start() {
     run bash -c 'dd_subband burst.fil --dm-min 0 --dm-max 300 --prefix v --format dat -v 2>&1'
     [ "$status" -eq 0 ]
     [[ "$output" == *"sub-band: "*" sub-bands of up to "*"N'DM"*"predicted extra smearing"* ]]
-    grep -q "Sub-bands: .* trial DMs per nominal DM" v_DM0.00.inf
+    grep -q "Sub-bands: " v_DM0.00.inf
+    grep -q "trial DMs per nominal DM" v_DM0.00.inf
     grep -q "Predicted extra smearing" v_DM0.00.inf
     # the budget held: the printed ratio is at most 10%
     pct=$(printf '%s\n' "$output" | sed -n 's/.*(\([0-9.]*\)% of direct).*/\1/p' | head -1)
@@ -119,7 +120,7 @@ same_start() {
     per=$(awk 'NR == 2 { print $6 }' r.plan)
     [ "$per" -gt 1 ]
     dd_subband burst.fil --plan r.plan --nsub 32 --prefix p --format dat -q
-    grep -q "from the plan file: first range $per trial DMs per nominal DM" p_DM0.00.inf
+    grep -q "Plan file, first range: $per trial DMs per nominal DM" p_DM0.00.inf
     [ "$(ls p_DM*.dat | wc -l)" -eq "$(awk 'NR > 1 { n += $5 } END { print n }' r.plan)" ]
 }
 

@@ -17,6 +17,8 @@ static void help(void)
            "for each DM trial, writing one time series per DM.\n\n%s", ddtk_ddcli_help);
 }
 
+/* Short lines, the killed channels early: PRESTO's reader keeps lines of
+ * under 100 characters and about the first 500 characters of the notes. */
 static char *run_notes(const ddtk_ddargs *a, const ddtk_plan *plan, const ddtk_input *in)
 {
     char *notes = malloc(1024);
@@ -24,17 +26,14 @@ static char *run_notes(const ddtk_ddargs *a, const ddtk_plan *plan, const ddtk_i
     if (notes)
         snprintf(notes, 1024,
                  "Dedispersed by ddtk %s dd_direct (direct algorithm, %s backend)\n"
-                 "Dispersion constant %.10g s MHz^2 pc^-1 cm^3, reference frequency %.6f MHz, "
-                 "delays rounded %s\n"
-                 "Killed channels: %d of %d%s%s%s%s",
-                 DDTK_VERSION, ddtk_plan_backend(plan), a->desc.kdm, ddtk_plan_fref(plan),
+                 "Killed channels: %d of %d\n"
+                 "kDM %.10g s MHz^2 pc^-1 cm^3, fref %.6f MHz, delays rounded %s%s%s",
+                 DDTK_VERSION, ddtk_plan_backend(plan), nchans - ddtk_plan_nlive(plan), nchans,
+                 a->desc.kdm, ddtk_plan_fref(plan),
                  a->desc.rounding == DDTK_ROUND_FLOOR ? "down (floor)" : "to nearest",
-                 nchans - ddtk_plan_nlive(plan), nchans,
                  a->desc.zerodm ? "\nZero-DM filter applied" : "",
-                 a->pad ? "\nPadded to the input length with the series mean" : "",
-                 a->out.even ? "\nTrimmed to an even length when odd (--even)" : "",
-                 a->downsamp ? "\nTime scrunched: each series at its DM's downsampling "
-                               "factor times the input tsamp" : "");
+                 a->downsamp ? "\nTime scrunched: tsamp is the DM's downsampling factor "
+                               "times the input's" : "");
     return notes;
 }
 

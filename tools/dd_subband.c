@@ -85,25 +85,21 @@ static char *run_notes(const ddtk_ddargs *a, const ddtk_plan *plan, const ddtk_i
     if (notes)
         snprintf(notes, 1536,
                  "Dedispersed by ddtk %s dd_subband (sub-band algorithm, %s backend)\n"
-                 "Sub-bands: %d of up to %d channels, %s%d trial DMs per nominal DM, "
-                 "%d nominal DMs%s\n"
-                 "Predicted extra smearing (Barsdell B1, nominal DM centred): at most %.4g ms, "
-                 "total smearing sqrt(W^2 + t^2) at most %.1f%% above the direct W "
-                 "(Barsdell B3); work 1/%.2f of direct\n"
-                 "Dispersion constant %.10g s MHz^2 pc^-1 cm^3, reference frequency %.6f MHz, "
-                 "delays rounded %s\n"
-                 "Killed channels: %d of %d%s%s%s%s",
+                 "Sub-bands: %d of up to %d channels\n"
+                 "%s%d trial DMs per nominal DM, %d nominal DMs%s\n"
+                 "Predicted extra smearing (Barsdell B1, centred): at most %.4g ms\n"
+                 "Total smearing at most %.1f%% above direct (B3); work 1/%.2f of direct\n"
+                 "Killed channels: %d of %d\n"
+                 "kDM %.10g s MHz^2 pc^-1 cm^3, fref %.6f MHz, delays rounded %s%s%s",
                  DDTK_VERSION, ddtk_plan_backend(plan), sb.nsub, sb.chans_per_sub,
-                 a->desc.dms_per_sub ? "from the plan file: first range " : "", sb.dm_group,
+                 a->desc.dms_per_sub ? "Plan file, first range: " : "", sb.dm_group,
                  sb.nnominal, a->desc.sub_dm >= 0 ? " (--sub-dm)" : "", sb.max_extra * 1e3,
-                 sb.max_ratio * 100, sb.work_ratio, a->desc.kdm, ddtk_plan_fref(plan),
+                 sb.max_ratio * 100, sb.work_ratio, nchans - ddtk_plan_nlive(plan), nchans,
+                 a->desc.kdm, ddtk_plan_fref(plan),
                  a->desc.rounding == DDTK_ROUND_FLOOR ? "down (floor)" : "to nearest",
-                 nchans - ddtk_plan_nlive(plan), nchans,
                  a->desc.zerodm ? "\nZero-DM filter applied" : "",
-                 a->pad ? "\nPadded to the input length with the series mean" : "",
-                 a->out.even ? "\nTrimmed to an even length when odd (--even)" : "",
-                 a->downsamp ? "\nTime scrunched: each series at its DM's downsampling "
-                               "factor times the input tsamp" : "");
+                 a->downsamp ? "\nTime scrunched: tsamp is the DM's downsampling factor "
+                               "times the input's" : "");
     return notes;
 }
 

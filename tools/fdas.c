@@ -154,10 +154,21 @@ static char *output_name(const args *a, const ddtk_fdas_series *s, int ninputs)
     return name;
 }
 
-static int write_to(FILE *fp, const args *a, ddtk_fdas_plan *plan, const ddtk_fdas_series *s)
+typedef int (*writer_fn)(FILE *fp, ddtk_fdas_plan *plan, const ddtk_fdas_series *s);
+
+static int write_tsv(FILE *fp, ddtk_fdas_plan *plan, const ddtk_fdas_series *s)
 {
-    return a->format == DDTK_FDAS_PRESTO ? ddtk_fdas_write_presto(fp, plan, s)
-                                         : ddtk_fdas_write_tsv(fp, plan, s);
+    return ddtk_fdas_write_tsv(fp, plan, s);
+}
+
+/* The binary candidates beside PRESTO's text: <text name>.cand. */
+static char *cand_name(const char *name)
+{
+    size_t len = strlen(name) + 6;
+    char *c = malloc(len);
+    if (c)
+        snprintf(c, len, "%s.cand", name);
+    return c;
 }
 
 /* Prefix the recorded message with the input's name. */
@@ -168,26 +179,41 @@ static int named(int rc, const char *name)
     return ddtk_fail(rc, "%s: %s", name, msg);
 }
 
-static int write_output(const args *a, ddtk_fdas_plan *plan, const ddtk_fdas_series *s,
-                        int ninputs)
+static int write_file(const char *name, writer_fn write, ddtk_fdas_plan *plan,
+                      const ddtk_fdas_series *s)
 {
-    char *name = output_name(a, s, ninputs), *tmp = NULL;
-    if (!name) {
-        if (a->output || a->format != DDTK_FDAS_TSV || ninputs != 1)
-            return ddtk_fail(DDTK_ESYS, "out of memory");
-        int rc = write_to(stdout, a, plan, s);
-        if (!rc && fflush(stdout) != 0)
-            rc = ddtk_fail(DDTK_ESYS, "stdout: write error");
-        return rc;
-    }
+    char *tmp = NULL;
     FILE *fp = ddtk_temp_create(name, &tmp);
-    int rc = fp ? write_to(fp, a, plan, s) : DDTK_ESYS;
+    int rc = fp ? write(fp, plan, s) : DDTK_ESYS;
     if (fp && !rc)
         rc = ddtk_temp_commit(fp, &tmp, name);
     else if (fp)
         ddtk_temp_discard(fp, &tmp);
-    if (rc && fp)
-        rc = named(rc, name);
+    return rc && fp ? named(rc, name) : rc;
+}
+
+static int write_output(const args *a, ddtk_fdas_plan *plan, const ddtk_fdas_series *s,
+                        int ninputs)
+{
+    char *name = output_name(a, s, ninputs);
+    if (!name) {
+        if (a->output || a->format != DDTK_FDAS_TSV || ninputs != 1)
+            return ddtk_fail(DDTK_ESYS, "out of memory");
+        int rc = ddtk_fdas_write_tsv(stdout, plan, s);
+        if (!rc && fflush(stdout) != 0)
+            rc = ddtk_fail(DDTK_ESYS, "stdout: write error");
+        return rc;
+    }
+    int rc;
+    if (a->format == DDTK_FDAS_PRESTO) {
+        char *cand = cand_name(name);
+        rc = cand ? write_file(name, ddtk_fdas_write_presto, plan, s)
+                  : ddtk_fail(DDTK_ESYS, "out of memory");
+        if (!rc)
+            rc = write_file(cand, ddtk_fdas_write_cand, plan, s);
+        free(cand);
+    } else
+        rc = write_file(name, write_tsv, plan, s);
     free(name);
     return rc;
 }
@@ -195,11 +221,28 @@ static int write_output(const args *a, ddtk_fdas_plan *plan, const ddtk_fdas_ser
 static int check_output(const args *a, const ddtk_fdas_series *s, int ninputs)
 {
     char *name = output_name(a, s, ninputs);
+    char *cand = name && a->format == DDTK_FDAS_PRESTO ? cand_name(name) : NULL;
     int rc = DDTK_OK;
     if (name && !a->force && access(name, F_OK) == 0)
         rc = ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", name);
+    else if (cand && !a->force && access(cand, F_OK) == 0)
+        rc = ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", cand);
     free(name);
+    free(cand);
     return rc;
+}
+
+/* A series whose length the real FFT cannot take is padded with its mean. */
+static int fit_length(const args *a, ddtk_fdas_series *s)
+{
+    int64_t n = ddtk_fdas_search_length(s->n);
+    if (n == s->n)
+        return DDTK_OK;
+    if (a->cfg.verbose)
+        ddtk_msg("%s: %lld samples: searched as %lld (an even length with no prime factor "
+                 "above 7), padded with the series mean", s->name, (long long)s->n,
+                 (long long)n);
+    return ddtk_fdas_series_pad(s, n);
 }
 
 static void summary(const args *a, ddtk_fdas_plan *plan, const ddtk_fdas_series *s, int ncand)
@@ -230,6 +273,8 @@ static int search_one(args *a, const char *path, int ninputs, ddtk_fdas_plan **p
     args local = *a;
     /* a series read into the plan's buffer has its n and tsamp: the plan is kept */
     int rc = ddtk_fdas_read_for(path, &s, *plan);
+    if (!rc)
+        rc = fit_length(&local, &s);
     if (!rc)
         rc = accel_to_z(&local, &s);
     if (!rc)

@@ -1,0 +1,124 @@
+#!/usr/bin/env bats
+# interop.bats - ddtk outputs through the real PRESTO and SIGPROC programs:
+# accelsearch on a dd_direct DM sweep of .dat files, ACCEL_sift.py on the
+# accelsearch and on fdas --format presto outputs, prepfold -accelcand on
+# fdas's binary .cand, single_pulse_search.py on a burst, and SIGPROC's
+# header, seek and fold on a .tim. Each test runs only when its programs are
+# on PATH (skipped with the reason otherwise); DDTK_INTEROP_PATH, if set, is
+# put in front of PATH. Build them from their public sources, outside the
+# project: PRESTO (github.com/scottransom/presto: src/, python/) and SIGPROC
+# (github.com/SixByNine/sigproc).
+load common
+
+[ -n "${DDTK_INTEROP_PATH:-}" ] && PATH="$DDTK_INTEROP_PATH:$PATH"
+
+P_MS=89.301                       # injected pulsar: 89.301 ms at DM 56, burst at 5 s, DM 80
+
+need() {
+    for p in "$@"; do
+        command -v "$p" > /dev/null || skip "$p not on PATH (build PRESTO/SIGPROC from source; see the header of test/interop.bats)"
+    done
+}
+
+# A 10 s observation: the pulsar, a second one at 37.1 ms (so that ACCEL_sift
+# has more than one candidate to sift) and a bright burst.
+make_obs() {
+    fbsim -o obs.fil --nchans 64 --nbits 8 --tsamp 0.000128 --tobs 10 --fch1 1500 --foff -2 \
+        --pulsar 0.0893,56,0.04,1 --pulsar 0.0371,56,0.04,0.8 --pulse 5.0,80,0.001,30 -q
+}
+
+sweep() {
+    make_obs
+    dd_direct obs.fil --dm-min 50 --dm-max 62 --dm-step 1 --format dat --prefix obs -q
+}
+
+# the first sifted candidate: "file:candnum period_ms"
+top_sifted() { awk '/_ACCEL_50:[0-9]+ / { print $1, $8; exit }' "$1"; }
+
+@test "interop: accelsearch searches every .dat of a dd_direct sweep and finds the pulsar" {
+    need accelsearch
+    sweep
+    # the failure this default avoids: an odd exact length (--length exact)
+    fbsim -o odd.fil --nchans 64 --nbits 8 --tsamp 0.000128 --nsamples 78128 --fch1 1500 \
+        --foff -2 --pulsar 0.0893,56,0.04,1 -q
+    dd_direct odd.fil --dm 56 --format dat --length exact -o odd.dat -q
+    [ $(( $(stat -c %s odd.dat) / 4 % 2 )) -eq 1 ]
+    ! accelsearch -zmax 50 odd.dat > odd.log 2>&1
+    grep -q "evenly divisible by 2" odd.log
+    dd_direct odd.fil --dm 56 --format dat -o odd_fft.dat -q
+    accelsearch -zmax 50 odd_fft.dat > /dev/null 2>&1
+    for f in obs_DM*.dat; do
+        accelsearch -zmax 50 -numharm 8 "$f" > "$f.log" 2>&1 || { tail -3 "$f.log"; false; }
+        [ -s "${f%.dat}_ACCEL_50" ] && [ -s "${f%.dat}_ACCEL_50.cand" ]
+    done
+    head -4 obs_DM56.00_ACCEL_50
+    awk 'NR == 4 { split($6, p, "("); exit !(p[1] > 89.29 && p[1] < 89.31 && $2 > 15) }' obs_DM56.00_ACCEL_50
+}
+
+@test "interop: ACCEL_sift.py sifts accelsearch's and fdas's outputs alike: the pulsar first" {
+    need accelsearch ACCEL_sift.py
+    sweep
+    for f in obs_DM*.dat; do accelsearch -zmax 50 -numharm 8 "$f" > /dev/null 2>&1; done
+    ACCEL_sift.py > sift_presto.txt 2>&1
+    mkdir fd && cd fd
+    ln -s ../obs_DM*.dat ../obs_DM*.inf .
+    fdas -q --zmax 50 --numharm 8 --format presto obs_DM*.dat
+    ACCEL_sift.py > sift_fdas.txt 2>&1
+    read -r a pa < <(top_sifted ../sift_presto.txt)
+    read -r b pb < <(top_sifted sift_fdas.txt)
+    echo "accelsearch + ACCEL_sift: $a $pa ms; fdas + ACCEL_sift: $b $pb ms"
+    approx "$pa" $P_MS 0.005
+    approx "$pb" $P_MS 0.005
+}
+
+@test "interop: prepfold -accelcand folds fdas's .cand at the pulsar's period" {
+    need prepfold
+    sweep
+    fdas -q --zmax 50 --numharm 8 --format presto obs_DM56.00.dat
+    # the exit status is not checked: a headless PGPLOT build may fail in the
+    # plots, after the .pfd and .bestprof are written
+    prepfold -noxwin -accelcand 1 -accelfile obs_DM56.00_ACCEL_50.cand obs_DM56.00.dat \
+        > pf.log 2>&1 || true
+    grep -E "Best period|reduced chi" pf.log
+    bp=$(ls obs_DM56.00_ACCEL_Cand_1.pfd.bestprof)
+    awk '/P_topo \(ms\)/ { split($5, p, "("); exit !(p[1] > 89.29 && p[1] < 89.31) }' "$bp"
+    awk '/Reduced chi-sqr/ { exit !($5 > 10) }' "$bp"
+}
+
+@test "interop: single_pulse_search.py finds the burst in dd_direct .dat files at its DM and time" {
+    need single_pulse_search.py
+    make_obs
+    dd_direct obs.fil --dm 70,80,90 --format dat --prefix sp -q
+    # -b: the burst is bright enough for the bad-block test to drop its block
+    single_pulse_search.py -p -b -t 6 sp_DM*.dat > sps.log 2>&1
+    sort -k2 -gr sp_DM80.00.singlepulse | head -3
+    sort -k2 -gr sp_DM80.00.singlepulse | awk 'NR == 1 { exit !($3 > 4.99 && $3 < 5.01 && $2 > 20) }'
+    # the padded tail (a constant at the mean) gives no events
+    awk -v n=$(( $(stat -c %s sp_DM80.00.dat) / 4 )) 'NR > 1 && $4 > n - 10 { exit 1 }' sp_DM80.00.singlepulse
+}
+
+# SIGPROC's fold, not coreutils' fold: the one beside its seek.
+sigproc_fold() { echo "$(dirname "$(command -v seek)")/fold"; }
+
+@test "interop: SIGPROC header, seek and fold read a dd_direct .tim and find the pulsar" {
+    need header seek
+    [ -x "$(sigproc_fold)" ] || skip "SIGPROC fold not beside seek"
+    make_obs
+    dd_direct obs.fil --dm 56 -o obs_DM56.00.tim -q
+    header obs_DM56.00.tim > hdr.txt
+    cat hdr.txt
+    grep -Eq "Reference DM .*56" hdr.txt
+    grep -Eq "Number of samples +: *$(( ($(stat -c %s obs_DM56.00.tim) - $(header obs_DM56.00.tim -headersize)) / 4 ))\$" hdr.txt
+    seek obs_DM56.00.tim > seek.log 2>&1 || { tail -5 seek.log; false; }
+    tail -5 seek.log
+    # .prd: (S/N, period ms) pairs per harmonic fold; both pulsars with S/N > 15
+    for want in $P_MS 37.10; do
+        awk -v w="$want" '!/DM:/ { for (i = 1; i < NF; i += 2) if ($i > 15 && ($(i + 1) - w)^2 < 0.05^2) ok = 1 }
+                          END { exit !ok }' obs_DM56.00.prd
+    done
+    "$(sigproc_fold)" obs_DM56.00.tim -p $P_MS -n 32 > prof.txt
+    awk '!/^#/ && NF >= 2 { v[++n] = $2 } END {
+        for (i = 1; i <= n; i++) { s += v[i]; if (v[i] > m) m = v[i] }
+        for (i = 1; i <= n; i++) ss += (v[i] - s / n)^2
+        exit !(n >= 16 && (m - s / n) > 5 * sqrt(ss / n) / 2) }' prof.txt
+}
