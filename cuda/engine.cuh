@@ -30,7 +30,7 @@ struct GpuAlgo {
     void (*destroy)(void *state);
 };
 
-extern const GpuAlgo direct_gpu;
+extern const GpuAlgo direct_gpu, subband_gpu;
 extern const GpuAlgo tree_gpu;
 
 }  // namespace ddgpu

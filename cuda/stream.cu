@@ -23,7 +23,7 @@ using namespace ddgpu;
 #define DEFAULT_STEP ((int64_t)1 << 17)
 #define MAX_STEP ((int64_t)1 << 22)       /* keeps the time-tile grid within 65535 */
 
-static const GpuAlgo *const gpu_algorithms[] = { &direct_gpu, &tree_gpu };
+static const GpuAlgo *const gpu_algorithms[] = { &direct_gpu, &tree_gpu, &subband_gpu };
 
 /* One level's device side: row encoding, the plug-in's state, pitches. */
 struct gpu_level {

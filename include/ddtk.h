@@ -261,7 +261,7 @@ enum { DDTK_BACKEND_AUTO = 0, DDTK_BACKEND_CPU = 1, DDTK_BACKEND_GPU = 2 };
 /* "auto", "cpu", "gpu" in enum order, NULL-terminated, for ddtk_opt_choice. */
 extern const char *const ddtk_backend_names[];
 
-enum { DDTK_ALGO_DIRECT = 0, DDTK_ALGO_TREE = 1 };
+enum { DDTK_ALGO_DIRECT = 0, DDTK_ALGO_TREE = 1, DDTK_ALGO_SUBBAND = 2 };
 
 /* CPU direct kernel tiles (Novotny et al. Algorithm 2); 0 selects the default. */
 typedef struct ddtk_cpu_config {
@@ -308,6 +308,12 @@ typedef struct ddtk_plan_desc {
     ddtk_cpu_config cpu;
     ddtk_gpu_config gpu_config;
     int quiet, verbose;           /* progress bar and plan reports on stderr */
+    /* DDTK_ALGO_SUBBAND (subband.c): 0 / < 0 selects from the smearing budget. */
+    int nsub;                     /* sub-bands (live channels split as evenly as possible) */
+    int dm_group;                 /* N'DM: trial DMs per nominal DM */
+    const int *dms_per_sub;       /* per DM N'DM (ddplan's column), NULL: dm_group */
+    double sub_dm;                /* one nominal DM for every trial; < 0: none */
+    double max_smear_ratio;       /* extra smearing / direct smearing bound; 0: 0.1 */
 } ddtk_plan_desc;
 
 /* Defaults: SIGPROC's K, nearest rounding, direct algorithm, backend auto. */
@@ -336,6 +342,17 @@ const char *ddtk_plan_backend(const ddtk_plan *plan);
 const char *ddtk_plan_algorithm(const ddtk_plan *plan);
 /* Output samples of DM `dm` for an input block of nsamps spectra (0 if none). */
 int64_t ddtk_plan_nout(const ddtk_plan *plan, int dm, int64_t nsamps);
+
+/* The sub-band choice of a DDTK_ALGO_SUBBAND plan (subband.c): sub-bands,
+ * channels per sub-band (largest), N'DM, nominal DMs of all levels, and the
+ * largest predicted extra smearing as a fraction of the direct smearing. */
+typedef struct ddtk_subband_info {
+    int nsub, chans_per_sub, dm_group, nnominal;
+    double max_ratio, max_extra;  /* extra smearing: / direct, and in seconds */
+    double work_ratio;            /* sample-adds of direct / of sub-band */
+    double stage1_s, stage2_s;    /* CPU thread-seconds in each stage so far */
+} ddtk_subband_info;
+int ddtk_plan_subband_info(const ddtk_plan *plan, ddtk_subband_info *info);
 
 /*
  * Dedisperse an in-memory block of nsamps spectra in the plan's format

@@ -20,7 +20,8 @@
 #endif
 
 /* Indexed by DDTK_ALGO_*. */
-static const ddtk_algo *const algorithms[] = { &ddtk_algo_direct, &ddtk_algo_tree };
+static const ddtk_algo *const algorithms[] = { &ddtk_algo_direct, &ddtk_algo_tree,
+                                                &ddtk_algo_subband };
 #define NALGORITHMS ((int)(sizeof algorithms / sizeof algorithms[0]))
 
 const char *ddtk_algorithm_name(int id)
@@ -39,6 +40,7 @@ void ddtk_plan_desc_init(ddtk_plan_desc *d)
     d->algorithm = DDTK_ALGO_DIRECT;
     d->backend = DDTK_BACKEND_AUTO;
     d->gpu_config.lane_variant = d->gpu_config.float_variant = -1;
+    d->sub_dm = -1;
 }
 
 int ddtk_plan_desc_header(ddtk_plan_desc *d, const ddtk_header *h, double **freqs)

@@ -60,6 +60,7 @@ typedef struct ddtk_algo {
 
 extern const ddtk_algo ddtk_algo_direct;
 extern const ddtk_algo ddtk_algo_tree;
+extern const ddtk_algo ddtk_algo_subband;
 
 /* The name of algorithm id ("direct"), or "unknown". */
 const char *ddtk_algorithm_name(int id);
@@ -169,6 +170,18 @@ void ddtk_gpu_stream_free(ddtk_gpu_stream *s);
 
 /* The delay table of a direct level (direct.c), for the GPU plug-in. */
 const ddtk_delays *ddtk_direct_delays(const ddtk_level *lv);
+
+/* The tables of a sub-band level (subband.c), for the GPU plug-in: live rows
+ * [sub_first[b], sub_first[b+1]) form sub-band b, level DMs [group_first[g],
+ * group_first[g+1]) group g; d1 [g][row] stage-1 delays, d2 [dm][b] stage-2
+ * delays, width2 [g][b] the most stage 2 of group g reads past an output. */
+typedef struct ddtk_subband_layout {
+    int nsub, nlive, ngroups;
+    const int *sub_first, *group_first;
+    const int32_t *d1, *d2, *width2;
+    int32_t max2;
+} ddtk_subband_layout;
+void ddtk_subband_layout_of(const ddtk_level *lv, ddtk_subband_layout *t);
 
 DDTK_END_DECLS
 

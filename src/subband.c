@@ -1,0 +1,478 @@
+/*
+ * subband.c - two-stage sub-band dedispersion (Barsdell et al. 2012, section
+ * 4.1; PRESTO prepsubband) as an engine plug-in, CPU side. Its GPU gulp is
+ * cuda/subband_plugin.cu.
+ *
+ * The live channels are split into nsub sub-bands (the first nlive % nsub of
+ * them one channel wider). The level's trial DMs are split into groups of
+ * N'DM consecutive DMs, each with one nominal DM (the middle of the group's
+ * DMs, or --sub-dm). Stage 1 dedisperses each sub-band at its group's nominal
+ * DM with delays relative to the sub-band's highest channel; stage 2
+ * dedisperses those nsub series at each trial DM with the delay of each
+ * sub-band's highest channel. Both stages are the CPU direct kernel
+ * (ddtk_direct_cpu) on strided rows. Stage-1 delays are differences of the
+ * direct delay table, so with N'DM = 1 (or one channel per sub-band) every
+ * channel is summed at exactly its direct delay.
+ *
+ * The choice of nsub and N'DM, when not given, is the cheapest (sample-adds)
+ * whose predicted extra smearing (Barsdell eq. B1 for a nominal DM in the
+ * middle of its group: half the group's DM span times the delay change
+ * across the widest-sweeping sub-band) keeps sqrt(W^2 + t^2) / W - 1 at most
+ * max_smear_ratio at every trial, W being the direct smearing of a 40 us
+ * pulse (ddtk_smear_row).
+ */
+#include "engine.h"
+#include "internal.h"
+#include "dmplan.h"
+
+#include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_SMEAR_RATIO 0.1
+#define PULSE_WIDTH 40e-6           /* intrinsic width of the budget's pulse (s) */
+#define MAX_AUTO_GROUP 256
+
+typedef struct sb_state {
+    int nsub, nlive, ngroups;
+    int *sub_first;                 /* [nsub + 1] live-row boundaries */
+    int *group_first;               /* [ngroups + 1] level-DM boundaries */
+    double *nominal;                /* [ngroups] */
+    int32_t *d1;                    /* [group][row]: delay below the sub-band's top row */
+    int32_t *d2;                    /* [dm][sub]: delay of the sub-band's top row */
+    int32_t *width2;                /* [group][sub]: largest d2 of the group */
+    int32_t max2;
+    float *buf;                     /* per thread: nsub series of one group, bstride apart */
+    size_t bstride;
+    int nbuf;
+    double max_ratio, max_extra, work;
+    double time1, time2;            /* thread-seconds in stage 1 and 2, all runs */
+} sb_state;
+
+/* The sub-band / group layout the plan asks for, resolved once per level. */
+typedef struct sb_choice {
+    int nsub, group;                /* group: N'DM, or 0 with sub_dm / dms_per_sub */
+} sb_choice;
+
+/* ---- layout ----------------------------------------------------------------- */
+
+static void split_subbands(int nlive, int nsub, int *first)
+{
+    int base = nlive / nsub, extra = nlive % nsub;
+    first[0] = 0;
+    for (int s = 0; s < nsub; s++)
+        first[s + 1] = first[s] + base + (s < extra);
+}
+
+/* Level DMs -> groups: N'DM at a time (per DM from dms_per_sub, a group
+ * ending where the value changes), or one group with sub_dm. */
+static int make_groups(const ddtk_plan *p, const ddtk_level *lv, int group, int *first)
+{
+    int n = 0;
+    if (p->d.sub_dm >= 0) {
+        first[0] = 0;
+        first[1] = lv->ndm;
+        return 1;
+    }
+    for (int i = 0; i < lv->ndm; n++) {
+        const int *per = p->d.dms_per_sub;
+        int m = per ? per[lv->index[i]] : group, j = i + 1;
+        while (j < lv->ndm && j - i < (m > 0 ? m : 1) && (!per || per[lv->index[j]] == m))
+            j++;
+        first[n] = i;
+        i = j;
+    }
+    first[n] = lv->ndm;
+    return n;
+}
+
+static double group_nominal(const ddtk_plan *p, const ddtk_level *lv, const int *first, int g)
+{
+    if (p->d.sub_dm >= 0)
+        return p->d.sub_dm;
+    return 0.5 * (lv->dms[first[g]] + lv->dms[first[g + 1] - 1]);
+}
+
+/* ---- smearing budget ---------------------------------------------------------- */
+
+/* The largest delay change (s per unit DM) across one sub-band. */
+static double widest_sweep(const ddtk_plan *p, const int *sub_first, int nsub)
+{
+    double w = 0;
+    for (int s = 0; s < nsub; s++) {
+        double hi = p->ch.freq[sub_first[s]], lo = p->ch.freq[sub_first[s + 1] - 1];
+        double sweep = p->d.kdm * (1.0 / (lo * lo) - 1.0 / (hi * hi));
+        w = sweep > w ? sweep : w;
+    }
+    return w;
+}
+
+/* The direct smearing (s) of level DM i (ddplan's terms, step: the nearest DM). */
+static double direct_smear(const ddtk_obs *o, const ddtk_level *lv, int i)
+{
+    double step = 0;
+    for (int j = i - 1; j <= i + 1; j += 2)
+        if (j >= 0 && j < lv->ndm) {
+            double gap = fabs(lv->dms[j] - lv->dms[i]);
+            step = step == 0 || (gap > 0 && gap < step) ? gap : step;
+        }
+    ddtk_dmplan_row r = { .dm_lo = lv->dms[i], .dm_step = step, .downsamp = 1 << lv->k,
+                          .ndm = 1 };
+    ddtk_smear sm;
+    ddtk_smear_row(o, &r, PULSE_WIDTH, 1, &sm);
+    return sm.direct;
+}
+
+/* Level k's DMs as the finished plan will hold them (the levels above the
+ * one being created are not built yet), in scratch arrays of ndm entries. */
+static void level_view(const ddtk_plan *p, int k, ddtk_level *v, double *dms, int *index)
+{
+    memset(v, 0, sizeof *v);
+    v->k = k;
+    v->dms = dms;
+    v->index = index;
+    for (int i = 0; i < p->d.ndm; i++)
+        if ((p->downsamp ? p->downsamp[i] : 1) == 1 << k) {
+            v->dms[v->ndm] = p->dms[i];
+            v->index[v->ndm++] = i;
+        }
+}
+
+typedef struct sb_eval {
+    double ratio, extra, adds;
+} sb_eval;
+
+/* Predicted smearing and sample-adds (per input sample) of a choice over all levels. */
+typedef struct sb_scratch {
+    int *sub_first, *first, *index;
+    double *dms;
+    double *direct;                 /* per plan DM: its direct smearing */
+} sb_scratch;
+
+static void evaluate(const ddtk_plan *p, sb_choice c, sb_scratch *w, sb_eval *e)
+{
+    int *first = w->first;
+    split_subbands(p->ch.nlive, c.nsub, w->sub_first);
+    double sweep = widest_sweep(p, w->sub_first, c.nsub);
+    memset(e, 0, sizeof *e);
+    for (int k = 0; k < p->nlevels; k++) {
+        ddtk_level view, *lv = &view;
+        level_view(p, k, lv, w->dms, w->index);
+        if (!lv->ndm)
+            continue;
+        int ng = make_groups(p, lv, c.group, first);
+        e->adds += ((double)p->ch.nlive * ng + (double)lv->ndm * c.nsub) / (1 << k);
+        for (int g = 0; g < ng; g++) {
+            double nom = group_nominal(p, lv, first, g);
+            for (int i = first[g]; i < first[g + 1]; i++) {
+                double t = fabs(lv->dms[i] - nom) * sweep, wd = w->direct[lv->index[i]];
+                double ratio = sqrt(wd * wd + t * t) / wd - 1.0;
+                e->ratio = ratio > e->ratio ? ratio : e->ratio;
+                e->extra = t > e->extra ? t : e->extra;
+            }
+        }
+    }
+}
+
+static int check_choice(const ddtk_plan *p, sb_choice c)
+{
+    if (c.nsub > p->ch.nlive)
+        return ddtk_fail(DDTK_EUSAGE, "--nsub %d exceeds the input's %d live channels",
+                         c.nsub, p->ch.nlive);
+    if (c.nsub < 0 || p->d.dm_group < 0)
+        return ddtk_fail(DDTK_EUSAGE, "--nsub and --dm-group must be at least 1");
+    if (p->d.sub_dm >= 0 && (p->d.dm_group > 0 || p->d.dms_per_sub))
+        return ddtk_fail(DDTK_EUSAGE, "--sub-dm gives one nominal DM for every trial; "
+                         "it cannot be combined with DM groups");
+    if (!(p->d.max_smear_ratio >= 0))
+        return ddtk_fail(DDTK_EUSAGE, "--max-smear-ratio must be >= 0");
+    return DDTK_OK;
+}
+
+/* The given nsub / N'DM, the others the cheapest within the budget. */
+static int choose(const ddtk_plan *p, sb_choice *best, sb_eval *be)
+{
+    sb_choice c = { p->d.nsub, p->d.dm_group };
+    int rc = check_choice(p, c);
+    if (rc)
+        return rc;
+    ddtk_obs o;
+    if ((rc = ddtk_obs_init(&o, p->ch.nchans, p->ch.fmax, -p->ch.chan_bw, p->d.tsamp, 0,
+                            p->d.kdm)))
+        return rc;
+    sb_scratch w = {
+        .sub_first = ddtk_malloc((size_t)(p->ch.nlive + 1) * sizeof *w.sub_first, "sub-bands"),
+        .first = ddtk_malloc((size_t)(p->d.ndm + 1) * sizeof *w.first, "DM groups"),
+        .index = ddtk_malloc((size_t)p->d.ndm * sizeof *w.index, "DM groups"),
+        .dms = ddtk_malloc((size_t)p->d.ndm * sizeof *w.dms, "DM groups"),
+        .direct = ddtk_malloc((size_t)p->d.ndm * sizeof *w.direct, "DM groups"),
+    };
+    if (!w.sub_first || !w.first || !w.index || !w.dms || !w.direct)
+        rc = DDTK_ESYS;
+    for (int k = 0; !rc && k < p->nlevels; k++) {
+        ddtk_level lv;
+        level_view(p, k, &lv, w.dms, w.index);
+        for (int i = 0; i < lv.ndm; i++)
+            w.direct[lv.index[i]] = direct_smear(&o, &lv, i);
+    }
+    double budget = p->d.max_smear_ratio > 0 ? p->d.max_smear_ratio : DEFAULT_SMEAR_RATIO;
+    int fixed_group = p->d.sub_dm >= 0 || p->d.dms_per_sub || p->d.dm_group > 0;
+    int found = 0;
+    const int m_lo = fixed_group ? p->d.dm_group : 1, m_hi = fixed_group ? m_lo : MAX_AUTO_GROUP;
+    for (int nsub = p->d.nsub > 0 ? p->d.nsub : 1; !rc && nsub <= p->ch.nlive; nsub *= 2) {
+        for (int m = m_lo; m <= m_hi; m++) {
+            sb_choice t = { nsub, m };
+            sb_eval e;
+            evaluate(p, t, &w, &e);
+            /* Beyond the budget only a fully given choice is kept; else the
+             * exact layout of one channel per sub-band is the fallback. */
+            int ok = e.ratio <= budget || (p->d.nsub > 0 && fixed_group);
+            if (ok && (!found || e.adds < be->adds)) {
+                *best = t;
+                *be = e;
+                found = 1;
+            }
+        }
+        if (p->d.nsub > 0)
+            break;
+    }
+    if (!rc && !found) {
+        *best = (sb_choice){ p->ch.nlive, fixed_group ? p->d.dm_group : 1 };
+        evaluate(p, *best, &w, be);
+    }
+    free(w.sub_first);
+    free(w.first);
+    free(w.index);
+    free(w.dms);
+    free(w.direct);
+    return rc;
+}
+
+/* ---- the plug-in -------------------------------------------------------------- */
+
+static void destroy(ddtk_level *lv)
+{
+    sb_state *s = lv->state;
+    if (s) {
+        free(s->sub_first);
+        free(s->group_first);
+        free(s->nominal);
+        free(s->d1);
+        free(s->d2);
+        free(s->width2);
+        free(s->buf);
+    }
+    free(s);
+    lv->state = NULL;
+}
+
+/* d1 from the nominal DMs' delay table, d2 from the trials'; the overlap is
+ * the largest d1 + d2 any output reads. */
+static int delay_tables(const ddtk_plan *p, ddtk_level *lv, sb_state *s)
+{
+    ddtk_delays nom = { 0 }, tri = { 0 };
+    int rc = ddtk_delays_init(&nom, &p->ch, lv->tsamp, s->nominal, s->ngroups, p->d.kdm,
+                              p->d.rounding);
+    if (!rc)
+        rc = ddtk_delays_init(&tri, &p->ch, lv->tsamp, lv->dms, lv->ndm, p->d.kdm,
+                              p->d.rounding);
+    const int nl = s->nlive, ns = s->nsub;
+    s->d1 = ddtk_malloc((size_t)s->ngroups * nl * sizeof *s->d1, "stage-1 delays");
+    s->d2 = ddtk_malloc((size_t)lv->ndm * ns * sizeof *s->d2, "stage-2 delays");
+    s->width2 = ddtk_calloc((size_t)s->ngroups * ns, sizeof *s->width2, "stage-2 delays");
+    if (!rc && (!s->d1 || !s->d2 || !s->width2))
+        rc = DDTK_ESYS;
+    for (int g = 0; !rc && g < s->ngroups; g++)
+        for (int b = 0; b < ns; b++) {
+            const int32_t *row = nom.delay + (size_t)g * nl;
+            int32_t top = row[s->sub_first[b]], d1max = 0, *w = &s->width2[g * ns + b];
+            for (int c = s->sub_first[b]; c < s->sub_first[b + 1]; c++) {
+                s->d1[(size_t)g * nl + c] = row[c] - top;
+                d1max = row[c] - top > d1max ? row[c] - top : d1max;
+            }
+            for (int i = s->group_first[g]; i < s->group_first[g + 1]; i++) {
+                int32_t d2 = tri.delay[(size_t)i * nl + s->sub_first[b]];
+                s->d2[(size_t)i * ns + b] = d2;
+                *w = d2 > *w ? d2 : *w;
+            }
+            s->max2 = *w > s->max2 ? *w : s->max2;
+            lv->overlap = *w + d1max > lv->overlap ? *w + d1max : lv->overlap;
+        }
+    /* Never more outputs than direct gives for the same DMs. */
+    lv->overlap = tri.maxdelay > lv->overlap ? tri.maxdelay : lv->overlap;
+    if (!rc && s->d1 && s->d1[0] < 0)
+        rc = ddtk_fail(DDTK_EUSAGE, "sub-band delays need DMs >= 0");
+    ddtk_delays_free(&nom);
+    ddtk_delays_free(&tri);
+    return rc;
+}
+
+static void report(const ddtk_plan *p, const ddtk_level *lv, const sb_state *s)
+{
+    if (!p->d.verbose || lv->k != p->first)
+        return;
+    ddtk_subband_info in;
+    ddtk_plan_subband_info(p, &in);
+    ddtk_msg("sub-band: %d sub-bands of up to %d channels, N'DM %d, %d nominal DMs; "
+             "predicted extra smearing <= %.3g ms (%.1f%% of direct), work 1/%.1f of direct",
+             in.nsub, in.chans_per_sub, in.dm_group, in.nnominal, in.max_extra * 1e3,
+             in.max_ratio * 100, in.work_ratio);
+    (void)s;
+}
+
+static int create(const ddtk_plan *p, ddtk_level *lv)
+{
+    sb_state *s = ddtk_calloc(1, sizeof *s, "sub-band plan");
+    if (!s)
+        return DDTK_ESYS;
+    lv->state = s;
+    sb_choice c;
+    sb_eval e;
+    int rc = choose(p, &c, &e);
+    if (rc)
+        return rc;
+    s->nsub = c.nsub;
+    s->nlive = p->ch.nlive;
+    s->max_ratio = e.ratio;
+    s->max_extra = e.extra;
+    s->work = e.adds;
+    s->sub_first = ddtk_malloc((size_t)(s->nsub + 1) * sizeof *s->sub_first, "sub-bands");
+    s->group_first = ddtk_malloc((size_t)(lv->ndm + 1) * sizeof *s->group_first, "DM groups");
+    s->nominal = ddtk_malloc((size_t)lv->ndm * sizeof *s->nominal, "nominal DMs");
+    if (!s->sub_first || !s->group_first || !s->nominal)
+        return DDTK_ESYS;
+    split_subbands(s->nlive, s->nsub, s->sub_first);
+    s->ngroups = make_groups(p, lv, c.group, s->group_first);
+    for (int g = 0; g < s->ngroups; g++)
+        s->nominal[g] = group_nominal(p, lv, s->group_first, g);
+    lv->overlap = 0;
+    if ((rc = delay_tables(p, lv, s)))
+        return rc;
+    report(p, lv, s);
+    return DDTK_OK;
+}
+
+/* One intermediate buffer per thread: threads take whole groups. */
+static int buffers(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static size_t buffer_stride(const sb_state *s, int64_t most)
+{
+    return (size_t)ddtk_round_up(most + s->max2, 16);
+}
+
+static int64_t cpu_bytes(const ddtk_level *lv, int64_t most)
+{
+    const sb_state *s = lv->state;
+    return (int64_t)buffers() * s->nsub * (int64_t)buffer_stride(s, most) * 4;
+}
+
+static int cpu_reserve(const ddtk_level *lv, int64_t most)
+{
+    sb_state *s = lv->state;
+    free(s->buf);
+    s->nbuf = buffers();
+    s->bstride = buffer_stride(s, most);
+    s->buf = ddtk_malloc((size_t)s->nbuf * s->nsub * s->bstride * sizeof *s->buf,
+                         "sub-band series");
+    return s->buf ? DDTK_OK : DDTK_ESYS;
+}
+
+static double now(void)
+{
+#ifdef _OPENMP
+    return omp_get_wtime();
+#else
+    return 0;
+#endif
+}
+
+static void group_gulp(const ddtk_plan *p, sb_state *s, int g, float *buf,
+                       const float *rows, size_t stride, int64_t nout, float *out, size_t ostride)
+{
+    const int i0 = s->group_first[g], n = s->group_first[g + 1] - i0;
+    double t0 = now();
+    for (int b = 0; b < s->nsub; b++) {
+        const int c0 = s->sub_first[b];
+        ddtk_direct_cpu(rows + (size_t)c0 * stride, stride, s->sub_first[b + 1] - c0,
+                        nout + s->width2[g * s->nsub + b], s->d1 + (size_t)g * s->nlive + c0, 1,
+                        buf + b * s->bstride, s->bstride, &p->d.cpu);
+    }
+    double t1 = now();
+    ddtk_direct_cpu(buf, s->bstride, s->nsub, nout, s->d2 + (size_t)i0 * s->nsub, n,
+                    out + (size_t)i0 * ostride, ostride, &p->d.cpu);
+    double t2 = now();
+#pragma omp atomic
+    s->time1 += t1 - t0;
+#pragma omp atomic
+    s->time2 += t2 - t1;
+}
+
+/* Threads take groups (the direct kernel then runs serially in each); with
+ * fewer groups than buffers the kernel's own threads take its tiles. */
+static void cpu_gulp(const ddtk_plan *p, const ddtk_level *lv, const float *rows, size_t stride,
+                     int64_t nout, float *out, size_t ostride)
+{
+    sb_state *s = lv->state;
+#pragma omp parallel for schedule(dynamic) if (s->ngroups >= s->nbuf && s->nbuf > 1)
+    for (int g = 0; g < s->ngroups; g++) {
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
+        group_gulp(p, s, g, s->buf + (size_t)t * s->nsub * s->bstride, rows, stride, nout, out,
+                   ostride);
+    }
+}
+
+void ddtk_subband_layout_of(const ddtk_level *lv, ddtk_subband_layout *t)
+{
+    const sb_state *s = lv->state;
+    *t = (ddtk_subband_layout){ s->nsub, s->nlive, s->ngroups, s->sub_first, s->group_first,
+                                s->d1, s->d2, s->width2, s->max2 };
+}
+
+int ddtk_plan_subband_info(const ddtk_plan *p, ddtk_subband_info *info)
+{
+    memset(info, 0, sizeof *info);
+    if (p->algo != &ddtk_algo_subband)
+        return ddtk_fail(DDTK_EUSAGE, "plan: not a sub-band plan");
+    double direct = 0;
+    for (int k = 0; k < p->nlevels; k++) {
+        const sb_state *s = p->lv[k].state;
+        if (!p->lv[k].ndm || !s)
+            continue;
+        info->nsub = s->nsub;
+        info->chans_per_sub = s->sub_first[1] - s->sub_first[0];
+        info->dm_group = s->group_first[1] - s->group_first[0];
+        info->nnominal += s->ngroups;
+        info->max_ratio = s->max_ratio;
+        info->max_extra = s->max_extra;
+        info->work_ratio = s->work;
+        info->stage1_s += s->time1;
+        info->stage2_s += s->time2;
+        direct += (double)p->ch.nlive * p->lv[k].ndm / (1 << k);
+    }
+    info->work_ratio = info->work_ratio > 0 ? direct / info->work_ratio : 1.0;
+    return DDTK_OK;
+}
+
+const ddtk_algo ddtk_algo_subband = {
+    .id = DDTK_ALGO_SUBBAND,
+    .name = "subband",
+    .create = create,
+    .cpu_gulp = cpu_gulp,
+    .destroy = destroy,
+    .cpu_reserve = cpu_reserve,
+    .cpu_bytes = cpu_bytes,
+    .gpu = 1,
+};

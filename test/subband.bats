@@ -1,0 +1,160 @@
+#!/usr/bin/env bats
+# dd_subband: byte equality with dd_direct where the sub-band algorithm is
+# exact (N'DM = 1, one channel per sub-band), a brute-force two-stage
+# reference (sbref) for integer input, S/N kept at the default smearing
+# budget across DM 0-1000, --plan dms_per_sub, usage errors, and CPU/GPU
+# agreement (skipped without a GPU).
+
+load common
+
+make_burst() {
+    fbsim -o burst.fil --nchans 256 --nbits 8 --tsamp 0.000256 --tobs 3 \
+        --fch1 1500 --foff -1 --seed 7 --pulse 1.2,60,0.002,50 "$@"
+}
+
+data_of() {   # the samples of a .tim, without its header
+    tail -c +$(( $(fbinfo -k header_size "$1") + 1 )) "$1"
+}
+
+same_dirs() {   # every d/X.tim equals s/X.tim byte for byte, and there are $3
+    [ "$(ls "$1" | wc -l)" -eq "$3" ]
+    for f in "$1"/*.tim; do cmp "$f" "$2/${f#$1/}"; done
+}
+
+@test "--dm-group 1 equals dd_direct byte for byte, with the scrunch cascade" {
+    make_burst
+    mkdir d s
+    dd_direct burst.fil --dm-min 0 --dm-max 400 --scrunch auto --prefix d/x -q
+    dd_subband burst.fil --dm-min 0 --dm-max 400 --scrunch auto --prefix s/x -q --dm-group 1 \
+        --nsub 16
+    n=$(ls d | wc -l)
+    [ "$n" -gt 50 ]
+    same_dirs d s "$n"
+}
+
+@test "--nsub nchans equals dd_direct byte for byte at any N'DM and --gulp" {
+    make_burst
+    mkdir d s
+    dd_direct burst.fil --dm-min 0 --dm-max 200 --prefix d/x -q
+    dd_subband burst.fil --dm-min 0 --dm-max 200 --prefix s/x -q --nsub 256 --dm-group 7 \
+        --gulp 4096
+    same_dirs d s "$(ls d | wc -l)"
+}
+
+@test "equals the brute-force two-stage reference (nsub with a remainder, floor, --sub-dm)" {
+    make_burst
+    while read -r nsub nom dm mode; do
+        dd_subband burst.fil --dm "$dm" --sub-dm "$nom" --nsub "$nsub" --rounding "$mode" \
+            -o x.tim -q --force
+        sbref burst.fil "$nsub" "$nom" "$dm" "$mode" > ref.f32
+        [ -s ref.f32 ]
+        cmp <(data_of x.tim) ref.f32
+    done <<'LIST'
+24 40 60 nearest
+16 50 60 floor
+7 0 33.3 nearest
+1 60 61 nearest
+64 120 60 nearest
+LIST
+}
+
+# All series of a run share the length its largest delay leaves: compare the
+# reference's first samples.
+same_start() {
+    data_of "$1" > got.f32
+    [ -s got.f32 ]
+    cmp got.f32 <(head -c "$(stat -c %s got.f32)" "$2")
+}
+
+@test "each group's nominal DM is the middle of its trial DMs" {
+    make_burst
+    dd_subband burst.fil --dm 50,56,62,70,71 --dm-group 3 --nsub 32 --prefix g -q
+    for dm in 50 56 62; do
+        sbref burst.fil 32 56 $dm nearest > ref.f32
+        same_start "g_DM$dm.00.tim" ref.f32
+    done
+    sbref burst.fil 32 70.5 71 nearest > ref.f32
+    same_start g_DM71.00.tim ref.f32
+}
+
+@test "default budget keeps >= 90% of dd_direct's S/N for 40 us pulses at DM 0-1000" {
+    for D in 0 150 400 700 1000; do
+        lo=$(( D > 30 ? D - 30 : 0 ))
+        fbsim -o p.fil --nchans 256 --nbits 32 --tsamp 6.4e-5 --tobs 2 --fch1 1500 \
+            --foff -1 --seed 3 --pulse "0.4,$D,0.00004,3000" -q --force
+        rm -rf d s && mkdir d s
+        dd_direct p.fil --dm-min $lo --dm-max $((D + 30)) --prefix d/x -q
+        dd_subband p.fil --dm-min $lo --dm-max $((D + 30)) --prefix s/x -q
+        a=$(timpeak d/*.tim | sort -t$'\t' -k4,4g | tail -1 | cut -f4)
+        b=$(timpeak s/*.tim | sort -t$'\t' -k4,4g | tail -1 | cut -f4)
+        echo "DM $D direct $a subband $b"
+        awk -v a="$a" -v b="$b" 'BEGIN { exit !(b >= 0.9 * a && a > 20) }'
+    done
+}
+
+@test "the choice is printed with -v and in the .inf notes" {
+    make_burst
+    run bash -c 'dd_subband burst.fil --dm-min 0 --dm-max 300 --prefix v --format dat -v 2>&1'
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"sub-band: "*" sub-bands of up to "*"N'DM"*"predicted extra smearing"* ]]
+    grep -q "Sub-bands: " v_DM0.00.inf
+    grep -q "trial DMs per nominal DM" v_DM0.00.inf
+    grep -q "Predicted extra smearing" v_DM0.00.inf
+    # the budget held: the printed ratio is at most 10%
+    pct=$(printf '%s\n' "$output" | sed -n 's/.*(\([0-9.]*\)% of direct).*/\1/p' | head -1)
+    awk -v p="$pct" 'BEGIN { exit !(p > 0 && p <= 10) }'
+}
+
+@test "a smaller --max-smear-ratio costs more nominal DMs" {
+    make_burst
+    n() { dd_subband burst.fil --dm-min 0 --dm-max 300 --prefix r -q --force -v "$@" 2>&1 |
+              sed -n 's/.* \([0-9]*\) nominal DMs.*/\1/p'; }
+    a=$(n --max-smear-ratio 0.2)
+    b=$(n --max-smear-ratio 0.02)
+    [ "$b" -gt "$a" ]
+}
+
+@test "--plan from ddplan --mode ranges uses its dms_per_sub column" {
+    make_burst
+    ddplan burst.fil --mode ranges --nsub 32 --dm-min 0 --dm-max 300 --plan r.plan -q
+    per=$(awk 'NR == 2 { print $6 }' r.plan)
+    [ "$per" -gt 1 ]
+    dd_subband burst.fil --plan r.plan --nsub 32 --prefix p --format dat -q
+    grep -q "Plan file, first range: $per trial DMs per nominal DM" p_DM0.00.inf
+    [ "$(ls p_DM*.dat | wc -l)" -eq "$(awk 'NR > 1 { n += $5 } END { print n }' r.plan)" ]
+}
+
+@test "usage errors: nsub > nchans, M < 1, --sub-dm with several ranges or groups" {
+    make_burst
+    run_err "--nsub 300" dd_subband burst.fil --dm 10 --nsub 300 -o x.tim
+    [ "$status" -eq 2 ]
+    run_err "--dm-group" dd_subband burst.fil --dm 10 --dm-group 0 -o x.tim
+    [ "$status" -eq 2 ]
+    ddplan burst.fil --mode ranges --nsub 32 --dm-min 0 --dm-max 300 --plan r.plan -q
+    run_err "r.plan" dd_subband burst.fil --plan r.plan --sub-dm 10 --prefix x
+    [ "$status" -eq 2 ]
+    run_err "--sub-dm" dd_subband burst.fil --dm 10,11 --sub-dm 10 --dm-group 2 --prefix x
+    [ "$status" -eq 2 ]
+    [ ! -e x.tim ] && [ -z "$(ls x_* 2>/dev/null)" ]
+}
+
+gpu_usable() {
+    dd_direct --list-gpus 2>/dev/null | grep -q "compute capability"
+}
+
+@test "GPU: output equals the CPU's byte for byte on integer input" {
+    gpu_usable || skip "no GPU: $(dd_direct --list-gpus 2>&1 | head -1)"
+    make_burst
+    mkdir c g
+    dd_subband burst.fil --dm-min 0 --dm-max 400 --scrunch auto --prefix c/x -q --backend cpu
+    dd_subband burst.fil --dm-min 0 --dm-max 400 --scrunch auto --prefix g/x -q --backend gpu
+    same_dirs c g "$(ls c | wc -l)"
+}
+
+@test "GPU: equals the brute-force two-stage reference" {
+    gpu_usable || skip "no GPU: $(dd_direct --list-gpus 2>&1 | head -1)"
+    make_burst
+    dd_subband burst.fil --dm 60 --sub-dm 40 --nsub 24 --backend gpu -o x.tim -q
+    sbref burst.fil 24 40 60 nearest > ref.f32
+    cmp <(data_of x.tim) ref.f32
+}
