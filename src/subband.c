@@ -269,6 +269,19 @@ static void destroy(ddtk_level *lv)
     lv->state = NULL;
 }
 
+/* Channel c's stage-1 delay at nominal DM `nom` below its sub-band's top
+ * channel `top`: a difference of the direct table's rounded delays (`diff`),
+ * so that one trial per nominal DM reproduces dd_direct exactly; with
+ * --sub-dm, prepsubband's rule instead, the delay difference rounded once
+ * (PRESTO's subband_search_delays), so that the series equal its arithmetic. */
+static int32_t stage1_delay(const ddtk_plan *p, const ddtk_delays *d, double nom, int c, int top,
+                            int32_t diff)
+{
+    if (p->d.sub_dm < 0)
+        return diff;
+    return ddtk_round_delay(nom * (d->per_dm[c] - d->per_dm[top]), p->d.rounding);
+}
+
 /* d1 from the nominal DMs' delay table, d2 from the trials'; the overlap is
  * the largest d1 + d2 any output reads. */
 static int delay_tables(const ddtk_plan *p, ddtk_level *lv, sb_state *s)
@@ -290,8 +303,9 @@ static int delay_tables(const ddtk_plan *p, ddtk_level *lv, sb_state *s)
             const int32_t *row = nom.delay + (size_t)g * nl;
             int32_t top = row[s->sub_first[b]], d1max = 0, *w = &s->width2[g * ns + b];
             for (int c = s->sub_first[b]; c < s->sub_first[b + 1]; c++) {
-                s->d1[(size_t)g * nl + c] = row[c] - top;
-                d1max = row[c] - top > d1max ? row[c] - top : d1max;
+                int32_t d = stage1_delay(p, &nom, s->nominal[g], c, s->sub_first[b], row[c] - top);
+                s->d1[(size_t)g * nl + c] = d;
+                d1max = d > d1max ? d : d1max;
             }
             for (int i = s->group_first[g]; i < s->group_first[g + 1]; i++) {
                 int32_t d2 = tri.delay[(size_t)i * nl + s->sub_first[b]];

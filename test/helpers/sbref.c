@@ -4,11 +4,12 @@
  * files with descending channels, no killed channels): plain loops, its own
  * delays (ddref.h's formula), sub-band sums kept whole before stage 2.
  *
- *   sbref FILE NSUB NOMINAL_DM DM floor|nearest  > series.f32
+ *   sbref FILE NSUB NOMINAL_DM DM floor|nearest [subtop]  > series.f32
  *
  * Sub-band s holds nchans / NSUB channels, the first nchans % NSUB one more.
  * Stage 1 sums a sub-band's channels at the nominal DM's delay of each channel
- * minus that of the sub-band's top channel; stage 2 sums the sub-band series
+ * minus that of the sub-band's top channel (both rounded, or with `subtop` the
+ * difference rounded once, as prepsubband does); stage 2 sums the sub-band series
  * at DM's delay of each sub-band's top channel. Writes N - L samples, L the
  * larger of DM's largest delay and the most any output reads.
  */
@@ -28,15 +29,24 @@ static size_t key_at(const uint8_t *h, size_t n, const char *key)
     return 0;
 }
 
+static double samples_of(double dm, double f, double ftop, double tsamp)
+{
+    return 4148.741601 * dm * (1 / (f * f) - 1 / (ftop * ftop)) / tsamp;
+}
+
+static long rounded(double s, int use_floor)
+{
+    return (long)(use_floor ? floor(s) : round(s));
+}
+
 static long delay_of(double dm, double f, double ftop, double tsamp, int use_floor)
 {
-    double s = 4148.741601 * dm * (1 / (f * f) - 1 / (ftop * ftop)) / tsamp;
-    return (long)(use_floor ? floor(s) : round(s));
+    return rounded(samples_of(dm, f, ftop, tsamp), use_floor);
 }
 
 int main(int argc, char **argv)
 {
-    if (argc != 6)
+    if (argc != 6 && !(argc == 7 && strcmp(argv[6], "subtop") == 0))
         return 2;
     FILE *fp = fopen(argv[1], "rb");
     if (!fp)
@@ -72,7 +82,8 @@ int main(int argc, char **argv)
     long *d1 = malloc((size_t)nchans * sizeof *d1), *d2 = malloc((size_t)nchans * sizeof *d2);
     for (int c = 0; c < nchans; c++) {
         double f = fch1 + c * foff, ft = fch1 + top[c] * foff;
-        d1[c] = delay_of(nom, f, fch1, tsamp, fl) - delay_of(nom, ft, fch1, tsamp, fl);
+        d1[c] = argc == 7 ? rounded(samples_of(nom, f, fch1, tsamp) - samples_of(nom, ft, fch1, tsamp), fl)
+                          : delay_of(nom, f, fch1, tsamp, fl) - delay_of(nom, ft, fch1, tsamp, fl);
         d2[c] = delay_of(dm, ft, fch1, tsamp, fl);
         long r = d1[c] + d2[c], own = delay_of(dm, f, fch1, tsamp, fl);
         reach = r > reach ? r : reach;
