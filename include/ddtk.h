@@ -343,16 +343,23 @@ const char *ddtk_plan_algorithm(const ddtk_plan *plan);
 /* Output samples of DM `dm` for an input block of nsamps spectra (0 if none). */
 int64_t ddtk_plan_nout(const ddtk_plan *plan, int dm, int64_t nsamps);
 
+#define DDTK_MAX_LEVELS 11          /* time-scrunch levels: factors 1 .. 1024 */
+
 /* The sub-band choice of a DDTK_ALGO_SUBBAND plan (subband.c): sub-bands,
  * channels per sub-band (largest), N'DM, nominal DMs of all levels, and the
  * largest predicted extra smearing as a fraction of the direct smearing. */
 typedef struct ddtk_subband_info {
     int nsub, chans_per_sub, dm_group, nnominal;
     double max_ratio, max_extra;  /* extra smearing: / direct, and in seconds */
-    double work_ratio;            /* sample-adds of direct / of sub-band */
+    double work_ratio;            /* sample-adds of direct / of sub-band (whole plan) */
     double stage1_s, stage2_s;    /* CPU thread-seconds in each stage so far */
+    double dm_lo, dm_hi;          /* one level: its DM range ... */
+    int downsamp;                 /* ... and time-scrunch factor (0: the whole plan) */
 } ddtk_subband_info;
 int ddtk_plan_subband_info(const ddtk_plan *plan, ddtk_subband_info *info);
+/* The same for scrunch level k (downsampling 2^k, 0 <= k < DDTK_MAX_LEVELS)
+ * alone; info->downsamp is 0 when the level holds no DMs. */
+int ddtk_plan_subband_level(const ddtk_plan *plan, int k, ddtk_subband_info *info);
 
 /*
  * Dedisperse an in-memory block of nsamps spectra in the plan's format

@@ -21,7 +21,6 @@
 
 DDTK_BEGIN_DECLS
 
-#define DDTK_MAX_LEVELS 11          /* time-scrunch factors 1 .. 1024 */
 #define DDTK_DEFAULT_MAX_MEM ((int64_t)2 << 30)
 
 /* One time resolution of a plan: the DMs dedispersed at tsamp * 2^k. */

@@ -49,6 +49,7 @@ typedef struct sb_state {
     size_t bstride;
     int nbuf;
     double max_ratio, max_extra, work;
+    double lv_ratio, lv_extra;      /* the same, of this level's DMs only */
     double time1, time2;            /* thread-seconds in stage 1 and 2, all runs */
 } sb_state;
 
@@ -143,6 +144,7 @@ static void level_view(const ddtk_plan *p, int k, ddtk_level *v, double *dms, in
 
 typedef struct sb_eval {
     double ratio, extra, adds;
+    double lv_ratio[DDTK_MAX_LEVELS], lv_extra[DDTK_MAX_LEVELS];   /* per level */
 } sb_eval;
 
 /* Predicted smearing and sample-adds (per input sample) of a choice over all levels. */
@@ -170,10 +172,12 @@ static void evaluate(const ddtk_plan *p, sb_choice c, sb_scratch *w, sb_eval *e)
             for (int i = first[g]; i < first[g + 1]; i++) {
                 double t = fabs(lv->dms[i] - nom) * sweep, wd = w->direct[lv->index[i]];
                 double ratio = sqrt(wd * wd + t * t) / wd - 1.0;
-                e->ratio = ratio > e->ratio ? ratio : e->ratio;
-                e->extra = t > e->extra ? t : e->extra;
+                e->lv_ratio[k] = ratio > e->lv_ratio[k] ? ratio : e->lv_ratio[k];
+                e->lv_extra[k] = t > e->lv_extra[k] ? t : e->lv_extra[k];
             }
         }
+        e->ratio = e->lv_ratio[k] > e->ratio ? e->lv_ratio[k] : e->ratio;
+        e->extra = e->lv_extra[k] > e->extra ? e->lv_extra[k] : e->extra;
     }
 }
 
@@ -352,6 +356,8 @@ static int create(const ddtk_plan *p, ddtk_level *lv)
     s->nlive = p->ch.nlive;
     s->max_ratio = e.ratio;
     s->max_extra = e.extra;
+    s->lv_ratio = e.lv_ratio[lv->k];
+    s->lv_extra = e.lv_extra[lv->k];
     s->work = e.adds;
     s->sub_first = ddtk_malloc((size_t)(s->nsub + 1) * sizeof *s->sub_first, "sub-bands");
     s->group_first = ddtk_malloc((size_t)(lv->ndm + 1) * sizeof *s->group_first, "DM groups");
@@ -455,29 +461,60 @@ void ddtk_subband_layout_of(const ddtk_level *lv, ddtk_subband_layout *t)
                                 s->d1, s->d2, s->width2, s->max2 };
 }
 
+/* Add level k's figures to info: its smearing, or the plan's when `whole`. */
+static double add_level(const ddtk_plan *p, int k, int whole, ddtk_subband_info *info)
+{
+    const ddtk_level *lv = &p->lv[k];
+    const sb_state *s = lv->state;
+    info->nsub = s->nsub;
+    info->chans_per_sub = s->sub_first[1] - s->sub_first[0];
+    info->dm_group = s->group_first[1] - s->group_first[0];
+    info->nnominal += s->ngroups;
+    info->max_ratio = whole ? s->max_ratio : s->lv_ratio;
+    info->max_extra = whole ? s->max_extra : s->lv_extra;
+    info->stage1_s += s->time1;
+    info->stage2_s += s->time2;
+    for (int i = 0; i < lv->ndm; i++) {
+        info->dm_lo = info->downsamp && info->dm_lo < lv->dms[i] ? info->dm_lo : lv->dms[i];
+        info->dm_hi = info->downsamp && info->dm_hi > lv->dms[i] ? info->dm_hi : lv->dms[i];
+        info->downsamp = 1 << k;
+    }
+    return (double)p->ch.nlive * lv->ndm / (1 << k);
+}
+
+static int subband_plan(const ddtk_plan *p)
+{
+    if (p->algo != &ddtk_algo_subband)
+        return ddtk_fail(DDTK_EUSAGE, "plan: not a sub-band plan");
+    return DDTK_OK;
+}
+
 int ddtk_plan_subband_info(const ddtk_plan *p, ddtk_subband_info *info)
 {
     memset(info, 0, sizeof *info);
-    if (p->algo != &ddtk_algo_subband)
-        return ddtk_fail(DDTK_EUSAGE, "plan: not a sub-band plan");
-    double direct = 0;
-    for (int k = 0; k < p->nlevels; k++) {
+    int rc = subband_plan(p);
+    double direct = 0, work = 0;
+    for (int k = 0; !rc && k < p->nlevels; k++) {
         const sb_state *s = p->lv[k].state;
         if (!p->lv[k].ndm || !s)
             continue;
-        info->nsub = s->nsub;
-        info->chans_per_sub = s->sub_first[1] - s->sub_first[0];
-        info->dm_group = s->group_first[1] - s->group_first[0];
-        info->nnominal += s->ngroups;
-        info->max_ratio = s->max_ratio;
-        info->max_extra = s->max_extra;
-        info->work_ratio = s->work;
-        info->stage1_s += s->time1;
-        info->stage2_s += s->time2;
-        direct += (double)p->ch.nlive * p->lv[k].ndm / (1 << k);
+        direct += add_level(p, k, 1, info);
+        work = s->work;
     }
-    info->work_ratio = info->work_ratio > 0 ? direct / info->work_ratio : 1.0;
-    return DDTK_OK;
+    info->work_ratio = work > 0 ? direct / work : 1.0;
+    info->downsamp = 0;
+    return rc;
+}
+
+int ddtk_plan_subband_level(const ddtk_plan *p, int k, ddtk_subband_info *info)
+{
+    memset(info, 0, sizeof *info);
+    int rc = subband_plan(p);
+    if (!rc && (k < 0 || k >= DDTK_MAX_LEVELS))
+        return ddtk_fail(DDTK_EUSAGE, "plan: no scrunch level %d", k);
+    if (!rc && k < p->nlevels && p->lv[k].ndm && p->lv[k].state)
+        add_level(p, k, 0, info);
+    return rc;
 }
 
 const ddtk_algo ddtk_algo_subband = {

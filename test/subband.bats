@@ -126,6 +126,17 @@ same_start() {
     # the budget held: the printed ratio is at most 10%
     pct=$(printf '%s\n' "$output" | sed -n 's/.*(\([0-9.]*\)% of direct).*/\1/p' | head -1)
     awk -v p="$pct" 'BEGIN { exit !(p > 0 && p <= 10) }'
+    # the summary gives the prediction per DM range: one per scrunch level,
+    # ranges in order, each within the budget and the largest the run's
+    run bash -c 'dd_subband burst.fil --dm-min 0 --dm-max 1000 --scrunch auto --discard -v 2>&1'
+    [ "$status" -eq 0 ]
+    printf '%s\n' "$output" | awk '
+        /^dd_subband: sub-band: nsub / { match($0, /smearing [0-9.]+ ms/); run = substr($0, RSTART + 9, RLENGTH - 12) }
+        /^dd_subband: sub-band: DM / { n++; split($4, r, "-"); f = substr($6, 2) + 0
+            match($0, /smearing [0-9.]+ ms \([0-9.]+%/); split(substr($0, RSTART, RLENGTH), w, "[ (%]")
+            if (r[1] + 0 < last || f != 2^(n - 1) || w[5] + 0 > 10) bad = 1
+            last = r[2] + 0; if (w[2] + 0 > most) most = w[2] + 0 }
+        END { exit !(n >= 3 && !bad && most == run + 0) }'
 }
 
 @test "a smaller --max-smear-ratio costs more nominal DMs" {
