@@ -34,12 +34,15 @@ struct Cfg {
 };
 
 /* Configurations: warps, DMs per warp, words per thread, channels per pass,
- * and the blocks per SM the register allocation must allow (occupancy). */
+ * and the blocks per SM the register allocation must allow (occupancy). The
+ * small blocks at the end (2, 4 and 8 DMs) are for the tuner: with a few DM
+ * trials, a block of 16 leaves most of its warps without a DM. */
 #define LANE_CONFIGS(X) X(0, 8, 2, 8, 8, 1) X(1, 8, 2, 4, 16, 1) X(2, 16, 1, 8, 8, 1) \
     X(3, 8, 4, 4, 8, 1) X(4, 4, 4, 8, 8, 1) X(5, 8, 2, 8, 8, 4) X(6, 8, 2, 8, 16, 3) \
-    X(7, 8, 1, 8, 16, 4)
+    X(7, 8, 1, 8, 16, 4) X(8, 1, 2, 8, 16, 8) X(9, 2, 2, 8, 16, 8) X(10, 4, 1, 8, 16, 8) \
+    X(11, 4, 2, 8, 16, 4)
 #define FLOAT_CONFIGS(X) X(0, 8, 2, 8, 8, 1) X(1, 8, 2, 4, 8, 1) X(2, 16, 1, 8, 8, 1) \
-    X(3, 8, 4, 4, 8, 1)
+    X(3, 8, 4, 4, 8, 1) X(4, 1, 2, 8, 8, 8) X(5, 2, 2, 8, 8, 8) X(6, 4, 2, 8, 8, 4)
 #define AS_CFG(i, nw, dpw, nreg, dch, minb) { nw, dpw, nreg, dch, minb },
 static const Cfg lane_cfgs[] = { LANE_CONFIGS(AS_CFG) };
 static const Cfg float_cfgs[] = { FLOAT_CONFIGS(AS_CFG) };

@@ -162,6 +162,32 @@ sim() {
     grep -q "gpu backend" dg/x_DM20.00.inf
 }
 
+# every_variant NBITS: each compiled variant (DDTK_GPU_CONFIG, until the one
+# past the last is refused) on 3 and 37 DMs, with the CPU's bytes; prints the count.
+every_variant() {
+    sim --nbits "$1" --nchans 96
+    dd_direct in.fil --backend cpu --dm-min 0 --dm-max 72 --dm-step 2 --prefix c/x -q
+    dd_direct in.fil --backend cpu --dm 10,50,90 --prefix c/y -q
+    local v=0
+    while DDTK_GPU_CONFIG=$v dd_direct in.fil --backend gpu --dm 10,50,90 --prefix g/y -q \
+            --force 2> err.txt; do
+        DDTK_GPU_CONFIG=$v dd_direct in.fil --backend gpu --dm-min 0 --dm-max 72 --dm-step 2 \
+            --prefix g/x -q --force
+        for f in c/*.tim; do timcmp "$f" "g/${f#c/}"; done
+        v=$((v + 1))
+    done
+    grep -q "kernel variant $v: expected 0\.\.$((v - 1))" err.txt
+    echo "$v"
+}
+
+@test "gpu: every kernel variant, the small-block ones too, gives the CPU's bytes" {
+    need_gpu
+    mkdir c g
+    [ "$(every_variant 8)" -ge 12 ]
+    rm -rf c g && mkdir c g
+    [ "$(every_variant 16)" -ge 7 ]
+}
+
 @test "gpu: a pulse is found at its DM" {
     need_gpu
     fbsim -q -o p.fil --nbits 8 --nchans 512 --fch1 1500 --foff -0.5 --tsamp 64e-6 \
