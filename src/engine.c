@@ -398,6 +398,7 @@ int ddtk_plan_execute(ddtk_plan *p, int64_t nsamps, const void *in, int in_nbits
     int rc = ddtk_sink_memory(&sink, out, out_stride, p->d.ndm);
     if (!rc)
         rc = stream(p, &src, &sink, 0, 0, &st);
+    p->last_kernel = rc ? 0 : st.kernel;
     free(sink.filled);
     return rc;
 }

@@ -85,6 +85,7 @@ struct ddtk_plan {
     int use_gpu;
     ddtk_cpu_stream *cpu;
     ddtk_gpu_stream *gpu;
+    double last_kernel;           /* kernel seconds of the last ddtk_plan_execute (tuner) */
 };
 
 /* ---- sources and sinks ------------------------------------------------------ */
