@@ -86,7 +86,7 @@ setup() {
     # the device's default (-1), then the 12 compiled variants
     [ "$(printf '%s\n' "$output" | grep -c '^gpu lane -1 float -1 ')" -eq 1 ]
     [ "$(printf '%s\n' "$output" | grep -cE '^gpu lane ([0-9]|1[01]) float -1 ')" -eq 12 ]
-    best=$(printf '%s\n' "$output" | sed -n 's/^best: \(gpu lane [0-9]* float -1\),.*/\1/p')
+    best=$(printf '%s\n' "$output" | sed -n 's/^best: \(gpu lane -\{0,1\}[0-9]* float -1\),.*/\1/p')
     [ -n "$best" ]
     mkdir g c
     run dd_direct a.fil --dm-min 0 --dm-max 60 --dm-step 1 --backend gpu --prefix g/x -v
