@@ -50,6 +50,7 @@ typedef struct sb_state {
     int nbuf;
     double max_ratio, max_extra, work;
     double time1, time2;            /* thread-seconds in stage 1 and 2, all runs */
+    double gpu_time[2];             /* GPU seconds in stage 1 and 2 (cuda/subband_plugin.cu) */
 } sb_state;
 
 /* The sub-band / group layout the plan asks for, resolved once per level. */
@@ -436,9 +437,9 @@ static void cpu_gulp(const ddtk_plan *p, const ddtk_level *lv, const float *rows
 
 void ddtk_subband_layout_of(const ddtk_level *lv, ddtk_subband_layout *t)
 {
-    const sb_state *s = lv->state;
+    sb_state *s = lv->state;
     *t = (ddtk_subband_layout){ s->nsub, s->nlive, s->ngroups, s->sub_first, s->group_first,
-                                s->d1, s->d2, s->width2, s->max2 };
+                                s->d1, s->d2, s->width2, s->max2, s->gpu_time };
 }
 
 int ddtk_plan_subband_info(const ddtk_plan *p, ddtk_subband_info *info)
@@ -458,8 +459,8 @@ int ddtk_plan_subband_info(const ddtk_plan *p, ddtk_subband_info *info)
         info->max_ratio = s->max_ratio;
         info->max_extra = s->max_extra;
         info->work_ratio = s->work;
-        info->stage1_s += s->time1;
-        info->stage2_s += s->time2;
+        info->stage1_s += s->time1 + s->gpu_time[0];
+        info->stage2_s += s->time2 + s->gpu_time[1];
         direct += (double)p->ch.nlive * p->lv[k].ndm / (1 << k);
     }
     info->work_ratio = info->work_ratio > 0 ? direct / info->work_ratio : 1.0;

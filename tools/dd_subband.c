@@ -103,15 +103,16 @@ static char *run_notes(const ddtk_ddargs *a, const ddtk_plan *plan, const ddtk_i
     return notes;
 }
 
-/* After the run's own summary: the sub-band choice and where the CPU time went. */
+/* After the run's own summary: the sub-band choice and where the kernel time went. */
 static void summary(const ddtk_plan *plan)
 {
     ddtk_subband_info sb;
     ddtk_plan_subband_info(plan, &sb);
     ddtk_msg("sub-band: nsub %d, N'DM %d, %d nominal DMs, predicted extra smearing %.4g ms "
              "(%.1f%% of direct), work 1/%.2f of direct; stage 1 %.3f s, stage 2 %.3f s "
-             "(CPU thread-seconds)", sb.nsub, sb.dm_group, sb.nnominal, sb.max_extra * 1e3,
-             sb.max_ratio * 100, sb.work_ratio, sb.stage1_s, sb.stage2_s);
+             "(%s)", sb.nsub, sb.dm_group, sb.nnominal, sb.max_extra * 1e3,
+             sb.max_ratio * 100, sb.work_ratio, sb.stage1_s, sb.stage2_s,
+             strcmp(ddtk_plan_backend(plan), "gpu") ? "CPU thread-seconds" : "GPU seconds");
 }
 
 static int dedisperse(ddtk_ddargs *a, ddtk_input *in)
