@@ -48,7 +48,10 @@ int default_config(KernelKind k, int major);
 
 /* Everything one gulp's kernels need. rows hold nchan live channels of
  * `stride` elements, descending frequency; delay is [ndm][nchan]; lo is the
- * smallest delay of each DM block per channel, [nblocks][nchan]. */
+ * smallest delay of each DM block per channel, [nblocks][nchan]. out holds
+ * ndm rows of ostride elements of ostorage: floats (the sums), or, for the
+ * integer intermediate series of sub-band stage 1 (lane and fallback kernels
+ * only), each sum plus obias. */
 struct DirectArgs {
     const void *rows;
     int64_t stride;
@@ -60,8 +63,10 @@ struct DirectArgs {
     int bias_total;             /* bias times nchan, removed from integer sums */
     int spill_stages;           /* lane kernel: stages between 16-bit lane spills */
     int bias;                   /* per-sample bias (float and fallback kernels) */
-    float *out;
+    void *out;
     int64_t ostride, nout;
+    Storage ostorage;
+    int obias;
 };
 
 /* Shared-memory bytes a launch with this row length needs. */
@@ -71,6 +76,8 @@ cudaError_t prepare_kernels(KernelKind k, int config, Storage s, size_t smem);
 cudaError_t launch_shared(KernelKind k, int config, Storage s, const DirectArgs &a,
                           size_t smem, cudaStream_t st);
 cudaError_t launch_fallback(Storage s, int dms_per_block, const DirectArgs &a, cudaStream_t st);
+/* Output samples of one fallback block row (its time tile). */
+#define FALLBACK_TILE 256
 
 /* Unpack n raw spectra into rows at column col (rowmap: file channel -> row or -1). */
 struct UnpackArgs {

@@ -22,6 +22,8 @@
  * Float kernel and fallback: float accumulation in exactly the CPU's order
  * (cpu/direct.c: groups of four channels, (a+b)+(x+y), added to the running
  * sum; leftover channels one by one), so they reproduce the CPU bit for bit.
+ * The float kernel writes floats only; the lane and fallback kernels may
+ * also write integer sums (sub-band stage 1, DirectArgs).
  */
 #include "direct.cuh"
 
@@ -297,6 +299,29 @@ cudaError_t launch_halve(const HalveArgs &h, cudaStream_t st)
     return cudaGetLastError();
 }
 
+/* ---- output ------------------------------------------------------------------- */
+
+/* Output element i of an integer sum v (exact): a float, or v + obias in
+ * the integer storage of sub-band intermediate series. */
+__device__ __forceinline__ void store_int(const DirectArgs &a, int64_t i, int v)
+{
+    if (a.ostorage == ST_F32)
+        static_cast<float *>(a.out)[i] = (float)v;
+    else if (a.ostorage == ST_U8)
+        static_cast<uint8_t *>(a.out)[i] = (uint8_t)(v + a.obias);
+    else
+        static_cast<uint16_t *>(a.out)[i] = (uint16_t)(v + a.obias);
+}
+
+/* A float sum; integer storage only ever receives exact integer sums. */
+__device__ __forceinline__ void store_sum(const DirectArgs &a, int64_t i, float v)
+{
+    if (a.ostorage == ST_F32)
+        static_cast<float *>(a.out)[i] = v;
+    else
+        store_int(a, i, (int)v);
+}
+
 /* ---- shared-memory kernels ------------------------------------------------- */
 
 /* Stage per channel k of this pass the delay of each DM of the block
@@ -382,14 +407,14 @@ __global__ void __launch_bounds__(NW * 32, MINB) lane_kernel(DirectArgs a)
         int d = b * BD + warp * DPW + dd;
         if (d >= a.ndm)
             continue;
-        float *out = a.out + (int64_t)d * a.ostride + t0 + lane;
+        const int64_t o = (int64_t)d * a.ostride;
 #pragma unroll
         for (int i = 0; i < NREG; i++) {
             int64_t t = t0 + lane + i * 32;
             if (t < a.nout)
-                out[i * 32] = (float)(lo16[dd][i] - a.bias_total);
+                store_int(a, o + t, lo16[dd][i] - a.bias_total);
             if (t + TWW < a.nout)
-                out[i * 32 + TWW] = (float)(hi16[dd][i] - a.bias_total);
+                store_int(a, o + t + TWW, hi16[dd][i] - a.bias_total);
         }
     }
 }
@@ -474,7 +499,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) float_kernel(DirectArgs a)
         int d = b * BD + warp * DPW + dd;
         if (d >= a.ndm)
             continue;
-        float *out = a.out + (int64_t)d * a.ostride + t0 + lane;
+        float *out = static_cast<float *>(a.out) + (int64_t)d * a.ostride + t0 + lane;
 #pragma unroll
         for (int i = 0; i < NREG; i++)
             if (t0 + lane + i * 32 < a.nout)
@@ -485,6 +510,7 @@ __global__ void __launch_bounds__(NW * 32, MINB) float_kernel(DirectArgs a)
 /* ---- fallback: no staging, input through L1/L2 -------------------------- */
 
 constexpr int FB_WARPS = 8, FB_NREG = 8;
+static_assert(32 * FB_NREG == FALLBACK_TILE, "direct.cuh states the fallback's tile");
 
 template <typename T>
 __global__ void __launch_bounds__(FB_WARPS * 32) fallback_kernel(DirectArgs a, int bd)
@@ -518,11 +544,11 @@ __global__ void __launch_bounds__(FB_WARPS * 32) fallback_kernel(DirectArgs a, i
             for (int i = 0; i < FB_NREG; i++)
                 acc[i] += to_float<T>(__ldg(p + i * 32), a.bias);
         }
-        float *out = a.out + (int64_t)d * a.ostride + t0;
+        const int64_t o = (int64_t)d * a.ostride + t0;
 #pragma unroll
         for (int i = 0; i < FB_NREG; i++)
             if (t0 + i * 32 < a.nout)
-                out[i * 32] = acc[i];
+                store_sum(a, o + i * 32, acc[i]);
     }
 }
 

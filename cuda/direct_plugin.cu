@@ -1,9 +1,11 @@
 /*
- * direct_plugin.cu - the GPU half of the direct plug-in: per level, the
- * kernel variant (from the plan's ddtk_gpu_config or the device default),
- * the DM blocks split between the shared-memory kernel and the cached
- * fallback (a block whose delays spread too far for a shared tile), the
- * device delay tables, and the launches of one gulp.
+ * direct_plugin.cu - the device plan of one direct-dedispersion problem
+ * (DirectPlan, engine.cuh): the kernel variant (from the plan's
+ * ddtk_gpu_config or the device default), the DM blocks split between the
+ * shared-memory kernel and the cached fallback (a block whose delays spread
+ * too far for a shared tile), the device delay tables and the launches; and
+ * the GPU half of the direct plug-in, one such plan per level. The sub-band
+ * plug-in (subband_plugin.cu) builds its two stages from the same plans.
  */
 #include "check.cuh"
 #include "engine.cuh"
@@ -15,31 +17,21 @@ namespace ddgpu {
 
 #define SPAN_TILES 4                      /* shared tile: span <= 4 tile widths */
 
-struct DirectLevel {
-    const ddtk_delays *dl;
-    Encoding enc;
-    int config, nblocks, nshared, span;
-    ConfigInfo ci;
-    size_t smem;
-    int32_t *d_delay, *d_lo;
-    int *d_blocks;
-};
-
 /* Smallest delay of each DM block per channel, and each block's spread. */
-static int block_tables(DirectLevel *L, int32_t **lo, int32_t **spans)
+static int block_tables(DirectPlan *P, const int32_t *delay, int32_t **lo, int32_t **spans)
 {
-    const int bd = L->ci.dms_per_block, nc = L->dl->nchan;
-    L->nblocks = (L->dl->ndm + bd - 1) / bd;
-    *lo = (int32_t *)ddtk_malloc((size_t)L->nblocks * nc * sizeof **lo, "GPU delay table");
-    *spans = (int32_t *)ddtk_calloc((size_t)L->nblocks, sizeof **spans, "GPU delay table");
+    const int bd = P->ci.dms_per_block, nc = P->nchan;
+    P->nblocks = (P->ndm + bd - 1) / bd;
+    *lo = (int32_t *)ddtk_malloc((size_t)P->nblocks * nc * sizeof **lo, "GPU delay table");
+    *spans = (int32_t *)ddtk_calloc((size_t)P->nblocks, sizeof **spans, "GPU delay table");
     if (!*lo || !*spans)
         return DDTK_ESYS;
-    for (int b = 0; b < L->nblocks; b++) {
-        int d0 = b * bd, d1 = d0 + bd < L->dl->ndm ? d0 + bd : L->dl->ndm;
+    for (int b = 0; b < P->nblocks; b++) {
+        int d0 = b * bd, d1 = d0 + bd < P->ndm ? d0 + bd : P->ndm;
         for (int c = 0; c < nc; c++) {
             int32_t mn = INT32_MAX, mx = INT32_MIN;
             for (int d = d0; d < d1; d++) {
-                int32_t v = L->dl->delay[(size_t)d * nc + c];
+                int32_t v = delay[(size_t)d * nc + c];
                 mn = v < mn ? v : mn;
                 mx = v > mx ? v : mx;
             }
@@ -52,34 +44,58 @@ static int block_tables(DirectLevel *L, int32_t **lo, int32_t **spans)
 }
 
 /* Shared-kernel blocks first, then the fallback's; the span sets the tile. */
-static void partition_blocks(DirectLevel *L, size_t limit, const int32_t *spans, int *order)
+static void partition_blocks(DirectPlan *P, size_t limit, const int32_t *spans, int *order)
 {
-    int max_span = SPAN_TILES * L->ci.tile_words;
-    while (max_span > 0 && shared_bytes(L->enc.kind, L->config, L->ci.tile_words + max_span) > limit)
+    int max_span = SPAN_TILES * P->ci.tile_words;
+    while (max_span > 0 && shared_bytes(P->enc.kind, P->config, P->ci.tile_words + max_span) > limit)
         max_span -= 32;
     int n = 0, span = 0;
-    for (int b = 0; b < L->nblocks; b++)
+    for (int b = 0; b < P->nblocks; b++)
         if (spans[b] <= max_span) {
             order[n++] = b;
             span = spans[b] > span ? spans[b] : span;
         }
-    L->nshared = n;
-    for (int b = 0; b < L->nblocks; b++)
+    P->nshared = n;
+    for (int b = 0; b < P->nblocks; b++)
         if (spans[b] > max_span)
             order[n++] = b;
-    L->span = (int)ddtk_round_up(span, 4);
-    L->smem = shared_bytes(L->enc.kind, L->config, L->ci.tile_words + L->span);
+    P->span = (int)ddtk_round_up(span, 4);
+    P->smem = shared_bytes(P->enc.kind, P->config, P->ci.tile_words + P->span);
 }
 
-static int choose_config(DirectLevel *L, const ddtk_gpu_config *cfg, int major)
+/* How far past the last output the launches read: a shared block stages
+ * rowlen words from lo on (the lane kernel a further tile_words for the high
+ * lanes) for a tile that starts before nout; a fallback block reads its delays
+ * from a tile of FALLBACK_TILE outputs that starts before nout. */
+static void find_reach(DirectPlan *P, const int32_t *delay, const int32_t *lo, const int *order)
 {
-    int want = L->enc.kind == K_LANES ? cfg->lane_variant : cfg->float_variant;
-    L->config = want >= 0 ? want : default_config(L->enc.kind, major);
-    if (L->config >= config_count(L->enc.kind))
+    const int nc = P->nchan, bd = P->ci.dms_per_block;
+    const int64_t staged = P->ci.tile_words + P->span + (P->enc.kind == K_LANES ? P->ci.tile_words : 0);
+    P->reach = 0;
+    for (int i = 0; i < P->nblocks; i++) {
+        const int b = order[i], d1 = (b + 1) * bd < P->ndm ? (b + 1) * bd : P->ndm;
+        for (int c = 0; c < nc; c++) {
+            int64_t r = 0;
+            if (i < P->nshared)
+                r = lo[(size_t)b * nc + c] + staged;
+            else
+                for (int d = b * bd; d < d1; d++)
+                    if (delay[(size_t)d * nc + c] + (int64_t)FALLBACK_TILE > r)
+                        r = delay[(size_t)d * nc + c] + (int64_t)FALLBACK_TILE;
+            P->reach = r > P->reach ? r : P->reach;
+        }
+    }
+}
+
+static int choose_config(DirectPlan *P, const ddtk_gpu_config *cfg, int major)
+{
+    int want = P->enc.kind == K_LANES ? cfg->lane_variant : cfg->float_variant;
+    P->config = want >= 0 ? want : default_config(P->enc.kind, major);
+    if (P->config >= config_count(P->enc.kind))
         return ddtk_fail(DDTK_EUSAGE, "GPU %s kernel variant %d: expected 0..%d",
-                         L->enc.kind == K_LANES ? "lane" : "float", L->config,
-                         config_count(L->enc.kind) - 1);
-    L->ci = config_info(L->enc.kind, L->config);
+                         P->enc.kind == K_LANES ? "lane" : "float", P->config,
+                         config_count(P->enc.kind) - 1);
+    P->ci = config_info(P->enc.kind, P->config);
     return DDTK_OK;
 }
 
@@ -90,101 +106,138 @@ static int upload(void **dst, const void *src, size_t bytes)
     return DDTK_OK;
 }
 
-static int upload_level(DirectLevel *L, size_t smem_limit)
+static int upload_tables(DirectPlan *P, const int32_t *delay, size_t smem_limit)
 {
     int32_t *lo = NULL, *spans = NULL;
     int *order = NULL;
-    int rc = block_tables(L, &lo, &spans);
-    if (!rc && !(order = (int *)ddtk_malloc((size_t)L->nblocks * sizeof *order, "GPU DM blocks")))
+    int rc = block_tables(P, delay, &lo, &spans);
+    if (!rc && !(order = (int *)ddtk_malloc((size_t)P->nblocks * sizeof *order, "GPU DM blocks")))
         rc = DDTK_ESYS;
+    if (!rc) {
+        partition_blocks(P, smem_limit, spans, order);
+        find_reach(P, delay, lo, order);
+    }
+    size_t nc = (size_t)P->nchan;
     if (!rc)
-        partition_blocks(L, smem_limit, spans, order);
-    size_t nc = (size_t)L->dl->nchan;
+        rc = upload((void **)&P->d_delay, delay, (size_t)P->ndm * nc * 4);
     if (!rc)
-        rc = upload((void **)&L->d_delay, L->dl->delay, (size_t)L->dl->ndm * nc * 4);
+        rc = upload((void **)&P->d_lo, lo, (size_t)P->nblocks * nc * 4);
     if (!rc)
-        rc = upload((void **)&L->d_lo, lo, (size_t)L->nblocks * nc * 4);
-    if (!rc)
-        rc = upload((void **)&L->d_blocks, order, (size_t)L->nblocks * sizeof *order);
+        rc = upload((void **)&P->d_blocks, order, (size_t)P->nblocks * sizeof *order);
     free(lo);
     free(spans);
     free(order);
     return rc;
 }
 
+int direct_plan_init(DirectPlan *P, const int32_t *delay, int nchan, int ndm, Encoding enc,
+                     const ddtk_gpu_config *cfg, const cudaDeviceProp &prop)
+{
+    memset(P, 0, sizeof *P);
+    P->enc = enc;
+    P->nchan = nchan;
+    P->ndm = ndm;
+    int rc = choose_config(P, cfg, prop.major);
+    if (!rc)
+        rc = upload_tables(P, delay, prop.sharedMemPerBlockOptin);
+    if (!rc && P->nshared)
+        DDTK_CUDA(prepare_kernels(P->enc.kind, P->config, P->enc.storage, P->smem),
+                  "setting the kernel's shared memory");
+    return rc;
+}
+
+void direct_plan_free(DirectPlan *P)
+{
+    cudaFree(P->d_delay);
+    cudaFree(P->d_lo);
+    cudaFree(P->d_blocks);
+    memset(P, 0, sizeof *P);
+}
+
+int direct_plan_run(const DirectPlan *P, const void *rows, int64_t stride, int64_t nout,
+                    void *out, int64_t ostride, Storage ostorage, int obias, cudaStream_t st)
+{
+    /* The float kernel writes floats only (direct.cuh). */
+    if (ostorage != ST_F32 && P->enc.kind != K_LANES)
+        return ddtk_fail(DDTK_ESYS, "GPU float kernel: integer output requested (a bug)");
+    DirectArgs a;
+    memset(&a, 0, sizeof a);
+    a.rows = rows;
+    a.stride = stride;
+    a.nchan = P->nchan;
+    a.ndm = P->ndm;
+    a.delay = P->d_delay;
+    a.lo = P->d_lo;
+    a.rowlen = P->ci.tile_words + P->span;
+    a.bias = P->enc.bias;
+    a.bias_total = P->enc.bias * P->nchan;
+    int per_pass = P->enc.maxval > 0 ? 65535 / P->enc.maxval / P->ci.chans_per_stage : 1;
+    a.spill_stages = per_pass > 0 ? per_pass : 1;
+    a.out = out;
+    a.ostride = ostride;
+    a.nout = nout;
+    a.ostorage = ostorage;
+    a.obias = obias;
+    a.blocks = P->d_blocks;
+    a.nblocks = P->nshared;
+    DDTK_CUDA(launch_shared(P->enc.kind, P->config, P->enc.storage, a, P->smem, st),
+              "launching the shared-memory kernel");
+    a.blocks = P->d_blocks + P->nshared;
+    a.nblocks = P->nblocks - P->nshared;
+    DDTK_CUDA(launch_fallback(P->enc.storage, P->ci.dms_per_block, a, st),
+              "launching the fallback kernel");
+    return DDTK_OK;
+}
+
+void direct_plan_describe(const DirectPlan *P, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s kernel config %d (%d DMs x %d samples per block, %d channels per "
+             "pass), %d of %d DM blocks in shared memory (span %d), %d by the cached fallback",
+             P->enc.kind == K_LANES ? "16-bit-lane" : "float", P->config, P->ci.dms_per_block,
+             P->ci.tile_samples, P->ci.chans_per_stage, P->nshared, P->nblocks, P->span,
+             P->nblocks - P->nshared);
+}
+
+/* ---- the direct plug-in: one plan per level ------------------------------------ */
+
 static void destroy(void *state)
 {
-    DirectLevel *L = (DirectLevel *)state;
-    if (!L)
+    DirectPlan *P = (DirectPlan *)state;
+    if (!P)
         return;
-    cudaFree(L->d_delay);
-    cudaFree(L->d_lo);
-    cudaFree(L->d_blocks);
-    free(L);
+    direct_plan_free(P);
+    free(P);
 }
 
 static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
                   const cudaDeviceProp &prop, void **state, int64_t *slack)
 {
-    DirectLevel *L = (DirectLevel *)ddtk_calloc(1, sizeof *L, "GPU level");
-    if (!L)
+    DirectPlan *P = (DirectPlan *)ddtk_calloc(1, sizeof *P, "GPU level");
+    if (!P)
         return DDTK_ESYS;
-    *state = L;
-    L->dl = ddtk_direct_delays(lv);
-    L->enc = enc;
-    int rc = choose_config(L, &p->d.gpu_config, prop.major);
-    if (!rc)
-        rc = upload_level(L, prop.sharedMemPerBlockOptin);
-    if (!rc && L->nshared)
-        DDTK_CUDA(prepare_kernels(L->enc.kind, L->config, L->enc.storage, L->smem),
-                  "setting the kernel's shared memory");
+    *state = P;
+    const ddtk_delays *dl = ddtk_direct_delays(lv);
+    int rc = direct_plan_init(P, dl->delay, dl->nchan, dl->ndm, enc, &p->d.gpu_config, prop);
     /* The last tiles may run one tile past the last output. */
-    *slack = 2 * (int64_t)L->ci.tile_samples + 256;
+    *slack = 2 * (int64_t)P->ci.tile_samples + 256;
+    if (P->reach - lv->overlap > *slack)
+        *slack = P->reach - lv->overlap;
     return rc;
 }
 
 static int gulp(void *state, const void *rows, int64_t stride, int64_t nout, float *out,
                 int64_t ostride, cudaStream_t st)
 {
-    const DirectLevel *L = (const DirectLevel *)state;
-    DirectArgs a;
-    memset(&a, 0, sizeof a);
-    a.rows = rows;
-    a.stride = stride;
-    a.nchan = L->dl->nchan;
-    a.ndm = L->dl->ndm;
-    a.delay = L->d_delay;
-    a.lo = L->d_lo;
-    a.rowlen = L->ci.tile_words + L->span;
-    a.bias = L->enc.bias;
-    a.bias_total = L->enc.bias * L->dl->nchan;
-    int per_pass = L->enc.maxval > 0 ? 65535 / L->enc.maxval / L->ci.chans_per_stage : 1;
-    a.spill_stages = per_pass > 0 ? per_pass : 1;
-    a.out = out;
-    a.ostride = ostride;
-    a.nout = nout;
-    a.blocks = L->d_blocks;
-    a.nblocks = L->nshared;
-    DDTK_CUDA(launch_shared(L->enc.kind, L->config, L->enc.storage, a, L->smem, st),
-              "launching the shared-memory kernel");
-    a.blocks = L->d_blocks + L->nshared;
-    a.nblocks = L->nblocks - L->nshared;
-    DDTK_CUDA(launch_fallback(L->enc.storage, L->ci.dms_per_block, a, st),
-              "launching the fallback kernel");
-    return DDTK_OK;
+    return direct_plan_run((const DirectPlan *)state, rows, stride, nout, out, ostride, ST_F32,
+                           0, st);
 }
 
 static void report(const void *state, char *buf, size_t n)
 {
-    const DirectLevel *L = (const DirectLevel *)state;
-    snprintf(buf, n, "%s kernel config %d (%d DMs x %d samples per block, %d channels per "
-             "pass), %d of %d DM blocks in shared memory (span %d), %d by the cached fallback",
-             L->enc.kind == K_LANES ? "16-bit-lane" : "float", L->config, L->ci.dms_per_block,
-             L->ci.tile_samples, L->ci.chans_per_stage, L->nshared, L->nblocks, L->span,
-             L->nblocks - L->nshared);
+    direct_plan_describe((const DirectPlan *)state, buf, n);
 }
 
-const GpuAlgo direct_gpu = { DDTK_ALGO_DIRECT, create, gulp, report, destroy };
+const GpuAlgo direct_gpu = { DDTK_ALGO_DIRECT, create, gulp, report, destroy, NULL, NULL };
 
 }  // namespace ddgpu
 

@@ -18,7 +18,10 @@ namespace ddgpu {
  * the level's overlap (*slack: the rows are allocated that much longer and
  * zeroed). gulp dedisperses nout samples of every DM of the level from rows
  * (stride elements apart) into out (ostride floats apart) on stream st.
- * report prints the level's kernel choice (-v).
+ * report prints the level's kernel choice (-v). Optional (NULL: none):
+ * dev_bytes, the device memory the plug-in allocates per CUDA stream when a
+ * gulp gives at most `most` outputs (the gulp is chosen to fit it); finished,
+ * called once a gulp issued on st has completed (for event timings).
  */
 struct GpuAlgo {
     int id;
@@ -28,7 +31,39 @@ struct GpuAlgo {
                 int64_t ostride, cudaStream_t st);
     void (*report)(const void *state, char *buf, size_t n);
     void (*destroy)(void *state);
+    int64_t (*dev_bytes)(const void *state, int64_t most);
+    void (*finished)(void *state, cudaStream_t st);
 };
+
+/*
+ * One direct-dedispersion problem on the device (direct_plugin.cu): ndm DMs
+ * over nchan rows of encoding enc, delays [ndm][nchan]; the kernel
+ * configuration, the DM blocks split between the shared-memory kernel and
+ * the cached fallback, and the device tables. The direct plug-in builds one
+ * per level; the sub-band plug-in one per sub-band (stage 1) and one per DM
+ * group (stage 2). reach: a run of nout outputs reads row columns below
+ * nout + reach.
+ */
+struct DirectPlan {
+    Encoding enc;
+    int nchan, ndm;
+    int config, nblocks, nshared, span;
+    ConfigInfo ci;
+    size_t smem;
+    int64_t reach;
+    int32_t *d_delay, *d_lo;
+    int *d_blocks;
+};
+
+int direct_plan_init(DirectPlan *P, const int32_t *delay, int nchan, int ndm, Encoding enc,
+                     const ddtk_gpu_config *cfg, const cudaDeviceProp &prop);
+void direct_plan_free(DirectPlan *P);
+/* nout outputs of every DM from rows (stride elements apart) into out
+ * (ostride elements of ostorage apart; integer storage gets sums + obias). */
+int direct_plan_run(const DirectPlan *P, const void *rows, int64_t stride, int64_t nout,
+                    void *out, int64_t ostride, Storage ostorage, int obias, cudaStream_t st);
+/* The kernel and the block split, for -v. */
+void direct_plan_describe(const DirectPlan *P, char *buf, size_t n);
 
 extern const GpuAlgo direct_gpu, subband_gpu;
 extern const GpuAlgo tree_gpu;

@@ -123,8 +123,18 @@ static int fits(const ddtk_plan *p, int64_t step, void *ctx)
             b->host += (int64_t)p->lv[k].ndm * max_out(p, k, step) * 4;
             b->dev += (int64_t)p->lv[k].ndm * ddtk_round_up(max_out(p, k, step), 64) * 4;
         }
+        if (L->state && b->g->algo->dev_bytes)
+            b->dev += b->g->algo->dev_bytes(L->state, max_out(p, k, step));
     }
     return 2 * b->host <= b->host_max && 2 * b->dev <= b->dev_max;
+}
+
+/* DDTK_GPU_MEM (MiB) caps the device memory of the gulp buffers (a test knob). */
+static int64_t device_budget(size_t free_b)
+{
+    const char *s = getenv("DDTK_GPU_MEM");
+    int64_t cap = s ? (int64_t)(atof(s) * 1048576.0) : 0, have = (int64_t)(free_b * 0.8);
+    return cap > 0 && cap < have ? cap : have;
 }
 
 static int choose_step(const ddtk_gpu_stream *g, const ddtk_plan *p, const ddtk_source *src,
@@ -133,7 +143,7 @@ static int choose_step(const ddtk_gpu_stream *g, const ddtk_plan *p, const ddtk_
     size_t free_b = 0, total_b = 0;
     DDTK_CUDA(cudaMemGetInfo(&free_b, &total_b), "reading free GPU memory");
     budget b = { g, p->d.max_mem > 0 ? p->d.max_mem : DDTK_DEFAULT_MAX_MEM,
-                 (int64_t)(free_b * 0.8), 0, 0 };
+                 device_budget(free_b), 0, 0 };
     if (!ddtk_choose_step(p, src, DEFAULT_STEP, MAX_STEP, fits, &b, step))
         return ddtk_fail(DDTK_EUSAGE, "%s: a GPU gulp of %lld spectra plus the maximum delay of "
                          "%d needs %.0f MiB of host and %.0f MiB of GPU memory (--max-mem %.0f MiB, "
@@ -375,6 +385,9 @@ static int finish_gulp(ddtk_gpu_stream *g, const ddtk_plan *p, gulp_set *s, ddtk
     g->t_unpack += elapsed(s->h2d1, s->k0);
     g->t_kernel += elapsed(s->k0, s->k1);
     g->t_d2h += elapsed(s->k1, s->done);
+    for (int k = 0; k < p->nlevels; k++)
+        if (s->nout[k] > 0 && g->algo->finished)
+            g->algo->finished(g->lv[k].state, s->st);
     for (int k = 0; k < p->nlevels; k++) {
         int rc = s->nout[k] > 0 ? ddtk_writer_level(w, k, s->hout[k], (size_t)g->lv[k].hpitch,
                                                      s->nout[k]) : DDTK_OK;

@@ -218,6 +218,6 @@ static void report(const void *state, char *buf, size_t n)
              "one kernel per stage", L->t->g.cps, L->t->g.nsb, L->t->nslot, L->t->jmax);
 }
 
-const GpuAlgo tree_gpu = { DDTK_ALGO_TREE, create, gulp, report, destroy };
+const GpuAlgo tree_gpu = { DDTK_ALGO_TREE, create, gulp, report, destroy, NULL, NULL };
 
 }  // namespace ddgpu

@@ -352,7 +352,8 @@ typedef struct ddtk_subband_info {
     int nsub, chans_per_sub, dm_group, nnominal;
     double max_ratio, max_extra;  /* extra smearing: / direct, and in seconds */
     double work_ratio;            /* sample-adds of direct / of sub-band (whole plan) */
-    double stage1_s, stage2_s;    /* CPU thread-seconds in each stage so far */
+    double stage1_s, stage2_s;    /* seconds in each stage so far: CPU thread-seconds, or
+                                     GPU seconds (CUDA events) with the GPU backend */
     double dm_lo, dm_hi;          /* one level: its DM range ... */
     int downsamp;                 /* ... and time-scrunch factor (0: the whole plan) */
 } ddtk_subband_info;

@@ -174,12 +174,14 @@ const ddtk_delays *ddtk_direct_delays(const ddtk_level *lv);
 /* The tables of a sub-band level (subband.c), for the GPU plug-in: live rows
  * [sub_first[b], sub_first[b+1]) form sub-band b, level DMs [group_first[g],
  * group_first[g+1]) group g; d1 [g][row] stage-1 delays, d2 [dm][b] stage-2
- * delays, width2 [g][b] the most stage 2 of group g reads past an output. */
+ * delays, width2 [g][b] the most stage 2 of group g reads past an output;
+ * gpu_time[2]: where the GPU adds its stage-1 and stage-2 seconds. */
 typedef struct ddtk_subband_layout {
     int nsub, nlive, ngroups;
     const int *sub_first, *group_first;
     const int32_t *d1, *d2, *width2;
     int32_t max2;
+    double *gpu_time;
 } ddtk_subband_layout;
 void ddtk_subband_layout_of(const ddtk_level *lv, ddtk_subband_layout *t);
 

@@ -51,6 +51,7 @@ typedef struct sb_state {
     double max_ratio, max_extra, work;
     double lv_ratio, lv_extra;      /* the same, of this level's DMs only */
     double time1, time2;            /* thread-seconds in stage 1 and 2, all runs */
+    double gpu_time[2];             /* GPU seconds in stage 1 and 2 (cuda/subband_plugin.cu) */
 } sb_state;
 
 /* The sub-band / group layout the plan asks for, resolved once per level. */
@@ -456,9 +457,9 @@ static void cpu_gulp(const ddtk_plan *p, const ddtk_level *lv, const float *rows
 
 void ddtk_subband_layout_of(const ddtk_level *lv, ddtk_subband_layout *t)
 {
-    const sb_state *s = lv->state;
+    sb_state *s = lv->state;
     *t = (ddtk_subband_layout){ s->nsub, s->nlive, s->ngroups, s->sub_first, s->group_first,
-                                s->d1, s->d2, s->width2, s->max2 };
+                                s->d1, s->d2, s->width2, s->max2, s->gpu_time };
 }
 
 /* Add level k's figures to info: its smearing, or the plan's when `whole`. */
@@ -472,8 +473,8 @@ static double add_level(const ddtk_plan *p, int k, int whole, ddtk_subband_info 
     info->nnominal += s->ngroups;
     info->max_ratio = whole ? s->max_ratio : s->lv_ratio;
     info->max_extra = whole ? s->max_extra : s->lv_extra;
-    info->stage1_s += s->time1;
-    info->stage2_s += s->time2;
+    info->stage1_s += s->time1 + s->gpu_time[0];
+    info->stage2_s += s->time2 + s->gpu_time[1];
     for (int i = 0; i < lv->ndm; i++) {
         info->dm_lo = info->downsamp && info->dm_lo < lv->dms[i] ? info->dm_lo : lv->dms[i];
         info->dm_hi = info->downsamp && info->dm_hi > lv->dms[i] ? info->dm_hi : lv->dms[i];

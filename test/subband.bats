@@ -192,3 +192,40 @@ gpu_usable() {
     sbref burst.fil 24 40 60 nearest subtop > ref.f32
     cmp <(data_of x.tim) ref.f32
 }
+
+@test "GPU: equals the CPU byte for byte on float, 16-bit, signed, 2-bit sum-of-pols and --zerodm input" {
+    gpu_usable || skip "no GPU: $(dd_direct --list-gpus 2>&1 | head -1)"
+    while read -r name sim opts; do
+        make_burst $sim -o "$name.fil"
+        mkdir "c$name" "g$name"
+        # 24 sub-bands of 10 or 11 channels: the float sums' leftover channels
+        dd_subband "$name.fil" --dm-min 0 --dm-max 300 --nsub 24 $opts --prefix "c$name/x" -q \
+            --backend cpu
+        dd_subband "$name.fil" --dm-min 0 --dm-max 300 --nsub 24 $opts --prefix "g$name/x" -q \
+            --backend gpu --gulp 3000
+        same_dirs "c$name" "g$name" "$(ls "c$name" | wc -l)"
+    done <<'LIST'
+f32 --nbits 32 --scrunch auto
+u16 --nbits 16
+s8 --nbits 8 --signed --scrunch auto
+pol2 --nbits 2 --nifs 2 --pol sum --scrunch auto
+zdm --nbits 8 --zerodm
+LIST
+}
+
+@test "GPU: the sub-band series count against device memory (DDTK_GPU_MEM): a smaller gulp, same bytes" {
+    gpu_usable || skip "no GPU: $(dd_direct --list-gpus 2>&1 | head -1)"
+    make_burst
+    mkdir d s
+    # 143 DMs: direct needs ~26 MiB for its whole-file gulp; one 8-bit series per
+    # (DM, channel) needs ~1 GiB for it, so under 256 MiB only the sub-band gulp shrinks.
+    DDTK_GPU_MEM=256 dd_direct burst.fil --dm-min 0 --dm-max 200 --prefix d/x -v --backend gpu \
+        2> d.err
+    DDTK_GPU_MEM=256 dd_subband burst.fil --dm-min 0 --dm-max 200 --prefix s/x -v --backend gpu \
+        --nsub 256 --dm-group 1 2> s.err
+    gd=$(sed -n 's/.*; gulp \([0-9]*\) spectra.*/\1/p' d.err | head -1)
+    gs=$(sed -n 's/.*; gulp \([0-9]*\) spectra.*/\1/p' s.err | head -1)
+    [ "$gs" -gt 0 ] && [ "$gs" -lt "$gd" ]
+    same_dirs d s "$(ls d | wc -l)"
+    grep -q "stage 1 [0-9.]* s, stage 2 [0-9.]* s (GPU seconds)" s.err
+}

@@ -104,15 +104,16 @@ static char *run_notes(const ddtk_ddargs *a, const ddtk_plan *plan, const ddtk_i
 }
 
 /* After the run's own summary: the sub-band choice, the predicted smearing of
- * each DM range (one per time-scrunch level) and where the CPU time went. */
+ * each DM range (one per time-scrunch level) and where the kernel time went. */
 static void summary(const ddtk_plan *plan)
 {
     ddtk_subband_info sb, lv;
     ddtk_plan_subband_info(plan, &sb);
     ddtk_msg("sub-band: nsub %d, N'DM %d, %d nominal DMs, predicted extra smearing %.4g ms "
              "(%.1f%% of direct), work 1/%.2f of direct; stage 1 %.3f s, stage 2 %.3f s "
-             "(CPU thread-seconds)", sb.nsub, sb.dm_group, sb.nnominal, sb.max_extra * 1e3,
-             sb.max_ratio * 100, sb.work_ratio, sb.stage1_s, sb.stage2_s);
+             "(%s)", sb.nsub, sb.dm_group, sb.nnominal, sb.max_extra * 1e3,
+             sb.max_ratio * 100, sb.work_ratio, sb.stage1_s, sb.stage2_s,
+             strcmp(ddtk_plan_backend(plan), "gpu") ? "CPU thread-seconds" : "GPU seconds");
     for (int k = 0; k < DDTK_MAX_LEVELS; k++)
         if (!ddtk_plan_subband_level(plan, k, &lv) && lv.downsamp)
             ddtk_msg("sub-band: DM %.3f-%.3f (downsampled x%d): %d nominal DMs, predicted "
