@@ -195,7 +195,7 @@ gpu_usable() {
 
 @test "GPU: equals the CPU byte for byte on float, 16-bit, signed, 2-bit sum-of-pols and --zerodm input" {
     gpu_usable || skip "no GPU: $(dd_direct --list-gpus 2>&1 | head -1)"
-    while read -r name sim opts; do
+    while IFS='|' read -r name sim opts; do
         make_burst $sim -o "$name.fil"
         mkdir "c$name" "g$name"
         # 24 sub-bands of 10 or 11 channels: the float sums' leftover channels
@@ -205,11 +205,11 @@ gpu_usable() {
             --backend gpu --gulp 3000
         same_dirs "c$name" "g$name" "$(ls "c$name" | wc -l)"
     done <<'LIST'
-f32 --nbits 32 --scrunch auto
-u16 --nbits 16
-s8 --nbits 8 --signed --scrunch auto
-pol2 --nbits 2 --nifs 2 --pol sum --scrunch auto
-zdm --nbits 8 --zerodm
+f32|--nbits 32|--scrunch auto
+u16|--nbits 16|
+s8|--nbits 8 --signed|--scrunch auto
+pol2|--nbits 2 --nifs 2|--pol sum --scrunch auto
+zdm|--nbits 8|--zerodm
 LIST
 }
 
