@@ -1,5 +1,6 @@
 /*
- * stream.cu - the GPU streaming layer: any plug-in, any source, in gulps.
+ * stream.cu - the GPU streaming layer: any plug-in, any source, in gulps, on
+ * one GPU or several.
  *
  * The gulps are the CPU layer's (stream_cpu.c): `step` new spectra behind
  * `keep`. Two buffer sets, each with its own CUDA stream and pinned host
@@ -10,6 +11,18 @@
  * set's rows. Level k's rows are level k-1's halved (time scrunching), in an
  * encoding that grows with the factor (direct.cuh); each level with DMs runs
  * its plug-in's GPU gulp. Every CUDA call is checked (check.cuh).
+ *
+ * Several GPUs (--gpu LIST): the plan's DMs are split by cost into one
+ * contiguous range per GPU (ddtk_plan_split), and each GPU is a pipeline of
+ * its own (buffer sets, streams, rows, plug-in instances on level views of
+ * its DMs) with the same gulp step, so every gulp gives every DM the same
+ * samples as one GPU would. The host reads each gulp once, into a raw buffer
+ * pinned for every device (cudaHostAllocPortable): each GPU copies it in and
+ * unpacks its own rows, so no host time goes to per-device copies or
+ * unpacking, and PCIe carries packed samples. One host thread drives all
+ * pipelines: every device call is asynchronous, the host's own work (read,
+ * write) is serial anyway, and the writer stays single-threaded; each call
+ * selects its pipeline's device first (cudaSetDevice is per thread).
  */
 #include "check.cuh"
 #include "engine.cuh"
@@ -28,37 +41,47 @@ static const GpuAlgo *const gpu_algorithms[] = { &direct_gpu, &tree_gpu, &subban
 /* One level's device side: row encoding, the plug-in's state, pitches. */
 struct gpu_level {
     Encoding enc;
-    void *state;                /* NULL: no DM at this factor (its rows feed the next) */
+    void *state;                /* NULL: no DM here at this factor (its rows feed the next) */
     int64_t slack;              /* columns the kernels may read past the data */
     int64_t stride, ostride;    /* device row and output pitches (elements) */
     int64_t hpitch;             /* host output row: the most outputs one gulp gives */
 };
 
-/* One of the two alternating buffer sets, with rows and outputs per level. */
+/* One of a pipeline's two alternating buffer sets, with rows and outputs per level. */
 struct gulp_set {
     cudaStream_t st;
     cudaEvent_t h2d0, h2d1, k0, k1, done, unpacked;
-    uint8_t *hraw, *draw;
+    uint8_t *draw;
     void *drows[DDTK_MAX_LEVELS];
     float *hout[DDTK_MAX_LEVELS], *dout[DDTK_MAX_LEVELS];
     int64_t nout[DDTK_MAX_LEVELS];
     int issued;
 };
 
-struct ddtk_gpu_stream {
-    const GpuAlgo *algo;
-    int dev;
+/* One GPU's pipeline: its DMs [dm0, dm1) of the plan, held by level views
+ * (view[k]: level k's DMs among them), levels 0 .. nlevels-1. */
+struct gpu_pipe {
+    int dev, dm0, dm1, nlevels;
     cudaDeviceProp prop;
+    ddtk_level view[DDTK_MAX_LEVELS];
     gpu_level lv[DDTK_MAX_LEVELS];
-    int64_t step;
     int *d_rowmap;
     gulp_set set[2];
     double t_h2d, t_unpack, t_kernel, t_d2h;
 };
 
+struct ddtk_gpu_stream {
+    const ddtk_plan *plan;      /* read only: the views made for shares are freed here */
+    const GpuAlgo *algo;
+    int npipe;
+    gpu_pipe *pipe;
+    int64_t step;
+    uint8_t *hraw[2];           /* each set's raw spectra, pinned for every device */
+};
+
 /* ---- levels ------------------------------------------------------------------------ */
 
-static int start_device(ddtk_gpu_stream *g, int dev)
+static int start_device(gpu_pipe *g, int dev)
 {
     int n = 0;
     DDTK_CUDA(cudaGetDeviceCount(&n), "counting GPUs");
@@ -70,17 +93,24 @@ static int start_device(ddtk_gpu_stream *g, int dev)
     return DDTK_OK;
 }
 
-static int plan_levels(ddtk_gpu_stream *g, const ddtk_plan *p)
+/* The pipeline's levels: views of its DMs, up to the coarsest holding any. */
+static int plan_levels(const GpuAlgo *algo, gpu_pipe *g, const ddtk_plan *p)
 {
     Encoding base = choose_encoding(p->fmt.nbits, p->fmt.signed_data == 1,
                                     p->pol == DDTK_POL_SUM, p->d.zerodm);
     for (int k = 0; k < p->nlevels; k++) {
+        int rc = ddtk_level_view(p, k, g->dm0, g->dm1, &g->view[k]);
+        if (rc)
+            return rc;
+        g->nlevels = g->view[k].ndm ? k + 1 : g->nlevels;
+    }
+    for (int k = 0; k < g->nlevels; k++) {
         gpu_level *L = &g->lv[k];
         L->enc = scrunched_encoding(base, 1 << k);
         L->slack = 256;
-        if (!p->lv[k].ndm)
+        if (!g->view[k].ndm)
             continue;
-        int rc = g->algo->create(p, &p->lv[k], L->enc, g->prop, &L->state, &L->slack);
+        int rc = algo->create(p, &g->view[k], L->enc, g->prop, &L->state, &L->slack);
         if (rc)
             return rc;
     }
@@ -106,27 +136,41 @@ static int64_t max_out(const ddtk_plan *p, int k, int64_t step)
     return last > step >> k ? last : step >> k;
 }
 
+/* Memory bounds of a step: host (--max-mem) for the raw buffers and every
+ * pipeline's outputs, and per pipeline its share of its device's free memory. */
 typedef struct budget {
     const ddtk_gpu_stream *g;
-    int64_t host_max, dev_max, host, dev;
+    int64_t host_max, host;
+    int64_t dev_max[DDTK_MAX_GPUS], dev[DDTK_MAX_GPUS];
+    int worst;                  /* the pipeline nearest its bound */
 } budget;
 
-/* Two buffer sets of a step: host (raw and outputs) and device bytes. */
+/* Two buffer sets of a step. */
 static int fits(const ddtk_plan *p, int64_t step, void *ctx)
 {
     budget *b = (budget *)ctx;
-    b->host = b->dev = ddtk_plan_raw_bytes(p, p->keep + step);
-    for (int k = 0; k < p->nlevels; k++) {
-        const gpu_level *L = &b->g->lv[k];
-        b->dev += (int64_t)p->ch.nlive * row_stride(p, L, k, step) * storage_bytes(L->enc.storage);
-        if (p->lv[k].ndm) {
-            b->host += (int64_t)p->lv[k].ndm * max_out(p, k, step) * 4;
-            b->dev += (int64_t)p->lv[k].ndm * ddtk_round_up(max_out(p, k, step), 64) * 4;
+    int64_t raw = ddtk_plan_raw_bytes(p, p->keep + step);
+    int ok = 1;
+    b->host = raw;
+    b->worst = 0;
+    for (int i = 0; i < b->g->npipe; i++) {
+        const gpu_pipe *g = &b->g->pipe[i];
+        b->dev[i] = raw;
+        for (int k = 0; k < g->nlevels; k++) {
+            const gpu_level *L = &g->lv[k];
+            int64_t ndm = g->view[k].ndm;
+            b->dev[i] += (int64_t)p->ch.nlive * row_stride(p, L, k, step)
+                         * storage_bytes(L->enc.storage);
+            b->host += ndm * max_out(p, k, step) * 4;
+            b->dev[i] += ndm * ddtk_round_up(max_out(p, k, step), 64) * 4;
+            if (L->state && b->g->algo->dev_bytes)
+                b->dev[i] += b->g->algo->dev_bytes(L->state, max_out(p, k, step));
         }
-        if (L->state && b->g->algo->dev_bytes)
-            b->dev += b->g->algo->dev_bytes(L->state, max_out(p, k, step));
+        ok &= 2 * b->dev[i] <= b->dev_max[i];
+        if ((double)b->dev[i] / b->dev_max[i] > (double)b->dev[b->worst] / b->dev_max[b->worst])
+            b->worst = i;
     }
-    return 2 * b->host <= b->host_max && 2 * b->dev <= b->dev_max;
+    return ok && 2 * b->host <= b->host_max;
 }
 
 /* DDTK_GPU_MEM (MiB) caps the device memory of the gulp buffers (a test knob). */
@@ -137,53 +181,72 @@ static int64_t device_budget(size_t free_b)
     return cap > 0 && cap < have ? cap : have;
 }
 
+/* Each pipeline may take 80% of its device's free memory, shared equally by
+ * pipelines on one device (--gpu 0,0). */
+static int device_bounds(const ddtk_gpu_stream *g, budget *b)
+{
+    for (int i = 0; i < g->npipe; i++) {
+        size_t free_b = 0, total_b = 0;
+        int same = 0;
+        for (int j = 0; j < g->npipe; j++)
+            same += g->pipe[j].dev == g->pipe[i].dev;
+        DDTK_CUDA(cudaSetDevice(g->pipe[i].dev), "selecting the GPU");
+        DDTK_CUDA(cudaMemGetInfo(&free_b, &total_b), "reading free GPU memory");
+        b->dev_max[i] = device_budget(free_b) / same;
+    }
+    return DDTK_OK;
+}
+
 static int choose_step(const ddtk_gpu_stream *g, const ddtk_plan *p, const ddtk_source *src,
                        int64_t *step)
 {
-    size_t free_b = 0, total_b = 0;
-    DDTK_CUDA(cudaMemGetInfo(&free_b, &total_b), "reading free GPU memory");
-    budget b = { g, p->d.max_mem > 0 ? p->d.max_mem : DDTK_DEFAULT_MAX_MEM,
-                 device_budget(free_b), 0, 0 };
+    budget b;
+    memset(&b, 0, sizeof b);
+    b.g = g;
+    b.host_max = p->d.max_mem > 0 ? p->d.max_mem : DDTK_DEFAULT_MAX_MEM;
+    int rc = device_bounds(g, &b);
+    if (rc)
+        return rc;
     if (!ddtk_choose_step(p, src, DEFAULT_STEP, MAX_STEP, fits, &b, step))
         return ddtk_fail(DDTK_EUSAGE, "%s: a GPU gulp of %lld spectra plus the maximum delay of "
                          "%d needs %.0f MiB of host and %.0f MiB of GPU memory (--max-mem %.0f MiB, "
-                         "%.0f MiB free on GPU %d)", src->name, (long long)*step, p->maxdelay,
-                         2 * b.host / 1048576.0, 2 * b.dev / 1048576.0, b.host_max / 1048576.0,
-                         free_b / 1048576.0, g->dev);
+                         "%.0f MiB for it on GPU %d)", src->name, (long long)*step, p->maxdelay,
+                         2 * b.host / 1048576.0, 2 * b.dev[b.worst] / 1048576.0,
+                         b.host_max / 1048576.0, b.dev_max[b.worst] / 0.8 / 1048576.0,
+                         g->pipe[b.worst].dev);
     *step = ddtk_round_up(*step, p->align);
     return DDTK_OK;
 }
 
-static void set_pitches(ddtk_gpu_stream *g, const ddtk_plan *p)
+static void set_pitches(gpu_pipe *g, const ddtk_plan *p, int64_t step)
 {
-    for (int k = 0; k < p->nlevels; k++) {
+    for (int k = 0; k < g->nlevels; k++) {
         gpu_level *L = &g->lv[k];
-        L->stride = row_stride(p, L, k, g->step);
-        if (p->lv[k].ndm) {
-            L->hpitch = max_out(p, k, g->step);
+        L->stride = row_stride(p, L, k, step);
+        if (g->view[k].ndm) {
+            L->hpitch = max_out(p, k, step);
             L->ostride = ddtk_round_up(L->hpitch, 64);
         }
     }
 }
 
-static int allocate_set(const ddtk_gpu_stream *g, const ddtk_plan *p, gulp_set *s)
+static int allocate_set(const gpu_pipe *g, const ddtk_plan *p, int64_t step, gulp_set *s)
 {
-    size_t raw = (size_t)ddtk_plan_raw_bytes(p, p->keep + g->step);
+    size_t raw = (size_t)ddtk_plan_raw_bytes(p, p->keep + step);
     DDTK_CUDA(cudaStreamCreateWithFlags(&s->st, cudaStreamNonBlocking), "creating a stream");
     cudaEvent_t *ev[] = { &s->h2d0, &s->h2d1, &s->k0, &s->k1, &s->done, &s->unpacked };
     for (int i = 0; i < 6; i++)
         DDTK_CUDA(cudaEventCreate(ev[i]), "creating an event");
-    DDTK_CUDA(cudaHostAlloc((void **)&s->hraw, raw, cudaHostAllocDefault), "pinning input");
     DDTK_CUDA(cudaMalloc((void **)&s->draw, raw), "allocating input");
-    for (int k = 0; k < p->nlevels; k++) {
+    for (int k = 0; k < g->nlevels; k++) {
         const gpu_level *L = &g->lv[k];
         size_t rows = (size_t)p->ch.nlive * L->stride * storage_bytes(L->enc.storage);
         DDTK_CUDA(cudaMalloc(&s->drows[k], rows), "allocating rows");
         /* Columns past the data are read by the last tiles (their outputs are dropped). */
         DDTK_CUDA(cudaMemset(s->drows[k], 0, rows), "clearing rows");
-        if (!p->lv[k].ndm)
+        if (!g->view[k].ndm)
             continue;
-        size_t ndm = (size_t)p->lv[k].ndm;
+        size_t ndm = (size_t)g->view[k].ndm;
         DDTK_CUDA(cudaHostAlloc((void **)&s->hout[k], ndm * L->hpitch * sizeof(float),
                                 cudaHostAllocDefault), "pinning outputs");
         DDTK_CUDA(cudaMalloc((void **)&s->dout[k], ndm * L->ostride * sizeof(float)),
@@ -202,7 +265,6 @@ static void free_set(gulp_set *s)
     for (int i = 0; i < 6; i++)
         if (ev[i])
             cudaEventDestroy(ev[i]);
-    cudaFreeHost(s->hraw);
     cudaFree(s->draw);
     for (int k = 0; k < DDTK_MAX_LEVELS; k++) {
         cudaFree(s->drows[k]);
@@ -211,52 +273,104 @@ static void free_set(gulp_set *s)
     }
 }
 
+static void free_pipe(const GpuAlgo *algo, const ddtk_plan *p, gpu_pipe *g)
+{
+    if (cudaSetDevice(g->dev) != cudaSuccess)
+        cudaGetLastError();
+    for (int i = 0; i < 2; i++)
+        free_set(&g->set[i]);
+    for (int k = 0; k < DDTK_MAX_LEVELS; k++) {
+        if (g->lv[k].state)
+            algo->destroy(g->lv[k].state);
+        ddtk_level_view_free(p, &g->view[k]);
+    }
+    cudaFree(g->d_rowmap);
+}
+
 extern "C" void ddtk_gpu_stream_free(ddtk_gpu_stream *g)
 {
     if (!g)
         return;
+    for (int i = 0; i < g->npipe; i++)
+        free_pipe(g->algo, g->plan, &g->pipe[i]);
     for (int i = 0; i < 2; i++)
-        free_set(&g->set[i]);
-    for (int k = 0; k < DDTK_MAX_LEVELS; k++)
-        if (g->lv[k].state)
-            g->algo->destroy(g->lv[k].state);
-    cudaFree(g->d_rowmap);
+        cudaFreeHost(g->hraw[i]);
+    free(g->pipe);
     free(g);
 }
 
-static void report_plan(const ddtk_gpu_stream *g, const ddtk_plan *p)
+static void report_plan(const ddtk_gpu_stream *s, const ddtk_plan *p)
 {
-    for (int k = 0; k < p->nlevels; k++) {
-        char level[64] = "", what[512];
-        if (!g->lv[k].state)
-            continue;
-        if (p->nlevels > 1)
-            snprintf(level, sizeof level, ", scrunched x%d (%d DMs)", 1 << k, p->lv[k].ndm);
-        g->algo->report(g->lv[k].state, what, sizeof what);
-        ddtk_msg("GPU %d (%s, compute capability %d.%d)%s: %s; gulp %lld spectra", g->dev,
-                 g->prop.name, g->prop.major, g->prop.minor, level, what, (long long)g->step);
+    for (int i = 0; i < s->npipe; i++) {
+        const gpu_pipe *g = &s->pipe[i];
+        if (s->npipe > 1)
+            ddtk_msg("GPU %d (%s): DMs %d to %d of %d (%g to %g pc cm^-3)", g->dev, g->prop.name,
+                     g->dm0, g->dm1 - 1, p->d.ndm, p->dms[g->dm0], p->dms[g->dm1 - 1]);
+        for (int k = 0; k < g->nlevels; k++) {
+            char level[64] = "", what[512];
+            if (!g->lv[k].state)
+                continue;
+            if (p->nlevels > 1)
+                snprintf(level, sizeof level, ", scrunched x%d (%d DMs)", 1 << k,
+                         g->view[k].ndm);
+            s->algo->report(g->lv[k].state, what, sizeof what);
+            ddtk_msg("GPU %d (%s, compute capability %d.%d)%s: %s; gulp %lld spectra", g->dev,
+                     g->prop.name, g->prop.major, g->prop.minor, level, what, (long long)s->step);
+        }
     }
+}
+
+/* One pipeline per GPU with a share of the DMs (none for more GPUs than DMs). */
+static int make_pipes(ddtk_gpu_stream *s, const ddtk_plan *p)
+{
+    int first[DDTK_MAX_GPUS + 1];
+    int rc = ddtk_plan_split(p, p->ngpu, first);
+    if (rc)
+        return rc;
+    if (!(s->pipe = (gpu_pipe *)ddtk_calloc((size_t)p->ngpu, sizeof *s->pipe, "GPU pipelines")))
+        return DDTK_ESYS;
+    for (int j = 0; j < p->ngpu; j++) {
+        if (first[j] == first[j + 1]) {
+            if (p->d.verbose)
+                ddtk_msg("GPU %d: no DMs (%d GPUs for %d DMs)", p->gpus[j], p->ngpu, p->d.ndm);
+            continue;
+        }
+        gpu_pipe *g = &s->pipe[s->npipe++];
+        g->dm0 = first[j];
+        g->dm1 = first[j + 1];
+        if ((rc = start_device(g, p->gpus[j])) || (rc = plan_levels(s->algo, g, p)))
+            return rc;
+    }
+    return DDTK_OK;
 }
 
 /* The device plan of a first run; kept while later runs need the same step. */
 static int create(ddtk_plan *p, const ddtk_source *src)
 {
-    ddtk_gpu_stream *g = (ddtk_gpu_stream *)ddtk_calloc(1, sizeof *g, "GPU plan");
-    if (!g)
+    ddtk_gpu_stream *s = (ddtk_gpu_stream *)ddtk_calloc(1, sizeof *s, "GPU plan");
+    if (!s)
         return DDTK_ESYS;
-    p->gpu = g;
-    g->algo = gpu_algorithms[p->algo->id];
-    int rc = start_device(g, p->d.gpu);
+    p->gpu = s;
+    s->plan = p;
+    s->algo = gpu_algorithms[p->algo->id];
+    int rc = make_pipes(s, p);
     if (!rc)
-        rc = plan_levels(g, p);
-    if (!rc)
-        rc = choose_step(g, p, src, &g->step);
-    if (!rc)
-        set_pitches(g, p);
-    for (int i = 0; i < 2 && !rc; i++)
-        rc = allocate_set(g, p, &g->set[i]);
+        rc = choose_step(s, p, src, &s->step);
+    size_t raw = (size_t)ddtk_plan_raw_bytes(p, p->keep + s->step);
+    for (int i = 0; i < 2 && !rc; i++) {
+        cudaError_t e = cudaHostAlloc((void **)&s->hraw[i], raw, cudaHostAllocPortable);
+        rc = e == cudaSuccess ? DDTK_OK : ddtk_cuda_fail("pinning input", e);
+    }
+    for (int i = 0; i < s->npipe && !rc; i++) {
+        gpu_pipe *g = &s->pipe[i];
+        cudaError_t e = cudaSetDevice(g->dev);
+        rc = e == cudaSuccess ? DDTK_OK : ddtk_cuda_fail("selecting the GPU", e);
+        set_pitches(g, p, s->step);
+        for (int j = 0; j < 2 && !rc; j++)
+            rc = allocate_set(g, p, s->step, &g->set[j]);
+    }
     if (!rc && p->d.verbose)
-        report_plan(g, p);
+        report_plan(s, p);
     return rc;
 }
 
@@ -281,20 +395,20 @@ static int prepare(ddtk_plan *p, const ddtk_source *src)
 /* ---- execution ---------------------------------------------------------------------- */
 
 /* H2D of `got` new spectra, the keep overlap from the other set, unpacking at col. */
-static int stage_input(const ddtk_gpu_stream *g, const ddtk_plan *p, gulp_set *s,
-                       const gulp_set *prev, int64_t got, int64_t col)
+static int stage_input(const gpu_pipe *g, const ddtk_plan *p, int64_t step, gulp_set *s,
+                       const gulp_set *prev, const uint8_t *hraw, int64_t got, int64_t col)
 {
     const gpu_level *L0 = &g->lv[0];
     size_t es = (size_t)storage_bytes(L0->enc.storage);
     DDTK_CUDA(cudaEventRecord(s->h2d0, s->st), "recording an event");
     if (got > 0)
-        DDTK_CUDA(cudaMemcpyAsync(s->draw, s->hraw, (size_t)ddtk_plan_raw_bytes(p, got),
+        DDTK_CUDA(cudaMemcpyAsync(s->draw, hraw, (size_t)ddtk_plan_raw_bytes(p, got),
                                   cudaMemcpyHostToDevice, s->st), "copying input to the GPU");
     DDTK_CUDA(cudaEventRecord(s->h2d1, s->st), "recording an event");
     if (prev && p->keep > 0) {
         DDTK_CUDA(cudaStreamWaitEvent(s->st, prev->unpacked, 0), "ordering streams");
         DDTK_CUDA(cudaMemcpy2DAsync(s->drows[0], L0->stride * es,
-                                    (char *)prev->drows[0] + g->step * es, L0->stride * es,
+                                    (char *)prev->drows[0] + step * es, L0->stride * es,
                                     p->keep * es, p->ch.nlive, cudaMemcpyDeviceToDevice, s->st),
                   "moving the overlap");
     }
@@ -322,9 +436,9 @@ static int stage_input(const ddtk_gpu_stream *g, const ddtk_plan *p, gulp_set *s
 }
 
 /* The scrunch cascade: level k's rows from level k-1's, fill >> k spectra. */
-static int halve_levels(const ddtk_gpu_stream *g, const ddtk_plan *p, gulp_set *s, int64_t fill)
+static int halve_levels(const gpu_pipe *g, const ddtk_plan *p, gulp_set *s, int64_t fill)
 {
-    for (int k = 1; k < p->nlevels; k++) {
+    for (int k = 1; k < g->nlevels; k++) {
         HalveArgs h;
         h.src = s->drows[k - 1];
         h.dst = s->drows[k];
@@ -339,28 +453,30 @@ static int halve_levels(const ddtk_gpu_stream *g, const ddtk_plan *p, gulp_set *
     return DDTK_OK;
 }
 
-static int issue_gulp(const ddtk_gpu_stream *g, const ddtk_plan *p, gulp_set *s,
-                      const gulp_set *prev, int64_t got, int64_t fill, int last)
+static int issue_gulp(const GpuAlgo *algo, const gpu_pipe *g, const ddtk_plan *p, int64_t step,
+                      gulp_set *s, const gulp_set *prev, const uint8_t *hraw, int64_t got,
+                      int64_t fill, int last)
 {
-    int rc = stage_input(g, p, s, prev, got, fill - got);
+    DDTK_CUDA(cudaSetDevice(g->dev), "selecting the GPU");
+    int rc = stage_input(g, p, step, s, prev, hraw, got, fill - got);
     if (!rc)
         rc = halve_levels(g, p, s, fill);
     if (rc)
         return rc;
     DDTK_CUDA(cudaEventRecord(s->k0, s->st), "recording an event");
-    for (int k = 0; k < p->nlevels; k++) {
+    for (int k = 0; k < g->nlevels; k++) {
         const gpu_level *L = &g->lv[k];
-        s->nout[k] = p->lv[k].ndm ? ddtk_level_nout(p, k, g->step, fill, last) : 0;
-        if (s->nout[k] > 0 && (rc = g->algo->gulp(L->state, s->drows[k], L->stride, s->nout[k],
-                                                   s->dout[k], L->ostride, s->st)))
+        s->nout[k] = g->view[k].ndm ? ddtk_level_nout(p, k, step, fill, last) : 0;
+        if (s->nout[k] > 0 && (rc = algo->gulp(L->state, s->drows[k], L->stride, s->nout[k],
+                                                s->dout[k], L->ostride, s->st)))
             return rc;
     }
     DDTK_CUDA(cudaEventRecord(s->k1, s->st), "recording an event");
-    for (int k = 0; k < p->nlevels; k++)
+    for (int k = 0; k < g->nlevels; k++)
         if (s->nout[k] > 0)
             DDTK_CUDA(cudaMemcpy2DAsync(s->hout[k], g->lv[k].hpitch * sizeof(float), s->dout[k],
                                         g->lv[k].ostride * sizeof(float),
-                                        s->nout[k] * sizeof(float), p->lv[k].ndm,
+                                        s->nout[k] * sizeof(float), g->view[k].ndm,
                                         cudaMemcpyDeviceToHost, s->st),
                       "copying outputs from the GPU");
     DDTK_CUDA(cudaEventRecord(s->done, s->st), "recording an event");
@@ -374,53 +490,90 @@ static double elapsed(cudaEvent_t a, cudaEvent_t b)
     return cudaEventElapsedTime(&ms, a, b) == cudaSuccess ? ms / 1000.0 : 0.0;
 }
 
-/* Wait for a gulp and write its outputs. */
-static int finish_gulp(ddtk_gpu_stream *g, const ddtk_plan *p, gulp_set *s, ddtk_writer *w)
+/* Wait for a pipeline's gulp and write its outputs. */
+static int finish_gulp(const GpuAlgo *algo, gpu_pipe *g, gulp_set *s, ddtk_writer *w)
 {
     if (!s->issued)
         return DDTK_OK;
     s->issued = 0;
+    DDTK_CUDA(cudaSetDevice(g->dev), "selecting the GPU");
     DDTK_CUDA(cudaEventSynchronize(s->done), "waiting for a gulp");
     g->t_h2d += elapsed(s->h2d0, s->h2d1);
     g->t_unpack += elapsed(s->h2d1, s->k0);
     g->t_kernel += elapsed(s->k0, s->k1);
     g->t_d2h += elapsed(s->k1, s->done);
-    for (int k = 0; k < p->nlevels; k++)
-        if (s->nout[k] > 0 && g->algo->finished)
-            g->algo->finished(g->lv[k].state, s->st);
-    for (int k = 0; k < p->nlevels; k++) {
-        int rc = s->nout[k] > 0 ? ddtk_writer_level(w, k, s->hout[k], (size_t)g->lv[k].hpitch,
-                                                     s->nout[k]) : DDTK_OK;
+    for (int k = 0; k < g->nlevels; k++)
+        if (s->nout[k] > 0 && algo->finished)
+            algo->finished(g->lv[k].state, s->st);
+    for (int k = 0; k < g->nlevels; k++) {
+        int rc = s->nout[k] > 0 ? ddtk_writer_view(w, &g->view[k], s->hout[k],
+                                                    (size_t)g->lv[k].hpitch, s->nout[k])
+                                : DDTK_OK;
         if (rc)
             return rc;
     }
     return DDTK_OK;
 }
 
-/* The gulp loop: read gulp i, issue it, then finish gulp i-1 while i runs. */
+static int finish_all(ddtk_gpu_stream *g, int set, ddtk_writer *w)
+{
+    for (int i = 0; i < g->npipe; i++) {
+        int rc = finish_gulp(g->algo, &g->pipe[i], &g->pipe[i].set[set], w);
+        if (rc)
+            return rc;
+    }
+    return DDTK_OK;
+}
+
+/* The gulp loop: read gulp i once, issue it on every pipeline, then finish
+ * gulp i-1 everywhere while i runs. */
 static int run_gulps(ddtk_gpu_stream *g, const ddtk_plan *p, ddtk_source *src, ddtk_writer *w)
 {
     const int64_t cap = p->keep + g->step;
     int64_t fill = 0;
-    gulp_set *prev = NULL;
     for (int i = 0;; i++) {
-        gulp_set *s = &g->set[i & 1];
+        const int cur = i & 1;
         int64_t got;
-        int rc = src->read(src, s->hraw, cap - fill, &got);
+        int rc = src->read(src, g->hraw[cur], cap - fill, &got);
         if (rc)
             return rc;
         fill += got;
         int last = src->eof;
-        if ((rc = issue_gulp(g, p, s, prev, got, fill, last)))
-            return rc;
-        if (prev && (rc = finish_gulp(g, p, prev, w)))
+        for (int j = 0; j < g->npipe && !rc; j++) {
+            gpu_pipe *pp = &g->pipe[j];
+            rc = issue_gulp(g->algo, pp, p, g->step, &pp->set[cur], i ? &pp->set[!cur] : NULL,
+                            g->hraw[cur], got, fill, last);
+        }
+        if (rc || (i && (rc = finish_all(g, !cur, w))))
             return rc;
         ddtk_writer_gulp(w, src);
         if (last)
-            return finish_gulp(g, p, s, w);
+            return finish_all(g, cur, w);
         fill -= g->step;
-        prev = s;
     }
+}
+
+static void report_times(const ddtk_gpu_stream *g, const ddtk_plan *p, double wall)
+{
+    char line[1024] = "";
+    size_t len = 0;
+    for (int i = 0; i < g->npipe; i++) {
+        const gpu_pipe *pp = &g->pipe[i];
+        char who[32] = "GPU";      /* one GPU: "GPU times:", as bench/gpu reads it */
+        if (g->npipe > 1)
+            snprintf(who, sizeof who, "GPU %d", pp->dev);
+        if (p->d.verbose)
+            ddtk_msg("%s times: H2D %.4f s, overlap copy + unpack%s (with waits on the other "
+                     "stream) %.4f s, kernels %.4f s, D2H %.4f s, wall %.4f s", who, pp->t_h2d,
+                     pp->nlevels > 1 ? " + halving" : "", pp->t_unpack, pp->t_kernel,
+                     pp->t_d2h, wall);
+        if (len < sizeof line)
+            len += (size_t)snprintf(line + len, sizeof line - len, "%sGPU %d %.3f s",
+                                    i ? ", " : "", pp->dev, pp->t_kernel);
+    }
+    if (g->npipe > 1 && !p->d.quiet)
+        ddtk_msg("kernels on %d GPUs: %s (the summary's kernel time is the slowest)", g->npipe,
+                 line);
 }
 
 extern "C" int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *w,
@@ -431,15 +584,18 @@ extern "C" int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *
     if (rc)
         return rc;
     ddtk_gpu_stream *g = p->gpu;
-    g->t_h2d = g->t_unpack = g->t_kernel = g->t_d2h = 0;
+    for (int i = 0; i < g->npipe; i++) {
+        gpu_pipe *pp = &g->pipe[i];
+        pp->t_h2d = pp->t_unpack = pp->t_kernel = pp->t_d2h = 0;
+    }
     rc = run_gulps(g, p, src, w);
-    for (int i = 0; i < 2; i++)     /* after a failure, nothing stays in flight */
-        g->set[i].issued = 0;
-    *kernel = g->t_kernel;
-    if (!rc && p->d.verbose)
-        ddtk_msg("GPU times: H2D %.4f s, overlap copy + unpack%s (with waits on the other "
-                 "stream) %.4f s, kernels %.4f s, D2H %.4f s, wall %.4f s", g->t_h2d,
-                 p->nlevels > 1 ? " + halving" : "", g->t_unpack, g->t_kernel, g->t_d2h,
-                 ddtk_now() - t0);
+    *kernel = 0;
+    for (int i = 0; i < g->npipe; i++) {
+        for (int j = 0; j < 2; j++)     /* after a failure, nothing stays in flight */
+            g->pipe[i].set[j].issued = 0;
+        *kernel = g->pipe[i].t_kernel > *kernel ? g->pipe[i].t_kernel : *kernel;
+    }
+    if (!rc)
+        report_times(g, p, ddtk_now() - t0);
     return rc;
 }

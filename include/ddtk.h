@@ -302,6 +302,11 @@ typedef struct ddtk_plan_desc {
     int tree_method;              /* tree: 0 piecewise-linear sub-bands, 1 frequency-padded */
     int tree_chans;               /* tree: channels per sub-band (power of two); 0: default */
     int backend, gpu;             /* DDTK_BACKEND_*, GPU index */
+    /* Several GPUs sharing the DMs (--gpu LIST): gpus[0 .. ngpus-1], an index
+     * twice being two pipelines on one GPU (for tests); DDTK_GPUS_ALL: every
+     * visible GPU; 0: gpu alone. Outputs are those of one GPU, byte for byte. */
+    const int *gpus;
+    int ngpus;
     int threads;                  /* CPU threads; 0: OpenMP's default */
     int64_t gulp;                 /* spectra per gulp; 0: automatic */
     int64_t max_mem;              /* host memory bound for the gulp buffers; 0: 2 GiB */
@@ -431,6 +436,20 @@ int ddtk_gpu_variants(int lane);
  * --backend `backend` and --gpu `gpu` goes to that GPU. gpu without a usable
  * GPU is DDTK_ESYS naming the reason; auto falls back to the CPU (noted with -v). */
 int ddtk_backend_resolve(int backend, int gpu, int verbose, int *use_gpu);
+
+/* Most GPUs one run may use (the "more than 64" of --gpu), and --gpu all. */
+#define DDTK_MAX_GPUS 64
+#define DDTK_GPUS_ALL (-1)
+/* --gpu LIST: "N", "N,M,..." (DDTK_MAX_GPUS at most; an index may repeat)
+ * or "all" (*ngpus = DDTK_GPUS_ALL) into gpus[DDTK_MAX_GPUS]; a usage error
+ * names opt. Touches no GPU. */
+int ddtk_gpus_parse(const char *opt, const char *arg, int *gpus, int *ngpus);
+/* The backend policy for a GPU list (gpus, ngpus as in ddtk_plan_desc; gpu
+ * when ngpus is 0): the devices of the run in list[*n]. all is every visible
+ * GPU, or GPU 0 when fewer than two are (so it fails or falls back as --gpu 0
+ * would). Every GPU must be usable: else gpu fails and auto takes the CPU. */
+int ddtk_backend_resolve_gpus(int backend, const int *gpus, int ngpus, int gpu, int verbose,
+                              int *use_gpu, int *list, int *n);
 
 DDTK_END_DECLS
 

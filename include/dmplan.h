@@ -80,6 +80,16 @@ typedef struct ddtk_cost {
 void ddtk_dmplan_cost(const ddtk_obs *o, const ddtk_dmplan *p, int64_t nsamples,
                     int chans_per_sub, ddtk_cost *c);
 
+/*
+ * Split n DMs of cost[i] >= 0 into nparts contiguous ranges [first[j],
+ * first[j+1]) (first[0] = 0, first[nparts] = n) of nearly equal cost: range j
+ * ends at the DM whose cost prefix is nearest j * total / nparts, among those
+ * where a range may start (cut[i] != 0; NULL: every DM). Each range's cost is
+ * then within one DM's cost (one uncut run's) of the mean. Ranges are empty
+ * when there are more parts than DMs. The multi-GPU split of the engine.
+ */
+int ddtk_split_cost(const double *cost, const uint8_t *cut, int n, int nparts, int *first);
+
 DDTK_END_DECLS
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * backend.c - the one backend policy of every tool: --backend auto|cpu|gpu
- * and --gpu N decide whether a run goes to a GPU, and why not.
+ * and --gpu N|LIST|all decide whether a run goes to GPUs, which, and why not.
  *
  * auto takes GPU N when it is usable and otherwise runs on the CPU (saying so
  * with -v); gpu insists, failing with the reason (no CUDA in this build, no
@@ -12,6 +12,8 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+
+#include <string.h>
 
 const char *const ddtk_backend_names[] = { "auto", "cpu", "gpu", NULL };
 
@@ -33,5 +35,62 @@ int ddtk_backend_resolve(int backend, int gpu, int verbose, int *use_gpu)
         ddtk_msg("note: --backend auto uses the CPU (%d thread%s): %s", n, n == 1 ? "" : "s",
                  why);
     }
+    return DDTK_OK;
+}
+
+int ddtk_gpus_parse(const char *opt, const char *arg, int *gpus, int *ngpus)
+{
+    if (strcmp(arg, "all") == 0) {
+        *ngpus = DDTK_GPUS_ALL;
+        return DDTK_OK;
+    }
+    int n = 0;
+    for (const char *s = arg;; n++) {
+        const char *comma = strchr(s, ',');
+        size_t len = comma ? (size_t)(comma - s) : strlen(s);
+        char item[16];
+        int64_t v = -1;
+        if (n == DDTK_MAX_GPUS)
+            return ddtk_bad_option(opt, arg, "more than 64 GPUs");
+        if (len > 0 && len < sizeof item) {
+            memcpy(item, s, len);
+            item[len] = '\0';
+            if (ddtk_parse_int64(item, &v))
+                v = -1;
+        }
+        if (v < 0 || v > 1023)
+            return ddtk_bad_option(opt, arg, "expected a GPU index 0..1023, a comma-separated "
+                                   "list of them, or all");
+        gpus[n] = (int)v;
+        if (!comma)
+            break;
+        s = comma + 1;
+    }
+    *ngpus = n + 1;
+    return DDTK_OK;
+}
+
+int ddtk_backend_resolve_gpus(int backend, const int *gpus, int ngpus, int gpu, int verbose,
+                              int *use_gpu, int *list, int *n)
+{
+    *n = 1;
+    list[0] = gpu;
+    if (ngpus == DDTK_GPUS_ALL) {
+        int count = backend == DDTK_BACKEND_CPU ? 0 : ddtk_gpu_count();
+        *n = count < 2 ? 1 : count < DDTK_MAX_GPUS ? count : DDTK_MAX_GPUS;
+        for (int i = 0; i < *n; i++)
+            list[i] = i;
+    } else if (ngpus > 0) {
+        *n = ngpus;
+        memcpy(list, gpus, (size_t)ngpus * sizeof *list);
+    }
+    /* The first GPU that cannot be used decides, with its reason. */
+    for (int i = 0; i < *n; i++) {
+        int rc = ddtk_backend_resolve(backend, list[i], 0, use_gpu);
+        if (rc || !*use_gpu)
+            return ddtk_backend_resolve(backend, list[i], verbose, use_gpu);
+    }
+    for (int i = 0; verbose && i < *n; i++)
+        ddtk_backend_resolve(backend, list[i], verbose, use_gpu);
     return DDTK_OK;
 }

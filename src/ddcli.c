@@ -117,7 +117,8 @@ static const struct option common_options[] = {
     "  --max-mem SIZE           memory bound for the gulp buffers (default 2G)\n" \
     "  --threads N              CPU threads (default: OpenMP's, all cores)\n" \
     "  --backend cpu|gpu|auto   (default auto: the GPU when usable, else the CPU)\n" \
-    "  --gpu N                  GPU index (default 0; respects CUDA_VISIBLE_DEVICES)\n" \
+    "  --gpu N|LIST|all         GPU index (default 0; respects CUDA_VISIBLE_DEVICES), or\n" \
+    "                           GPUs sharing the DMs: 0,1,... or all (same outputs)\n" \
     "  --list-gpus              list usable GPUs and exit\n" \
     "\n" \
     "  -q, --quiet              no progress or summary    -v, --verbose  more detail\n" \
@@ -210,7 +211,12 @@ static int common_option(ddtk_ddargs *a, int code, const char *arg)
         break;
     case OPT_THREADS: return ddtk_opt_int("--threads", arg, 1, 4096, &a->desc.threads);
     case OPT_BACKEND: return ddtk_opt_choice("--backend", arg, ddtk_backend_names, &a->desc.backend);
-    case OPT_GPU: return ddtk_opt_int("--gpu", arg, 0, 1023, &a->desc.gpu);
+    case OPT_GPU: {
+        int rc = ddtk_gpus_parse("--gpu", arg, a->gpus, &a->desc.ngpus);
+        a->desc.gpus = a->gpus;
+        a->desc.gpu = a->desc.ngpus > 0 ? a->gpus[0] : 0;
+        return rc;
+    }
     case OPT_LIST_GPUS: a->list_gpus = 1; break;
     case OPT_FORCE: a->out.force = 1; break;
     case OPT_DISCARD: a->out.discard = 1; break;

@@ -2,7 +2,8 @@
  * engine.c - dedispersion plans: from a description (arrays or a SIGPROC
  * header) to channel tables, time-scrunch levels and one algorithm plug-in
  * instance per level; execution on an in-memory block or a streamed input,
- * dispatched to the CPU or GPU streaming layer.
+ * dispatched to the CPU or GPU streaming layer; the split of the DMs
+ * between GPUs and the level views that hold each GPU's share.
  *
  * The plan is the geometry only: it holds no file. Streaming state (gulp
  * buffers, device memory) is made by the first run and kept for the next
@@ -11,6 +12,7 @@
 #include "engine.h"
 #include "internal.h"
 #include "cli.h"
+#include "dmplan.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -199,7 +201,10 @@ static int plan_backend(ddtk_plan *p)
         p->use_gpu = 0;
         return DDTK_OK;
     }
-    return ddtk_backend_resolve(p->d.backend, p->d.gpu, p->d.verbose, &p->use_gpu);
+    int rc = ddtk_backend_resolve_gpus(p->d.backend, p->d.gpus, p->d.ngpus, p->d.gpu,
+                                       p->d.verbose, &p->use_gpu, p->gpus, &p->ngpu);
+    p->d.gpus = NULL;             /* the caller's array: the plan keeps p->gpus */
+    return rc;
 }
 
 int ddtk_plan_create(ddtk_plan **plan, const ddtk_plan_desc *d)
@@ -332,6 +337,87 @@ int ddtk_choose_step(const ddtk_plan *p, const ddtk_source *src, int64_t preferr
         s = ddtk_round_up(s / 2, 8);
     *step = s;
     return fits(p, s, ctx);
+}
+
+/* ---- several GPUs: the DM split ------------------------------------------------------- */
+
+/* starts[k][j]: whether a share may start at level k's DM j (j = ndm: the end). */
+static int level_starts(const ddtk_plan *p, uint8_t *starts[], double *lcost[])
+{
+    for (int k = 0; k < p->nlevels; k++) {
+        const ddtk_level *lv = &p->lv[k];
+        starts[k] = ddtk_malloc((size_t)lv->ndm + 1, "DM split");
+        lcost[k] = ddtk_malloc(((size_t)lv->ndm + 1) * sizeof *lcost[k], "DM split");
+        if (!starts[k] || !lcost[k])
+            return DDTK_ESYS;
+        for (int j = 0; j < lv->ndm; j++) {
+            int start = 1;
+            double c = p->algo->split_cost ? p->algo->split_cost(lv, j, &start) : 1.0;
+            lcost[k][j] = c / (1 << k);
+            starts[k][j] = (uint8_t)(start || j == 0);
+        }
+        starts[k][lv->ndm] = 1;
+    }
+    return DDTK_OK;
+}
+
+int ddtk_plan_split(const ddtk_plan *p, int nparts, int *first)
+{
+    const int n = p->d.ndm;
+    uint8_t *starts[DDTK_MAX_LEVELS] = { 0 };
+    double *lcost[DDTK_MAX_LEVELS] = { 0 };
+    int pos[DDTK_MAX_LEVELS] = { 0 };
+    double *cost = ddtk_malloc((size_t)n * sizeof *cost, "DM split");
+    uint8_t *cut = ddtk_malloc((size_t)n, "DM split");
+    int rc = cost && cut ? level_starts(p, starts, lcost) : DDTK_ESYS;
+    /* A range starting at plan DM i cuts every level where its DMs so far end:
+     * each of those cuts must be allowed. */
+    for (int i = 0; !rc && i < n; i++) {
+        cut[i] = 1;
+        for (int k = 0; k < p->nlevels; k++)
+            cut[i] &= starts[k][pos[k]];
+        int k = level_of(p, i);
+        cost[i] = lcost[k][pos[k]++];
+    }
+    if (!rc)
+        rc = ddtk_split_cost(cost, cut, n, nparts, first);
+    for (int k = 0; k < DDTK_MAX_LEVELS; k++) {
+        free(starts[k]);
+        free(lcost[k]);
+    }
+    free(cost);
+    free(cut);
+    return rc;
+}
+
+int ddtk_level_view(const ddtk_plan *p, int k, int dm0, int dm1, ddtk_level *v)
+{
+    const ddtk_level *lv = &p->lv[k];
+    int lo = 0, hi;
+    while (lo < lv->ndm && lv->index[lo] < dm0)
+        lo++;
+    for (hi = lo; hi < lv->ndm && lv->index[hi] < dm1; hi++)
+        ;
+    *v = *lv;
+    v->dms += lo;
+    v->index += lo;
+    v->ndm = hi - lo;
+    if (v->ndm == lv->ndm)
+        return DDTK_OK;
+    v->state = NULL;
+    v->overlap = 0;
+    v->view = 1;
+    int rc = v->ndm ? p->algo->create(p, v) : DDTK_OK;
+    if (rc)
+        ddtk_level_view_free(p, v);
+    return rc;
+}
+
+void ddtk_level_view_free(const ddtk_plan *p, ddtk_level *v)
+{
+    if (v->view && v->state)
+        p->algo->destroy(v);
+    v->state = NULL;
 }
 
 /* ---- running ------------------------------------------------------------------------ */

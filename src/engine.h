@@ -32,6 +32,7 @@ typedef struct ddtk_level {
     int *index;                   /* level DM -> plan DM */
     int64_t overlap;              /* samples at this resolution a gulp reads past its outputs */
     void *state;                  /* the plug-in's */
+    int view;                     /* a device's share of a level (ddtk_level_view): no reports */
 } ddtk_level;
 
 /*
@@ -54,6 +55,10 @@ typedef struct ddtk_algo {
     int (*cpu_reserve)(const ddtk_level *lv, int64_t most);
     /* Optional: the bytes cpu_reserve takes for `most` outputs (--max-mem). */
     int64_t (*cpu_bytes)(const ddtk_level *lv, int64_t most);
+    /* Optional, for the multi-GPU split: the work per output sample of level
+     * DM i relative to a direct DM's (NULL: 1), and *start = 0 where a
+     * device's share may not start (DMs that share work stay together). */
+    double (*split_cost)(const ddtk_level *lv, int i, int *start);
     int gpu;                      /* has a GPU plug-in (cuda/engine.cuh) */
 } ddtk_algo;
 
@@ -83,6 +88,7 @@ struct ddtk_plan {
     int64_t keep;                 /* full-resolution spectra kept between gulps */
     int align;                    /* every gulp step is a multiple of this */
     int use_gpu;
+    int ngpu, gpus[DDTK_MAX_GPUS];  /* the GPUs sharing the DMs (resolved --gpu LIST) */
     ddtk_cpu_stream *cpu;
     ddtk_gpu_stream *gpu;
     double last_kernel;           /* kernel seconds of the last ddtk_plan_execute (tuner) */
@@ -142,6 +148,9 @@ int ddtk_writer_init(ddtk_writer *w, const ddtk_plan *p, ddtk_sink *sink, int pa
 void ddtk_writer_gulp(ddtk_writer *w, const ddtk_source *src);
 /* n samples of each of level k's series, rows pitch floats apart. */
 int ddtk_writer_level(ddtk_writer *w, int k, const float *x, size_t pitch, int64_t n);
+/* The same for the series of a level's view (a device's share). */
+int ddtk_writer_view(ddtk_writer *w, const ddtk_level *lv, const float *x, size_t pitch,
+                     int64_t n);
 /* End of a run: the length check (no sample, or none past the maximum delay,
  * is bad data), --pad and the length rule, and the run statistics. */
 int ddtk_writer_finish(ddtk_writer *w, const ddtk_source *src, int rc, ddtk_run_stats *st);
@@ -161,6 +170,19 @@ int ddtk_choose_step(const ddtk_plan *p, const ddtk_source *src, int64_t preferr
                      int64_t most, int (*fits)(const ddtk_plan *, int64_t, void *), void *ctx,
                      int64_t *step);
 int64_t ddtk_round_up(int64_t x, int64_t m);
+
+/* ---- several GPUs: the DM split ------------------------------------------------------ */
+
+/* The plan's DMs in nparts contiguous ranges [first[j], first[j+1]) of
+ * nearly equal work (ddtk_split_cost): a DM of level k costs the plug-in's
+ * split_cost / 2^k, and no range starts inside DMs that share work. */
+int ddtk_plan_split(const ddtk_plan *p, int nparts, int *first);
+/* Level k's DMs with plan index in [dm0, dm1), as a level of its own (a
+ * device's share): the level itself when that is all of it, else a new
+ * plug-in instance for those DMs (v->ndm 0: none of them). Free with
+ * ddtk_level_view_free. */
+int ddtk_level_view(const ddtk_plan *p, int k, int dm0, int dm1, ddtk_level *v);
+void ddtk_level_view_free(const ddtk_plan *p, ddtk_level *v);
 
 /* Stream a source through the plan into the writer (stream_cpu.c, cuda/stream.cu). */
 int ddtk_cpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *w, double *kernel);

@@ -1,7 +1,8 @@
 /*
  * plan.c - DM plans: the observing set-up, the scrunch factor per DM
  * (Barsdell 2.1), PRESTO DDplan-style ranges, the smearing model per
- * algorithm (Barsdell appendices A and B), the cost model, and --plan files.
+ * algorithm (Barsdell appendices A and B), the cost model, the split of a
+ * DM list by cost (the multi-GPU partition), and --plan files.
  */
 #include "dmplan.h"
 #include "internal.h"
@@ -296,6 +297,36 @@ void ddtk_dmplan_cost(const ddtk_obs *o, const ddtk_dmplan *p, int64_t nsamples,
         cost_run(c, (double)nsamples / r->downsamp, ndm,
                  r->dms_per_sub ? r->dms_per_sub : chans_per_sub, o->nchans, nsub, n2, log2n);
     }
+}
+
+/* ---- splitting a DM list by cost ------------------------------------------- */
+
+int ddtk_split_cost(const double *cost, const uint8_t *cut, int n, int nparts, int *first)
+{
+    double *pre = ddtk_malloc(((size_t)n + 1) * sizeof *pre, "DM split");
+    if (!pre)
+        return DDTK_ESYS;
+    pre[0] = 0;
+    for (int i = 0; i < n; i++)
+        pre[i + 1] = pre[i] + cost[i];
+    first[0] = 0;
+    for (int j = 1, c = 0; j < nparts; j++) {
+        /* The prefixes rise with i: the nearest to the target is at or just past it. */
+        double target = pre[n] * j / nparts;
+        int best = c;
+        for (int i = c + 1; i <= n; i++) {
+            if (i < n && cut && !cut[i])
+                continue;
+            if (fabs(pre[i] - target) < fabs(pre[best] - target))
+                best = i;
+            if (pre[i] >= target)
+                break;
+        }
+        first[j] = c = best;
+    }
+    first[nparts > 0 ? nparts : 0] = n;
+    free(pre);
+    return DDTK_OK;
 }
 
 /* ---- --plan files ------------------------------------------------------------ */

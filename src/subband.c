@@ -331,7 +331,7 @@ static int delay_tables(const ddtk_plan *p, ddtk_level *lv, sb_state *s)
 
 static void report(const ddtk_plan *p, const ddtk_level *lv, const sb_state *s)
 {
-    if (!p->d.verbose || lv->k != p->first)
+    if (!p->d.verbose || lv->k != p->first || lv->view)
         return;
     ddtk_subband_info in;
     ddtk_plan_subband_info(p, &in);
@@ -518,6 +518,25 @@ int ddtk_plan_subband_level(const ddtk_plan *p, int k, ddtk_subband_info *info)
     return rc;
 }
 
+/* The multi-GPU split: a group's DMs share its stage 1, so a device's share
+ * starts at a group; a DM costs its nsub stage-2 adds and its part of the
+ * group's nlive stage-1 adds, per output sample (a direct DM: nlive). */
+static double split_cost(const ddtk_level *lv, int i, int *start)
+{
+    const sb_state *s = lv->state;
+    int lo = 0, hi = s->ngroups;
+    while (hi - lo > 1) {
+        int mid = (lo + hi) / 2;
+        if (s->group_first[mid] <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    *start = s->group_first[lo] == i;
+    int size = s->group_first[lo + 1] - s->group_first[lo];
+    return ((double)s->nsub + (double)s->nlive / size) / s->nlive;
+}
+
 const ddtk_algo ddtk_algo_subband = {
     .id = DDTK_ALGO_SUBBAND,
     .name = "subband",
@@ -525,6 +544,7 @@ const ddtk_algo ddtk_algo_subband = {
     .cpu_gulp = cpu_gulp,
     .destroy = destroy,
     .cpu_reserve = cpu_reserve,
+    .split_cost = split_cost,
     .cpu_bytes = cpu_bytes,
     .gpu = 1,
 };

@@ -62,6 +62,7 @@ static int bench_init(bench *b, const ddtk_plan_desc *d, double budget, FILE *ta
     b->d = *d;
     b->d.quiet = 1;
     b->d.verbose = 0;
+    b->d.ngpus = 0;               /* the kernel is tuned on one GPU, the wisdom key's */
     b->table = table;
     b->deadline = ddtk_now() + budget;
     int rc = ddtk_plan_create(&p, &b->d);

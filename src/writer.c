@@ -130,7 +130,12 @@ static int write_holding(ddtk_writer *w, int i, const float *series, int64_t n)
 
 int ddtk_writer_level(ddtk_writer *w, int k, const float *x, size_t pitch, int64_t n)
 {
-    const ddtk_level *lv = &w->p->lv[k];
+    return ddtk_writer_view(w, &w->p->lv[k], x, pitch, n);
+}
+
+int ddtk_writer_view(ddtk_writer *w, const ddtk_level *lv, const float *x, size_t pitch,
+                     int64_t n)
+{
     for (int d = 0; d < lv->ndm; d++) {
         const float *series = x + (size_t)d * pitch;
         int i = lv->index[d];

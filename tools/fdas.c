@@ -1,6 +1,7 @@
 /*
  * fdas - Fourier-domain acceleration search of time series (.tim, .dat+.inf or
- * stdin), PRESTO accelsearch style, on the CPU (FFTW) or GPU (cuFFT).
+ * stdin), PRESTO accelsearch style, on the CPU (FFTW) or GPU (cuFFT). A batch
+ * of inputs with --gpu LIST is shared by the GPUs, one thread and plan each.
  */
 #include "fdas.h"
 #include "internal.h"
@@ -8,6 +9,7 @@
 #include "tempfile.h"
 
 #include <getopt.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +67,9 @@ static void help(void)
 "                        <base>_ACCEL_<zmax> for presto; several inputs: <base>_ACCEL_<zmax>\n"
 "                        with .tsv appended for tsv)\n"
 "  --no-harm-remove      keep harmonically related candidates\n"
-"  --backend cpu|gpu|auto  (default auto: GPU when usable)   --gpu N (default 0)\n"
+"  --backend cpu|gpu|auto  (default auto: GPU when usable)\n"
+"  --gpu N|LIST|all      GPU index (default 0), or GPUs sharing a batch of inputs:\n"
+"                        0,1,... or all (each input searched on one of them)\n"
 "  --threads N           CPU threads (default: all)\n"
 "  --force               overwrite existing outputs\n"
 "  --list-gpus  -q, --quiet  -v, --verbose  -h, --help  --version\n");
@@ -73,6 +77,7 @@ static void help(void)
 
 typedef struct args {
     ddtk_fdas_config cfg;
+    int gpus[DDTK_MAX_GPUS], ngpus;   /* --gpu LIST */
     int format, force, quiet, have_amin, have_amax, zmax_given;
     double amin, amax;
     const char *output;
@@ -104,7 +109,11 @@ static int option(int code, const char *arg, void *ctx)
     case OPT_AMAX: a->have_amax = 1; return ddtk_opt_double("--accel-max", arg, &a->amax);
     case 'o': a->output = arg; return DDTK_OK;
     case OPT_BACKEND: return ddtk_opt_choice("--backend", arg, ddtk_backend_names, &c->backend);
-    case OPT_GPU: return ddtk_opt_int("--gpu", arg, 0, 1024, &c->gpu);
+    case OPT_GPU: {
+        int rc = ddtk_gpus_parse("--gpu", arg, a->gpus, &a->ngpus);
+        c->gpu = a->ngpus > 0 ? a->gpus[0] : 0;
+        return rc;
+    }
     case OPT_THREADS: return ddtk_opt_int("--threads", arg, 1, 4096, &c->threads);
     case OPT_NO_HARM: c->harm_remove = 0; return DDTK_OK;
     case OPT_FORCE: a->force = 1; return DDTK_OK;
@@ -266,8 +275,21 @@ static void summary(const args *a, ddtk_fdas_plan *plan, const ddtk_fdas_series 
     }
 }
 
+/* Outputs are checked and written one thread at a time (the temporaries
+ * pending removal on a signal are one list per process). */
+static int locked_output(const args *a, ddtk_fdas_plan *plan, const ddtk_fdas_series *s,
+                         int ninputs, int write, pthread_mutex_t *lock)
+{
+    if (lock)
+        pthread_mutex_lock(lock);
+    int rc = write ? write_output(a, plan, s, ninputs) : check_output(a, s, ninputs);
+    if (lock)
+        pthread_mutex_unlock(lock);
+    return rc;
+}
+
 static int search_one(args *a, const char *path, int ninputs, ddtk_fdas_plan **plan,
-                      int64_t *plan_n, double *plan_tsamp)
+                      int64_t *plan_n, double *plan_tsamp, pthread_mutex_t *lock)
 {
     ddtk_fdas_series s;
     args local = *a;
@@ -278,7 +300,7 @@ static int search_one(args *a, const char *path, int ninputs, ddtk_fdas_plan **p
     if (!rc)
         rc = accel_to_z(&local, &s);
     if (!rc)
-        rc = check_output(&local, &s, ninputs);
+        rc = locked_output(&local, *plan, &s, ninputs, 0, lock);
     if (!rc && (!*plan || *plan_n != s.n || *plan_tsamp != s.tsamp ||
                 (*plan && local.cfg.zmax != a->cfg.zmax))) {
         ddtk_fdas_plan_destroy(*plan);
@@ -295,7 +317,7 @@ static int search_one(args *a, const char *path, int ninputs, ddtk_fdas_plan **p
     int ncand = 0;
     if (!rc) {
         ddtk_fdas_candidates(*plan, &ncand);
-        rc = write_output(&local, *plan, &s, ninputs);
+        rc = locked_output(&local, *plan, &s, ninputs, 1, lock);
     }
     if (!rc)
         summary(&local, *plan, &s, ncand);
@@ -319,20 +341,109 @@ static int parse(args *a, int argc, char **argv)
     return rc;
 }
 
+/* ---- a batch of inputs on several GPUs ------------------------------------------ */
+
+typedef struct batch {
+    const args *a;
+    char **inputs;
+    int ninputs;
+    pthread_mutex_t lock;         /* next, rc, msg, and the outputs */
+    int next, rc;
+    char msg[1024];
+} batch;
+
+typedef struct worker {
+    batch *b;
+    int gpu;
+    pthread_t tid;
+} worker;
+
+/* Take inputs until none is left or one failed (then the others stop at
+ * their current input, as a serial run stops: its error is the run's). */
+static void *work(void *arg)
+{
+    worker *w = arg;
+    batch *b = w->b;
+    args a = *b->a;
+    ddtk_fdas_plan *plan = NULL;
+    int64_t plan_n = 0;
+    double plan_tsamp = 0;
+    a.cfg.gpu = w->gpu;
+    for (;;) {
+        pthread_mutex_lock(&b->lock);
+        int i = b->rc ? b->ninputs : b->next++;
+        pthread_mutex_unlock(&b->lock);
+        if (i >= b->ninputs)
+            break;
+        int rc = search_one(&a, b->inputs[i], b->ninputs, &plan, &plan_n, &plan_tsamp,
+                            &b->lock);
+        pthread_mutex_lock(&b->lock);
+        if (rc && !b->rc) {
+            b->rc = rc;
+            snprintf(b->msg, sizeof b->msg, "%s", ddtk_errmsg());
+        }
+        pthread_mutex_unlock(&b->lock);
+    }
+    ddtk_fdas_plan_destroy(plan);
+    return NULL;
+}
+
+static int run_batch(const args *a, char **inputs, int ninputs, const int *gpus, int ngpus)
+{
+    batch b = { .a = a, .inputs = inputs, .ninputs = ninputs };
+    worker w[DDTK_MAX_GPUS];
+    int started = 0;
+    pthread_mutex_init(&b.lock, NULL);
+    if (a->cfg.verbose)
+        ddtk_msg("%d inputs shared by %d GPUs", ninputs, ngpus);
+    for (; started < ngpus && started < ninputs; started++) {
+        w[started] = (worker){ .b = &b, .gpu = gpus[started] };
+        if (pthread_create(&w[started].tid, NULL, work, &w[started]) != 0) {
+            pthread_mutex_lock(&b.lock);
+            if (!b.rc) {
+                b.rc = DDTK_ESYS;
+                snprintf(b.msg, sizeof b.msg, "cannot start a thread for GPU %d", gpus[started]);
+            }
+            pthread_mutex_unlock(&b.lock);
+            break;
+        }
+    }
+    for (int i = 0; i < started; i++)
+        pthread_join(w[i].tid, NULL);
+    pthread_mutex_destroy(&b.lock);
+    return b.rc ? ddtk_fail(b.rc, "%s", b.msg) : DDTK_OK;
+}
+
+/* Inputs in turn on one device, or a batch shared by the GPUs of --gpu LIST. */
+static int run_inputs(args *a, char **inputs, int ninputs)
+{
+    int list[DDTK_MAX_GPUS], n = 1, use_gpu = 0, rc = DDTK_OK;
+    if (ninputs > 1 && a->ngpus != 0) {
+        rc = ddtk_backend_resolve_gpus(a->cfg.backend, a->gpus, a->ngpus, a->cfg.gpu, 0,
+                                       &use_gpu, list, &n);
+        if (!rc && use_gpu && n > 1)
+            return run_batch(a, inputs, ninputs, list, n);
+        a->cfg.gpu = list[0];
+    }
+    ddtk_fdas_plan *plan = NULL;
+    int64_t plan_n = 0;
+    double plan_tsamp = 0;
+    for (int i = 0; i < ninputs && !rc; i++)
+        rc = search_one(a, inputs[i], ninputs, &plan, &plan_n, &plan_tsamp, NULL);
+    ddtk_fdas_plan_destroy(plan);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     args a;
+    char *std_in[] = { "-" };
     memset(&a, 0, sizeof a);
     ddtk_fdas_config_init(&a.cfg);
     ddtk_set_progname(argv[0]);
     int rc = parse(&a, argc, argv);
-    ddtk_fdas_plan *plan = NULL;
-    int64_t plan_n = 0;
-    double plan_tsamp = 0;
-    int ninputs = argc > optind ? argc - optind : 1;
-    for (int i = 0; i < ninputs && !rc; i++)
-        rc = search_one(&a, argc > optind ? argv[optind + i] : "-", ninputs, &plan, &plan_n,
-                        &plan_tsamp);
-    ddtk_fdas_plan_destroy(plan);
+    if (!rc)
+        rc = argc > optind ? run_inputs(&a, argv + optind, argc - optind)
+                           : run_inputs(&a, std_in, 1);
     return ddtk_exit_status(rc);
 }
