@@ -184,7 +184,7 @@ static void report(const void *state, char *buf, size_t n)
              L->nblocks - L->nshared);
 }
 
-const GpuAlgo direct_gpu = { DDTK_ALGO_DIRECT, create, gulp, report, destroy };
+const GpuAlgo direct_gpu = { DDTK_ALGO_DIRECT, create, gulp, report, destroy, NULL };
 
 }  // namespace ddgpu
 

@@ -18,7 +18,8 @@ namespace ddgpu {
  * the level's overlap (*slack: the rows are allocated that much longer and
  * zeroed). gulp dedisperses nout samples of every DM of the level from rows
  * (stride elements apart) into out (ostride floats apart) on stream st.
- * report prints the level's kernel choice (-v).
+ * report prints the level's kernel choice (-v). stage_times (optional, two
+ * stage algorithms) adds the seconds of each stage since its last call.
  */
 struct GpuAlgo {
     int id;
@@ -28,6 +29,7 @@ struct GpuAlgo {
                 int64_t ostride, cudaStream_t st);
     void (*report)(const void *state, char *buf, size_t n);
     void (*destroy)(void *state);
+    void (*stage_times)(void *state, double t[2]);
 };
 
 extern const GpuAlgo direct_gpu, subband_gpu;

@@ -423,10 +423,16 @@ extern "C" int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *
     for (int i = 0; i < 2; i++)     /* after a failure, nothing stays in flight */
         g->set[i].issued = 0;
     *kernel = g->t_kernel;
+    double stages[2] = { 0, 0 };
+    for (int k = 0; !rc && g->algo->stage_times && k < p->nlevels; k++)
+        if (g->lv[k].state)
+            g->algo->stage_times(g->lv[k].state, stages);
     if (!rc && p->d.verbose)
         ddtk_msg("GPU times: H2D %.4f s, overlap copy + unpack%s (with waits on the other "
                  "stream) %.4f s, kernels %.4f s, D2H %.4f s, wall %.4f s", g->t_h2d,
                  p->nlevels > 1 ? " + halving" : "", g->t_unpack, g->t_kernel, g->t_d2h,
                  ddtk_now() - t0);
+    if (!rc && p->d.verbose && g->algo->stage_times)
+        ddtk_msg("GPU kernels: stage 1 %.4f s, stage 2 %.4f s", stages[0], stages[1]);
     return rc;
 }

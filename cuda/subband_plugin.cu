@@ -154,6 +154,6 @@ static void report(const void *state, char *buf, size_t n)
              "fallback kernel", L->t.nsub, L->t.ngroups);
 }
 
-const GpuAlgo subband_gpu = { DDTK_ALGO_SUBBAND, create, gulp, report, destroy };
+const GpuAlgo subband_gpu = { DDTK_ALGO_SUBBAND, create, gulp, report, destroy, NULL };
 
 }  // namespace ddgpu
