@@ -144,6 +144,12 @@ __device__ void gather_row(const PassArgs &a, int s, int idx, int64_t col, float
         return;
     }
     const T *x = rows + (int64_t)a.rowidx[r0] * a.istride + col;
+    if (r1 == r0 + 1) {           /* the usual one channel: loads in flight together */
+#pragma unroll 4
+        for (int u = lane; u < width; u += 32)
+            dst[u] = decode<T>(x[u], a.bias);
+        return;
+    }
     for (int u = lane; u < width; u += 32) {
         float v = decode<T>(x[u], a.bias);
         for (int i = r0 + 1; i < r1; i++)
@@ -157,6 +163,7 @@ __device__ void copy_row(const PassArgs &a, int s, int idx, int64_t col, float *
                          int lane)
 {
     const float *src = (const float *)a.in + ((int64_t)s * a.cps + idx) * a.istride + col;
+#pragma unroll 4
     for (int u = lane; u < width; u += 32)
         dst[u] = src[u];
 }
@@ -415,6 +422,9 @@ static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
     int rc = group_max(prop, &gmax);
     if (rc)
         return rc;
+    if (log2i(g->cps) > MAX_PASSES)
+        return ddtk_fail(DDTK_EUSAGE, "tree: %d channels per sub-band are too many for the GPU",
+                         g->cps);
     plan_passes(L, g->cps, gmax);
     size_t most = smem_bytes(L->pass[0].G);
     for (int l = 1; l < L->npass; l++)
