@@ -51,10 +51,12 @@
  *   the old kernels (one per stage, DM-major stage 2): 5 x 12 B x 1888 rows
  *     per stage-1 spectrum, plus stage 2 reading 176 KB from device memory
  *     (a DM's blocks swept the whole gulp before the next DM reused a
- *     column): ~560 KB per spectrum, 0.19 us at 3 TB/s, hence the measured
- *     1.1-1.3x. Padded (2048-row tree, 3 slots at level 0 = 6144 rows,
- *     11 stages, 3201 DMs): ~1.3 MB per spectrum there against 4.6e6 direct
- *     adds (1.25 us); now two passes (64 x 32 rows) move ~160 KB.
+ *     column): ~500 KB per spectrum, 0.17 us at 3 TB/s (3.3x at best; the
+ *     measured 1.1-1.3x is ~40% of that bandwidth).
+ *   padded (a 2048-row tree; 3, 2, 2, 1 slots and 3201, 1600, 1600, 959
+ *     DMs per level): direct 4.6e6 adds (1.25 us); the old 11 stages moved
+ *     ~1.3 MB per spectrum (0.44 us at 3 TB/s, measured 0.70x), the two
+ *     passes (32 x 64 rows) ~160 KB.
  */
 #include "check.cuh"
 #include "engine.cuh"
@@ -334,8 +336,9 @@ static void plan_passes(TreeLevel *L, int cps, int gmax)
 template <typename T, bool GATHER>
 static int allow_smem(size_t bytes)
 {
-    DDTK_CUDA(cudaFuncSetAttribute(tree_pass<T, GATHER>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   (int)bytes), "configuring the tree kernel");
+    DDTK_CUDA(cudaFuncSetAttribute(tree_pass<T, GATHER>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes),
+              "configuring the tree kernel");
     return DDTK_OK;
 }
 
