@@ -174,7 +174,7 @@ same_on_gpu() {
     awk -v l="$line" 'BEGIN { if (!match(l, /stage 1 [0-9.]+ s, stage 2 [0-9.]+ s/)) exit 1
         split(substr(l, RSTART, RLENGTH), x, " "); exit !(x[3] > 0 && x[7] > 0) }'
     run_err "DDTK_TREE_GROUP" env DDTK_TREE_GROUP=3 dd_tree p.fil --dm-max 10 --backend gpu \
-        --discard
+        --discard -q
     [ "$status" -eq 2 ]
 }
 
