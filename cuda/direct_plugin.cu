@@ -237,7 +237,8 @@ static void report(const void *state, char *buf, size_t n)
     direct_plan_describe((const DirectPlan *)state, buf, n);
 }
 
-const GpuAlgo direct_gpu = { DDTK_ALGO_DIRECT, create, gulp, report, destroy, NULL, NULL };
+const GpuAlgo direct_gpu = { DDTK_ALGO_DIRECT, create, gulp, report, destroy, NULL, NULL,
+                             NULL };
 
 }  // namespace ddgpu
 

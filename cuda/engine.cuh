@@ -21,7 +21,9 @@ namespace ddgpu {
  * report prints the level's kernel choice (-v). Optional (NULL: none):
  * dev_bytes, the device memory the plug-in allocates per CUDA stream when a
  * gulp gives at most `most` outputs (the gulp is chosen to fit it); finished,
- * called once a gulp issued on st has completed (for event timings).
+ * called once a gulp issued on st has completed (for event timings);
+ * stage_times, for two-stage algorithms, adds the seconds of each stage since
+ * its last call (the -v line of the GPU times).
  */
 struct GpuAlgo {
     int id;
@@ -33,6 +35,7 @@ struct GpuAlgo {
     void (*destroy)(void *state);
     int64_t (*dev_bytes)(const void *state, int64_t most);
     void (*finished)(void *state, cudaStream_t st);
+    void (*stage_times)(void *state, double t[2]);
 };
 
 /*

@@ -590,12 +590,19 @@ extern "C" int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *
     }
     rc = run_gulps(g, p, src, w);
     *kernel = 0;
+    double stages[2] = { 0, 0 };
     for (int i = 0; i < g->npipe; i++) {
+        gpu_pipe *pp = &g->pipe[i];
         for (int j = 0; j < 2; j++)     /* after a failure, nothing stays in flight */
-            g->pipe[i].set[j].issued = 0;
-        *kernel = g->pipe[i].t_kernel > *kernel ? g->pipe[i].t_kernel : *kernel;
+            pp->set[j].issued = 0;
+        *kernel = pp->t_kernel > *kernel ? pp->t_kernel : *kernel;
+        for (int k = 0; !rc && g->algo->stage_times && k < pp->nlevels; k++)
+            if (pp->lv[k].state)
+                g->algo->stage_times(pp->lv[k].state, stages);
     }
     if (!rc)
         report_times(g, p, ddtk_now() - t0);
+    if (!rc && p->d.verbose && g->algo->stage_times)
+        ddtk_msg("GPU kernels: stage 1 %.4f s, stage 2 %.4f s (all GPUs)", stages[0], stages[1]);
     return rc;
 }

@@ -273,6 +273,6 @@ static void report(const void *state, char *buf, size_t n)
 }
 
 const GpuAlgo subband_gpu = { DDTK_ALGO_SUBBAND, create, gulp, report, destroy, dev_bytes,
-                              finished };
+                              finished, NULL };
 
 }  // namespace ddgpu

@@ -143,6 +143,41 @@ same_on_gpu() {
     same_on_gpu --dm-max 300 --killfile kill.txt
 }
 
+@test "GPU: passes of fewer rows, a sub-band wider than one pass, small gulps equal the CPU's" {
+    gpu_needed
+    make_pulses
+    # 256 channels a sub-band: two shared-memory passes (16 x 16 rows), the
+    # second on rows 16 apart pre-shifted by their bit-reversed residue
+    same_on_gpu --dm-max 200 --sub-chans 256
+    # passes of at most 4 rows (2 x 4 x 4), and one stage per pass (padded: 9)
+    DDTK_TREE_GROUP=4 same_on_gpu --dm-max 200 --sub-chans 32
+    DDTK_TREE_GROUP=2 same_on_gpu --dm-max 120 --method padded
+    same_on_gpu --dm-min 30 --dm-max 200 --gulp 136
+}
+
+@test "GPU: 32-bit float input equals the CPU's byte for byte (the sums keep its order)" {
+    gpu_needed
+    fbsim -o p.fil --nchans 120 --nbits 32 --tsamp 0.000128 --tobs 3 --fch1 1500 \
+        --foff -2 --seed 9 --pulse 1,200,0.002,10
+    echo "7,40:47" > kill.txt
+    same_on_gpu --dm-max 400 --killfile kill.txt
+    same_on_gpu --dm-max 300 --method padded --gulp 5000
+}
+
+@test "GPU: -v names the shared-memory passes and times both stages; DDTK_TREE_GROUP is checked" {
+    gpu_needed
+    make_pulses
+    run dd_tree p.fil --dm-max 200 --sub-chans 256 --backend gpu --discard -v
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"stage 1 in 2 shared-memory kernels of 16 x 16 rows"* ]]
+    line=$(printf '%s\n' "$output" | grep "GPU kernels: stage 1 ")
+    awk -v l="$line" 'BEGIN { if (!match(l, /stage 1 [0-9.]+ s, stage 2 [0-9.]+ s/)) exit 1
+        split(substr(l, RSTART, RLENGTH), x, " "); exit !(x[3] > 0 && x[7] > 0) }'
+    run_err "DDTK_TREE_GROUP" env DDTK_TREE_GROUP=3 dd_tree p.fil --dm-max 10 --backend gpu \
+        --discard -q
+    [ "$status" -eq 2 ]
+}
+
 @test "a band-flipped copy and stdin give identical bytes" {
     make_pulses
     fbflip p.fil flipped.fil
