@@ -61,6 +61,8 @@ need_parallel() {
     [ "$status" -eq 2 ]
     run_err "share the name x" ddsurvey -- dd_direct -- a/x.fil b/x.fil
     [ "$status" -eq 2 ]
+    run_err "--prefix" ddsurvey -- dd_direct --prefix p -- a.fil
+    [ "$status" -eq 2 ]
 }
 
 @test "a survey through GNU parallel equals serial runs byte for byte; --subdir too" {
