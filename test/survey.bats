@@ -180,6 +180,20 @@ EOF
     [ "$(grep -c 'gres' "$script")" -eq 0 ]
 }
 
+@test "with GPUs: --gpus all on the GPU backend equals serial runs, every GPU used" {
+    need_parallel
+    dd_direct --list-gpus 2>/dev/null | grep -q "compute capability" ||
+        skip "no GPU: $(dd_direct --list-gpus 2>&1 | head -n 1)"
+    make_survey
+    local n
+    n=$(dd_direct --list-gpus | grep -c "compute capability")
+    # 8-bit input: the GPU's sums equal the CPU's bit for bit
+    run ddsurvey --out out --gpus all -- "${DD[@]/#cpu/gpu}" -- in/*.fil
+    [ "$status" -eq 0 ] || { echo "$output"; return 1; }
+    same_as_ref out
+    [ "$(grep -h -o -- '--gpu [0-9]*$' out/logs/*.log | sort -u | wc -l)" -eq "$((n < 6 ? n : 6))" ]
+}
+
 # ---- a one-node Slurm cluster: munged, slurmctld and slurmd, all in $SLURM_DIR ----
 
 start_slurm() {
