@@ -273,17 +273,46 @@ teardown() {
     rm -rf "$SLURM_DIR"
 }
 
-@test "a one-node Slurm cluster runs the survey as a job array: same outputs as serial runs" {
+@test "a one-node Slurm cluster runs the survey as a job array: same outputs as serial runs, resubmits what failed" {
     start_slurm
     make_survey
-    run ddsurvey --out "$PWD/out" --slurm --group 2 --jobs 2 --wait -- "${DD[@]}" -- in/*.fil
-    [ "$status" -eq 0 ] || { echo "$output"; tail -n 5 "$SLURM_DIR"/*.log out/logs/*; return 1; }
-    same_as_ref out
-    [[ "$output" == *"6 files: 6 done (6 in this run), 0 failed, 0 not run; 30 DMs"* ]]
-    # three array tasks, each with its own journal and Slurm output
+    # the same command every time; on the first array f1 waits for ./release, then fails
+    cat > holddd <<'EOF'
+#!/bin/bash
+if [ -n "${HOLD_ON:-}" ] && [[ " $* " == *"/$HOLD_ON "* ]]; then
+    touch "$HOLD_DIR/held"
+    while [ ! -e "$HOLD_DIR/release" ]; do sleep 0.1; done
+    echo "holddd: released to fail" >&2
+    exit 1
+fi
+exec "$@"
+EOF
+    chmod +x holddd
+    # sbatch passes this environment to the array's tasks
+    HOLD_ON=f1.fil HOLD_DIR=$PWD run ddsurvey --out "$PWD/out" --slurm --group 2 --jobs 2 \
+        --retries 0 -- ./holddd "${DD[@]}" -- in/*.fil
+    [ "$status" -eq 0 ] && [[ "$output" == *"submitted job "* ]] || { echo "$output"; return 1; }
+    local i id
+    id=$(cat out/journal/jobid)
+    for i in $(seq 200); do [ -e held ] && break; sleep 0.1; done
+    [ -e held ]
+    # while the array runs, a rerun submits nothing
+    run ddsurvey --out "$PWD/out" --slurm --group 2 -- ./holddd "${DD[@]}" -- in/*.fil
+    [ "$status" -eq 1 ] && [[ "$output" == *"job $id is still queued or running"* ]]
+    touch release
+    for i in $(seq 200); do [ -z "$(squeue -h -j "$id" 2>/dev/null)" ] && break; sleep 0.1; done
+    [ -z "$(squeue -h -j "$id" 2>/dev/null)" ]
+    # three tasks, each with its own journal and Slurm output; f1 failed
     [ "$(ls out/journal/joblog.* | wc -l)" -eq 3 ]
-    [ "$(ls out/logs/slurm-*_*.out | wc -l)" -eq 3 ]
-    # done: nothing is submitted again
-    run ddsurvey --out "$PWD/out" --slurm --group 2 --wait -- "${DD[@]}" -- in/*.fil
-    [ "$status" -eq 0 ] && [[ "$output" == *"6 done (0 in this run)"* ]]
+    [ "$(ls out/logs/slurm-"$id"_*.out | wc -l)" -eq 3 ]
+    grep -q "holddd: released to fail" out/logs/f1.log
+
+    # the rerun resubmits task 0 alone; its journal skips f2
+    run ddsurvey --out "$PWD/out" --slurm --group 2 --wait -- ./holddd "${DD[@]}" -- in/*.fil
+    [ "$status" -eq 0 ] || { echo "$output"; tail -n 5 "$SLURM_DIR"/*.log out/logs/*; return 1; }
+    [ "$(grep -c '^#SBATCH --array=0$' out/journal/ddsurvey.sbatch)" -eq 1 ]
+    [[ "$output" == *"6 files: 6 done (1 in this run), 0 failed, 0 not run; 30 DMs"* ]]
+    same_as_ref out
+    [ "$(grep -c '^# ddsurvey ' out/logs/f1.log)" -eq 2 ]
+    [ "$(grep -c '^# ddsurvey ' out/logs/f2.log)" -eq 1 ]
 }
