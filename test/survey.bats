@@ -261,6 +261,9 @@ EOF
 
 teardown() {
     [ -n "${SLURM_DIR:-}" ] || return 0
+    # a failed test may leave a task held: release it, cancel what is left
+    touch "$BATS_TEST_TMPDIR/release"
+    scancel -u "$(id -un)" 2>/dev/null || true
     local p pids=()
     for p in slurmd slurmctld munge; do
         [ -s "$SLURM_DIR/$p.pid" ] && pids+=("$(cat "$SLURM_DIR/$p.pid")")
