@@ -35,6 +35,9 @@ endif
 
 LIB_OBJ := $(LIB_C:%.c=build/%.o) $(LIB_CU:%.cu=build/%.o)
 TOOLS := $(patsubst tools/%.c,bin/%,$(wildcard tools/*.c))
+# Shell tools: scripts/NAME with the library's version filled in.
+SCRIPT_TOOLS := bin/ddsurvey
+VERSION = $(shell sed -n 's/^\#define DDTK_VERSION "\(.*\)"/\1/p' include/ddtk.h)
 UNIT_TESTS := $(patsubst test/unit/%.c,build/test/%,$(wildcard test/unit/*.c))
 TEST_HELPERS := $(patsubst test/helpers/%.c,build/test/%,$(wildcard test/helpers/*.c))
 EXAMPLES := $(patsubst examples/%.c,build/examples/%,$(wildcard examples/*.c))
@@ -43,7 +46,7 @@ HEADERS := $(wildcard include/*.h src/*.h)
 CONFIG_STAMP := build/config.cuda$(CUDA)
 
 .PHONY: all test unit bats demo bench install clean deps vecreport
-all: libddtk.a $(TOOLS)
+all: libddtk.a $(TOOLS) $(SCRIPT_TOOLS)
 
 $(CONFIG_STAMP):
 	@mkdir -p build && rm -f build/config.cuda* && touch $@
@@ -63,6 +66,10 @@ libddtk.a: $(LIB_OBJ)
 bin/%: tools/%.c libddtk.a $(HEADERS)
 	@mkdir -p bin
 	$(CC) $(CFLAGS) $< -o $@ libddtk.a $(LDLIBS)
+
+bin/%: scripts/% include/ddtk.h
+	@mkdir -p $(dir $@)
+	sed 's/@DDTK_VERSION@/$(VERSION)/' $< > $@.tmp && chmod 755 $@.tmp && mv $@.tmp $@
 
 build/test/%: test/unit/%.c libddtk.a $(HEADERS) $(wildcard test/unit/*.h test/helpers/*.h)
 	@mkdir -p build/test
@@ -100,7 +107,7 @@ vecreport:
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/ddtk \
 		$(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(TOOLS) $(SCRIPT_TOOLS) $(DESTDIR)$(PREFIX)/bin
 	install -m 644 libddtk.a $(DESTDIR)$(PREFIX)/lib
 	install -m 644 include/*.h $(DESTDIR)$(PREFIX)/include/ddtk
 	install -m 644 man/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1
@@ -125,7 +132,8 @@ SAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 SAN_LIB_C := $(filter-out src/gpu_none.c src/%_gpu_none.c,$(wildcard src/*.c)) \
 	$(wildcard cpu/*.c) src/gpu_none.c $(wildcard src/*_gpu_none.c)
 SAN_OBJ := $(SAN_LIB_C:%.c=$(SAN_DIR)/%.o)
-SAN_TOOLS := $(patsubst tools/%.c,$(SAN_DIR)/bin/%,$(wildcard tools/*.c))
+SAN_TOOLS := $(patsubst tools/%.c,$(SAN_DIR)/bin/%,$(wildcard tools/*.c)) \
+	$(SCRIPT_TOOLS:bin/%=$(SAN_DIR)/bin/%)
 SAN_UNITS := $(patsubst test/unit/%.c,$(SAN_DIR)/test/%,$(wildcard test/unit/*.c))
 SAN_HELPERS := $(patsubst test/helpers/%.c,$(SAN_DIR)/test/%,$(wildcard test/helpers/*.c)) \
 	$(SAN_DIR)/test/fault.so
@@ -147,6 +155,10 @@ $(SAN_DIR)/%.o: %.c $(HEADERS)
 $(SAN_DIR)/libddtk.a: $(SAN_OBJ)
 	rm -f $@
 	ar rcs $@ $^
+
+$(SAN_DIR)/bin/%: scripts/% include/ddtk.h
+	@mkdir -p $(dir $@)
+	sed 's/@DDTK_VERSION@/$(VERSION)/' $< > $@.tmp && chmod 755 $@.tmp && mv $@.tmp $@
 
 $(SAN_DIR)/bin/%: tools/%.c $(SAN_DIR)/libddtk.a $(HEADERS)
 	@mkdir -p $(dir $@)
