@@ -46,7 +46,7 @@ static int block_tables(DirectPlan *P, const int32_t *delay, int32_t **lo, int32
 /* Shared-kernel blocks first, then the fallback's; the span sets the tile. */
 static void partition_blocks(DirectPlan *P, size_t limit, const int32_t *spans, int *order)
 {
-    int max_span = SPAN_TILES * P->ci.tile_words;
+    int max_span = P->cached ? -1 : SPAN_TILES * P->ci.tile_words;
     while (max_span > 0 && shared_bytes(P->enc.kind, P->config, P->ci.tile_words + max_span) > limit)
         max_span -= 32;
     int n = 0, span = 0;
@@ -87,14 +87,18 @@ static void find_reach(DirectPlan *P, const int32_t *delay, const int32_t *lo, c
     }
 }
 
+/* Variants 0 .. config_count - 1 are the shared-memory configurations; the
+ * one after them sends every DM block to the cached kernel (no staging: with
+ * a few DMs, staging a tile costs more than the reads it saves). */
 static int choose_config(DirectPlan *P, const ddtk_gpu_config *cfg, int major)
 {
+    const int n = config_count(P->enc.kind);
     int want = P->enc.kind == K_LANES ? cfg->lane_variant : cfg->float_variant;
-    P->config = want >= 0 ? want : default_config(P->enc.kind, major);
-    if (P->config >= config_count(P->enc.kind))
+    if (want > n)
         return ddtk_fail(DDTK_EUSAGE, "GPU %s kernel variant %d: expected 0..%d",
-                         P->enc.kind == K_LANES ? "lane" : "float", P->config,
-                         config_count(P->enc.kind) - 1);
+                         P->enc.kind == K_LANES ? "lane" : "float", want, n);
+    P->cached = want == n;
+    P->config = want >= 0 && !P->cached ? want : default_config(P->enc.kind, major);
     P->ci = config_info(P->enc.kind, P->config);
     return DDTK_OK;
 }
@@ -244,5 +248,5 @@ const GpuAlgo direct_gpu = { DDTK_ALGO_DIRECT, create, gulp, report, destroy, NU
 
 extern "C" int ddtk_gpu_variants(int lane)
 {
-    return ddgpu::config_count(lane ? ddgpu::K_LANES : ddgpu::K_FLOAT);
+    return ddgpu::config_count(lane ? ddgpu::K_LANES : ddgpu::K_FLOAT) + 1;
 }

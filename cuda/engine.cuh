@@ -50,7 +50,7 @@ struct GpuAlgo {
 struct DirectPlan {
     Encoding enc;
     int nchan, ndm;
-    int config, nblocks, nshared, span;
+    int config, cached, nblocks, nshared, span;   /* cached: every block by the fallback */
     ConfigInfo ci;
     size_t smem;
     int64_t reach;

@@ -429,8 +429,9 @@ int ddtk_have_cuda(void);
 int ddtk_gpu_usable(int index, char *name, size_t n, char *why, size_t nwhy);
 /* "NAME, cc M.m, N GiB" of GPU index (the wisdom key); 0 if it is not usable. */
 int ddtk_gpu_describe(int index, char *s, size_t n);
-/* Compiled variants of the GPU direct kernel for 16-bit lanes (lane 1, input
- * of 8 bits or less) or floats (lane 0); 0 without CUDA. */
+/* Variants of the GPU direct kernel for 16-bit lanes (lane 1, input of 8
+ * bits or less) or floats (lane 0): the compiled shared-memory configurations
+ * and, last, the cached kernel for every DM block; 0 without CUDA. */
 int ddtk_gpu_variants(int lane);
 /* The backend policy of every tool (backend.c): *use_gpu = 1 when a run with
  * --backend `backend` and --gpu `gpu` goes to that GPU. gpu without a usable
