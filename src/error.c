@@ -8,6 +8,7 @@
 
 #include <stdarg.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 static __thread char errbuf[1024];
 
@@ -38,5 +39,24 @@ void *ddtk_calloc(size_t n, size_t size, const char *what)
     void *p = calloc(n ? n : 1, size ? size : 1);
     if (!p)
         ddtk_fail(DDTK_ESYS, "out of memory allocating %zu x %zu bytes for %s", n, size, what);
+    return p;
+}
+
+/* Transparent huge pages are often "madvise" only: without the advice, the
+ * first touch of a 4 GiB buffer takes a million 4 KiB page faults (15 s of
+ * system time for the padded tree on htru, against 13 s of its kernel). */
+void *ddtk_malloc_large(size_t bytes, const char *what)
+{
+    const size_t huge = (size_t)2 << 20, align = bytes >= huge ? huge : 64;
+    size_t n = (bytes + align - 1) / align * align;
+    void *p = NULL;
+    if (posix_memalign(&p, align, n ? n : align) != 0) {
+        ddtk_fail(DDTK_ESYS, "out of memory allocating %zu bytes for %s", bytes, what);
+        return NULL;
+    }
+#ifdef MADV_HUGEPAGE
+    if (align == huge)
+        madvise(p, n, MADV_HUGEPAGE);
+#endif
     return p;
 }

@@ -19,6 +19,9 @@ int ddtk_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* Allocation that records a DDTK_ESYS message on failure. */
 void *ddtk_malloc(size_t bytes, const char *what);
 void *ddtk_calloc(size_t n, size_t size, const char *what);
+/* ddtk_malloc for buffers of many MiB (series, stage buffers): 64-byte
+ * aligned, and on 2 MiB pages where the kernel allows it; freed with free(). */
+void *ddtk_malloc_large(size_t bytes, const char *what);
 
 /* ---- unpacking (unpack.c) ----------------------------------------------- */
 

@@ -90,14 +90,13 @@ static int allocate(ddtk_cpu_stream *s, const ddtk_plan *p)
     for (int k = 0; k < p->nlevels; k++) {
         s->stride[k] = (size_t)ddtk_round_up((span >> k) + (k > 0), ROW_ALIGN);
         size_t rows = (size_t)p->ch.nlive * s->stride[k] * sizeof(float);
-        if (!(s->rows[k] = aligned_alloc(64, rows)))
-            return ddtk_fail(DDTK_ESYS, "out of memory allocating %zu bytes for the input gulp",
-                             rows);
+        if (!(s->rows[k] = ddtk_malloc_large(rows, "the input gulp")))
+            return DDTK_ESYS;
         if (!p->lv[k].ndm)
             continue;
         s->ostride[k] = (size_t)most_out(p, k, s->step);
-        if (!(s->out[k] = ddtk_malloc((size_t)p->lv[k].ndm * s->ostride[k] * sizeof(float),
-                                      "output gulp")))
+        if (!(s->out[k] = ddtk_malloc_large((size_t)p->lv[k].ndm * s->ostride[k] * sizeof(float),
+                                            "output gulp")))
             return DDTK_ESYS;
         int rc = p->algo->cpu_reserve ? p->algo->cpu_reserve(&p->lv[k], (int64_t)s->ostride[k])
                                       : DDTK_OK;

@@ -403,8 +403,8 @@ static int cpu_reserve(const ddtk_level *lv, int64_t most)
     free(s->buf);
     s->nbuf = buffers();
     s->bstride = buffer_stride(s, most);
-    s->buf = ddtk_malloc((size_t)s->nbuf * s->nsub * s->bstride * sizeof *s->buf,
-                         "sub-band series");
+    s->buf = ddtk_malloc_large((size_t)s->nbuf * s->nsub * s->bstride * sizeof *s->buf,
+                               "sub-band series");
     return s->buf ? DDTK_OK : DDTK_ESYS;
 }
 

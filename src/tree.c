@@ -369,7 +369,7 @@ static int reserve(float **buf, size_t *have, size_t n)
         return DDTK_OK;
     free(*buf);
     *have = 0;
-    if (!(*buf = ddtk_malloc(n * sizeof **buf, "tree buffers")))
+    if (!(*buf = ddtk_malloc_large(n * sizeof **buf, "tree buffers")))
         return DDTK_ESYS;
     *have = n;
     return DDTK_OK;
