@@ -478,7 +478,7 @@ static int integer_output(const ddtk_ddargs *a, const ddtk_input *in, const ddtk
     return DDTK_OK;
 }
 
-int ddtk_ddargs_run(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char *notes)
+static int run_plan(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char *notes)
 {
     ddtk_outset out;
     ddtk_run_stats stats;
@@ -502,4 +502,34 @@ int ddtk_ddargs_run(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char 
     if (!rc && !a->desc.quiet)
         ddtk_print_summary(&stats, ddtk_plan_algorithm(plan));
     return rc;
+}
+
+int ddtk_ddargs_run(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, char *notes)
+{
+    if (!notes)
+        return ddtk_fail(DDTK_ESYS, "out of memory");
+    int rc = run_plan(a, in, plan, notes);
+    free(notes);
+    return rc;
+}
+
+int ddtk_ddtool_main(const ddtk_ddtool *t, ddtk_ddargs *a, int argc, char **argv)
+{
+    ddtk_input in;
+    ddtk_set_progname(argv[0]);
+    ddtk_ddargs_init(a);
+    int rc = ddtk_ddargs_parse(a, argc, argv, t->options, t->noptions, t->option, t->ctx,
+                               t->help);
+    if (!rc && t->check)
+        rc = t->check(a);
+    if (!rc && a->list_gpus)
+        rc = ddtk_gpu_list(stdout);
+    else if (!rc) {
+        rc = ddtk_input_open(&in, a->input);
+        if (!rc)
+            rc = t->run(a, &in, t->ctx);
+        ddtk_input_close(&in);
+    }
+    ddtk_ddargs_free(a);
+    return ddtk_exit_status(rc);
 }

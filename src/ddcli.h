@@ -50,7 +50,24 @@ int ddtk_ddargs_describe(ddtk_ddargs *a, const ddtk_input *in, int algorithm);
  * the GPU kernel variant of benchmark sweeps), and the plan. */
 int ddtk_ddargs_plan(ddtk_ddargs *a, const ddtk_input *in, int algorithm, ddtk_plan **plan);
 /* Run a plan on the input into the outputs the options name, with .inf notes
- * `notes`, and print the summary unless -q. */
-int ddtk_ddargs_run(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char *notes);
+ * `notes` (allocated; freed here; NULL: they could not be allocated), and
+ * print the summary unless -q. */
+int ddtk_ddargs_run(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, char *notes);
+
+/* What a dd_* tool adds to the shared command line: its own options (handled
+ * with ctx), its help, a check after parsing (NULL: none) and its work on the
+ * opened input. */
+typedef struct ddtk_ddtool {
+    const struct option *options;
+    int noptions;
+    ddtk_option_handler option;
+    void *ctx;
+    void (*help)(void);
+    int (*check)(const ddtk_ddargs *a);
+    int (*run)(ddtk_ddargs *a, ddtk_input *in, void *ctx);
+} ddtk_ddtool;
+/* The whole main of such a tool: parse into a, then --list-gpus or the run,
+ * and the exit status. */
+int ddtk_ddtool_main(const ddtk_ddtool *t, ddtk_ddargs *a, int argc, char **argv);
 
 #endif

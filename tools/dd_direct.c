@@ -37,35 +37,21 @@ static char *run_notes(const ddtk_ddargs *a, const ddtk_plan *plan, const ddtk_i
     return notes;
 }
 
-static int dedisperse(ddtk_ddargs *a, ddtk_input *in)
+static int dedisperse(ddtk_ddargs *a, ddtk_input *in, void *ctx)
 {
+    (void)ctx;
     ddtk_plan *plan;
     int rc = ddtk_ddargs_plan(a, in, DDTK_ALGO_DIRECT, &plan);
     if (rc)
         return rc;
-    char *notes = run_notes(a, plan, in);
-    rc = notes ? ddtk_ddargs_run(a, in, plan, notes) : ddtk_fail(DDTK_ESYS, "out of memory");
-    free(notes);
+    rc = ddtk_ddargs_run(a, in, plan, run_notes(a, plan, in));
     ddtk_plan_destroy(plan);
     return rc;
 }
 
 int main(int argc, char **argv)
 {
+    static const ddtk_ddtool tool = { .help = help, .run = dedisperse };
     ddtk_ddargs args;
-    ddtk_input in;
-    int rc;
-    ddtk_set_progname(argv[0]);
-    ddtk_ddargs_init(&args);
-    rc = ddtk_ddargs_parse(&args, argc, argv, NULL, 0, NULL, NULL, help);
-    if (!rc && args.list_gpus)
-        rc = ddtk_gpu_list(stdout);
-    else if (!rc) {
-        rc = ddtk_input_open(&in, args.input);
-        if (!rc)
-            rc = dedisperse(&args, &in);
-        ddtk_input_close(&in);
-    }
-    ddtk_ddargs_free(&args);
-    return ddtk_exit_status(rc);
+    return ddtk_ddtool_main(&tool, &args, argc, argv);
 }

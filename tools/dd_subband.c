@@ -121,19 +121,18 @@ static void summary(const ddtk_plan *plan)
                      lv.downsamp, lv.nnominal, lv.max_extra * 1e3, lv.max_ratio * 100);
 }
 
-static int dedisperse(ddtk_ddargs *a, ddtk_input *in)
+static int dedisperse(ddtk_ddargs *a, ddtk_input *in, void *ctx)
 {
+    (void)ctx;
     ddtk_plan *plan;
     int *per_dm = NULL, rc = DDTK_OK;
     if (a->plan_file && (rc = plan_groups(a, &per_dm)))
         return rc;
     a->desc.dms_per_sub = per_dm;
     if (!(rc = ddtk_ddargs_plan(a, in, DDTK_ALGO_SUBBAND, &plan))) {
-        char *notes = run_notes(a, plan, in);
-        rc = notes ? ddtk_ddargs_run(a, in, plan, notes) : ddtk_fail(DDTK_ESYS, "out of memory");
+        rc = ddtk_ddargs_run(a, in, plan, run_notes(a, plan, in));
         if (!rc && !a->desc.quiet)
             summary(plan);
-        free(notes);
         ddtk_plan_destroy(plan);
     }
     a->desc.dms_per_sub = NULL;
@@ -144,21 +143,9 @@ static int dedisperse(ddtk_ddargs *a, ddtk_input *in)
 int main(int argc, char **argv)
 {
     ddtk_ddargs args;
-    ddtk_input in;
-    int rc;
-    ddtk_set_progname(argv[0]);
-    ddtk_ddargs_init(&args);
-    rc = ddtk_ddargs_parse(&args, argc, argv, sub_options,
-                           (int)(sizeof sub_options / sizeof sub_options[0]), sub_option, &args,
-                           help);
-    if (!rc && args.list_gpus)
-        rc = ddtk_gpu_list(stdout);
-    else if (!rc) {
-        rc = ddtk_input_open(&in, args.input);
-        if (!rc)
-            rc = dedisperse(&args, &in);
-        ddtk_input_close(&in);
-    }
-    ddtk_ddargs_free(&args);
-    return ddtk_exit_status(rc);
+    const ddtk_ddtool tool = {
+        .options = sub_options, .noptions = (int)(sizeof sub_options / sizeof sub_options[0]),
+        .option = sub_option, .ctx = &args, .help = help, .run = dedisperse,
+    };
+    return ddtk_ddtool_main(&tool, &args, argc, argv);
 }

@@ -172,8 +172,9 @@ static char *run_notes(const ddtk_ddargs *a, const ddtk_tree_setup *s, const ddt
     return notes;
 }
 
-static int dedisperse(ddtk_ddargs *a, const tree_args *t, ddtk_input *in)
+static int dedisperse(ddtk_ddargs *a, ddtk_input *in, void *ctx)
 {
+    const tree_args *t = ctx;
     ddtk_tree_setup s;
     ddtk_plan *plan;
     int rc = check_args(a, t);
@@ -186,9 +187,7 @@ static int dedisperse(ddtk_ddargs *a, const tree_args *t, ddtk_input *in)
     if ((rc = ddtk_ddargs_plan(a, in, DDTK_ALGO_TREE, &plan)))
         return rc;
     report(a, &s, in);
-    char *notes = run_notes(a, &s, plan, in);
-    rc = notes ? ddtk_ddargs_run(a, in, plan, notes) : ddtk_fail(DDTK_ESYS, "out of memory");
-    free(notes);
+    rc = ddtk_ddargs_run(a, in, plan, run_notes(a, &s, plan, in));
     ddtk_plan_destroy(plan);
     return rc;
 }
@@ -196,22 +195,10 @@ static int dedisperse(ddtk_ddargs *a, const tree_args *t, ddtk_input *in)
 int main(int argc, char **argv)
 {
     ddtk_ddargs args;
-    ddtk_input in;
     tree_args t = { .method = DDTK_TREE_PIECEWISE, .max_smear = 1.1 };
-    int rc;
-    ddtk_set_progname(argv[0]);
-    ddtk_ddargs_init(&args);
-    rc = ddtk_ddargs_parse(&args, argc, argv, tree_options,
-                           (int)(sizeof tree_options / sizeof tree_options[0]), tree_option, &t,
-                           help);
-    if (!rc && args.list_gpus)
-        rc = ddtk_gpu_list(stdout);
-    else if (!rc) {
-        rc = ddtk_input_open(&in, args.input);
-        if (!rc)
-            rc = dedisperse(&args, &t, &in);
-        ddtk_input_close(&in);
-    }
-    ddtk_ddargs_free(&args);
-    return ddtk_exit_status(rc);
+    const ddtk_ddtool tool = {
+        .options = tree_options, .noptions = (int)(sizeof tree_options / sizeof tree_options[0]),
+        .option = tree_option, .ctx = &t, .help = help, .run = dedisperse,
+    };
+    return ddtk_ddtool_main(&tool, &args, argc, argv);
 }

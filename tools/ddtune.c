@@ -42,8 +42,9 @@ static int option(int code, const char *arg, void *ctx)
     return DDTK_OK;
 }
 
-static int tune(ddtk_ddargs *a, ddtk_input *in, double budget)
+static int tune(ddtk_ddargs *a, ddtk_input *in, void *ctx)
 {
+    const double budget = *(const double *)ctx;
     char *path = a->no_wisdom ? NULL : a->wisdom ? strdup(a->wisdom) : ddtk_wisdom_path();
     char key[1024];
     int rc = ddtk_ddargs_describe(a, in, DDTK_ALGO_DIRECT);
@@ -62,21 +63,10 @@ static int tune(ddtk_ddargs *a, ddtk_input *in, double budget)
 int main(int argc, char **argv)
 {
     ddtk_ddargs args;
-    ddtk_input in;
     double budget = 60;
-    ddtk_set_progname(argv[0]);
-    ddtk_ddargs_init(&args);
-    int rc = ddtk_ddargs_parse(&args, argc, argv, options, 1, option, &budget, help);
-    if (!rc)
-        rc = ddtk_ddargs_no_outputs(&args);
-    if (!rc && args.list_gpus)
-        rc = ddtk_gpu_list(stdout);
-    else if (!rc) {
-        rc = ddtk_input_open(&in, args.input);
-        if (!rc)
-            rc = tune(&args, &in, budget);
-        ddtk_input_close(&in);
-    }
-    ddtk_ddargs_free(&args);
-    return ddtk_exit_status(rc);
+    const ddtk_ddtool tool = {
+        .options = options, .noptions = 1, .option = option, .ctx = &budget, .help = help,
+        .check = ddtk_ddargs_no_outputs, .run = tune,
+    };
+    return ddtk_ddtool_main(&tool, &args, argc, argv);
 }
