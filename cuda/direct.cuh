@@ -63,6 +63,7 @@ struct DirectArgs {
     int bias_total;             /* bias times nchan, removed from integer sums */
     int spill_stages;           /* lane kernel: stages between 16-bit lane spills */
     int bias;                   /* per-sample bias (float and fallback kernels) */
+    int maxval;                 /* largest integer code (0: float rows) */
     void *out;
     int64_t ostride, nout;
     Storage ostorage;
@@ -75,9 +76,12 @@ size_t shared_bytes(KernelKind k, int config, int rowlen);
 cudaError_t prepare_kernels(KernelKind k, int config, Storage s, size_t smem);
 cudaError_t launch_shared(KernelKind k, int config, Storage s, const DirectArgs &a,
                           size_t smem, cudaStream_t st);
-cudaError_t launch_fallback(Storage s, int dms_per_block, const DirectArgs &a, cudaStream_t st);
+/* The cache-based fallback in one of its shapes (0: the default). */
+int fallback_count();
 /* Output samples of one fallback block row (its time tile). */
-#define FALLBACK_TILE 256
+int fallback_tile(int shape);
+cudaError_t launch_fallback(Storage s, int shape, int dms_per_block, const DirectArgs &a,
+                            cudaStream_t st);
 
 /* Unpack n raw spectra into rows at column col (rowmap: file channel -> row or -1). */
 struct UnpackArgs {

@@ -27,6 +27,8 @@
  */
 #include "direct.cuh"
 
+#include <type_traits>
+
 namespace ddgpu {
 
 /* ---- configurations -------------------------------------------------------- */
@@ -246,13 +248,21 @@ cudaError_t launch_zerodm(float *rows, int64_t stride, int nrows, int64_t col, i
 
 /* ---- time scrunching: halving ------------------------------------------- */
 
+/* v - bias as a float, exactly. For 8- and 16-bit codes without the
+ * quarter-rate integer-to-float conversion: 0x4B000000 | v is the float
+ * 2^23 + v, and subtracting 2^23 + bias (exact, below 2^24) leaves v - bias. */
+__device__ __forceinline__ float code_offset(int bias)
+{
+    return 8388608.0f + (float)bias;
+}
+
 template <typename T>
-__device__ __forceinline__ float to_float(T v, int bias)
+__device__ __forceinline__ float to_float(T v, float offset)
 {
     if constexpr (sizeof(T) == 4)
         return v;
     else
-        return (float)((int)v - bias);
+        return __uint_as_float(0x4B000000u | (uint32_t)v) - offset;
 }
 
 /* Integers add exactly (their biases add too); floats add as the CPU does. */
@@ -264,11 +274,11 @@ __global__ void __launch_bounds__(256) halve_kernel(HalveArgs h)
         return;
     const Ti *src = static_cast<const Ti *>(h.src);
     To *dst = static_cast<To *>(h.dst);
+    const float off = code_offset(h.in.bias);
     for (int r = blockIdx.y; r < h.nrows; r += gridDim.y) {
         const Ti *a = src + (int64_t)r * h.sstride + 2 * t;
         if constexpr (sizeof(To) == 4)
-            dst[(int64_t)r * h.dstride + t] = to_float<Ti>(a[0], h.in.bias)
-                                            + to_float<Ti>(a[1], h.in.bias);
+            dst[(int64_t)r * h.dstride + t] = to_float<Ti>(a[0], off) + to_float<Ti>(a[1], off);
         else
             dst[(int64_t)r * h.dstride + t] = (To)((uint32_t)a[0] + (uint32_t)a[1]);
     }
@@ -424,6 +434,7 @@ __device__ __forceinline__ void stage_floats(const DirectArgs &a, int b, int c0,
                                              float *tile)
 {
     const T *rows = static_cast<const T *>(a.rows);
+    const float off = code_offset(a.bias);
     for (int k = 0; k < DCH; k++) {
         int c = c0 + k;
         float *dst = tile + k * a.rowlen;
@@ -431,7 +442,7 @@ __device__ __forceinline__ void stage_floats(const DirectArgs &a, int b, int c0,
             continue;           /* never read: the pass stops at nchan */
         const T *src = rows + (int64_t)c * a.stride + t0 + a.lo[(int64_t)b * a.nchan + c];
         for (int w = threadIdx.x; w < a.rowlen; w += blockDim.x)
-            dst[w] = to_float<T>(__ldg(src + w), a.bias);
+            dst[w] = to_float<T>(__ldg(src + w), off);
     }
 }
 
@@ -509,24 +520,53 @@ __global__ void __launch_bounds__(NW * 32, MINB) float_kernel(DirectArgs a)
 
 /* ---- fallback: no staging, input through L1/L2 -------------------------- */
 
-constexpr int FB_WARPS = 8, FB_NREG = 8;
-static_assert(32 * FB_NREG == FALLBACK_TILE, "direct.cuh states the fallback's tile");
+/* Fallback shapes: warps per block and samples per thread (a tile of 32 x
+ * NREG outputs). Shape 0 is the default; the others are for the tuner, whose
+ * variants past the shared-memory configurations send every DM block to the
+ * fallback in one of these shapes (few DMs, or spans too wide to stage). */
+#define FALLBACK_SHAPES(X) X(0, 8, 8) X(1, 4, 8) X(2, 8, 4) X(3, 8, 16) X(4, 4, 16) X(5, 16, 4)
+#define AS_SHAPE(i, nw, nreg) { nw, nreg },
+static const struct { int nw, nreg; } fb_shapes[] = { FALLBACK_SHAPES(AS_SHAPE) };
 
-template <typename T>
+int fallback_count()
+{
+    return (int)(sizeof fb_shapes / sizeof fb_shapes[0]);
+}
+
+int fallback_tile(int shape)
+{
+    return 32 * fb_shapes[shape].nreg;
+}
+
+/* One sample into an accumulator of type A: integer codes as they are (their
+ * bias leaves the sum at the end), or as floats. */
+template <typename T, typename A>
+__device__ __forceinline__ A fb_sample(const T *p, float off)
+{
+    if constexpr (std::is_integral<A>::value)
+        return (A)__ldg(p);
+    else
+        return to_float<T>(__ldg(p), off);
+}
+
+/* A = float: the CPU's order of additions. A = uint32_t: exact integer sums
+ * of integer rows (launch_fallback says when they equal the CPU's floats). */
+template <typename T, typename A, int FB_WARPS, int FB_NREG>
 __global__ void __launch_bounds__(FB_WARPS * 32) fallback_kernel(DirectArgs a, int bd)
 {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t t0 = (int64_t)blockIdx.y * 32 * FB_NREG + lane;
     const T *rows = static_cast<const T *>(a.rows);
+    const float off = code_offset(a.bias);
     for (int m = warp; m < bd; m += FB_WARPS) {
         const int d = a.blocks[blockIdx.x] * bd + m;
         if (d >= a.ndm)
             break;
         const int32_t *delay = a.delay + (int64_t)d * a.nchan;
-        float acc[FB_NREG];
+        A acc[FB_NREG];
 #pragma unroll
         for (int i = 0; i < FB_NREG; i++)
-            acc[i] = 0.0f;
+            acc[i] = 0;
         int c = 0;
         for (; c + 4 <= a.nchan; c += 4) {
             const T *p0 = rows + (int64_t)c * a.stride + t0 + delay[c];
@@ -535,34 +575,53 @@ __global__ void __launch_bounds__(FB_WARPS * 32) fallback_kernel(DirectArgs a, i
             const T *p3 = rows + (int64_t)(c + 3) * a.stride + t0 + delay[c + 3];
 #pragma unroll
             for (int i = 0; i < FB_NREG; i++)
-                acc[i] += (to_float<T>(__ldg(p0 + i * 32), a.bias) + to_float<T>(__ldg(p1 + i * 32), a.bias))
-                        + (to_float<T>(__ldg(p2 + i * 32), a.bias) + to_float<T>(__ldg(p3 + i * 32), a.bias));
+                acc[i] += (fb_sample<T, A>(p0 + i * 32, off) + fb_sample<T, A>(p1 + i * 32, off))
+                        + (fb_sample<T, A>(p2 + i * 32, off) + fb_sample<T, A>(p3 + i * 32, off));
         }
         for (; c < a.nchan; c++) {
             const T *p = rows + (int64_t)c * a.stride + t0 + delay[c];
 #pragma unroll
             for (int i = 0; i < FB_NREG; i++)
-                acc[i] += to_float<T>(__ldg(p + i * 32), a.bias);
+                acc[i] += fb_sample<T, A>(p + i * 32, off);
         }
         const int64_t o = (int64_t)d * a.ostride + t0;
 #pragma unroll
-        for (int i = 0; i < FB_NREG; i++)
-            if (t0 + i * 32 < a.nout)
+        for (int i = 0; i < FB_NREG; i++) {
+            if (t0 + i * 32 >= a.nout)
+                continue;
+            if constexpr (std::is_integral<A>::value)
+                store_int(a, o + i * 32, (int)acc[i] - a.bias_total);
+            else
                 store_sum(a, o + i * 32, acc[i]);
+        }
     }
 }
 
-cudaError_t launch_fallback(Storage s, int bd, const DirectArgs &a, cudaStream_t st)
+/* Integer rows add as integers where every partial sum of the CPU's floats
+ * is an exact integer (below 2^24), so both give the same bits. */
+static bool exact_ints(Storage s, const DirectArgs &a)
+{
+    int64_t most = a.maxval - a.bias > a.bias ? a.maxval - a.bias : a.bias;
+    return s != ST_F32 && (int64_t)a.nchan * most <= (1 << 24);
+}
+
+typedef void (*fallback_fn)(DirectArgs, int);
+
+/* Instances by shape and by (row type, accumulator): u8 and u16 rows with
+ * integer or float sums, float rows. */
+#define FB_FNS(i, nw, nreg) { fallback_kernel<uint8_t, uint32_t, nw, nreg>, \
+    fallback_kernel<uint8_t, float, nw, nreg>, fallback_kernel<uint16_t, uint32_t, nw, nreg>, \
+    fallback_kernel<uint16_t, float, nw, nreg>, fallback_kernel<float, float, nw, nreg> },
+static const fallback_fn fb_fns[][5] = { FALLBACK_SHAPES(FB_FNS) };
+
+cudaError_t launch_fallback(Storage s, int shape, int bd, const DirectArgs &a, cudaStream_t st)
 {
     if (a.nblocks == 0)
         return cudaSuccess;
-    dim3 grid((unsigned)a.nblocks, (unsigned)((a.nout + 32 * FB_NREG - 1) / (32 * FB_NREG)));
-    if (s == ST_U8)
-        fallback_kernel<uint8_t><<<grid, FB_WARPS * 32, 0, st>>>(a, bd);
-    else if (s == ST_U16)
-        fallback_kernel<uint16_t><<<grid, FB_WARPS * 32, 0, st>>>(a, bd);
-    else
-        fallback_kernel<float><<<grid, FB_WARPS * 32, 0, st>>>(a, bd);
+    const int tile = fallback_tile(shape);
+    dim3 grid((unsigned)a.nblocks, (unsigned)((a.nout + tile - 1) / tile));
+    const int which = s == ST_F32 ? 4 : 2 * (s == ST_U16) + !exact_ints(s, a);
+    fb_fns[shape][which]<<<grid, fb_shapes[shape].nw * 32, 0, st>>>(a, bd);
     return cudaGetLastError();
 }
 

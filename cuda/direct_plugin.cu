@@ -66,7 +66,7 @@ static void partition_blocks(DirectPlan *P, size_t limit, const int32_t *spans, 
 /* How far past the last output the launches read: a shared block stages
  * rowlen words from lo on (the lane kernel a further tile_words for the high
  * lanes) for a tile that starts before nout; a fallback block reads its delays
- * from a tile of FALLBACK_TILE outputs that starts before nout. */
+ * from a tile of the fallback's outputs that starts before nout. */
 static void find_reach(DirectPlan *P, const int32_t *delay, const int32_t *lo, const int *order)
 {
     const int nc = P->nchan, bd = P->ci.dms_per_block;
@@ -80,24 +80,26 @@ static void find_reach(DirectPlan *P, const int32_t *delay, const int32_t *lo, c
                 r = lo[(size_t)b * nc + c] + staged;
             else
                 for (int d = b * bd; d < d1; d++)
-                    if (delay[(size_t)d * nc + c] + (int64_t)FALLBACK_TILE > r)
-                        r = delay[(size_t)d * nc + c] + (int64_t)FALLBACK_TILE;
+                    if (delay[(size_t)d * nc + c] + (int64_t)fallback_tile(P->fallback) > r)
+                        r = delay[(size_t)d * nc + c] + (int64_t)fallback_tile(P->fallback);
             P->reach = r > P->reach ? r : P->reach;
         }
     }
 }
 
 /* Variants 0 .. config_count - 1 are the shared-memory configurations; the
- * one after them sends every DM block to the cached kernel (no staging: with
- * a few DMs, staging a tile costs more than the reads it saves). */
+ * ones after them send every DM block to the cached kernel in each of its
+ * shapes (no staging: with a few DMs, staging a tile costs more than the
+ * reads it saves). */
 static int choose_config(DirectPlan *P, const ddtk_gpu_config *cfg, int major)
 {
-    const int n = config_count(P->enc.kind);
+    const int n = config_count(P->enc.kind), last = n + fallback_count() - 1;
     int want = P->enc.kind == K_LANES ? cfg->lane_variant : cfg->float_variant;
-    if (want > n)
+    if (want > last)
         return ddtk_fail(DDTK_EUSAGE, "GPU %s kernel variant %d: expected 0..%d",
-                         P->enc.kind == K_LANES ? "lane" : "float", want, n);
-    P->cached = want == n;
+                         P->enc.kind == K_LANES ? "lane" : "float", want, last);
+    P->cached = want >= n;
+    P->fallback = P->cached ? want - n : 0;
     P->config = want >= 0 && !P->cached ? want : default_config(P->enc.kind, major);
     P->ci = config_info(P->enc.kind, P->config);
     return DDTK_OK;
@@ -174,6 +176,7 @@ int direct_plan_run(const DirectPlan *P, const void *rows, int64_t stride, int64
     a.lo = P->d_lo;
     a.rowlen = P->ci.tile_words + P->span;
     a.bias = P->enc.bias;
+    a.maxval = P->enc.maxval;
     a.bias_total = P->enc.bias * P->nchan;
     int per_pass = P->enc.maxval > 0 ? 65535 / P->enc.maxval / P->ci.chans_per_stage : 1;
     a.spill_stages = per_pass > 0 ? per_pass : 1;
@@ -188,7 +191,7 @@ int direct_plan_run(const DirectPlan *P, const void *rows, int64_t stride, int64
               "launching the shared-memory kernel");
     a.blocks = P->d_blocks + P->nshared;
     a.nblocks = P->nblocks - P->nshared;
-    DDTK_CUDA(launch_fallback(P->enc.storage, P->ci.dms_per_block, a, st),
+    DDTK_CUDA(launch_fallback(P->enc.storage, P->fallback, P->ci.dms_per_block, a, st),
               "launching the fallback kernel");
     return DDTK_OK;
 }
@@ -196,10 +199,11 @@ int direct_plan_run(const DirectPlan *P, const void *rows, int64_t stride, int64
 void direct_plan_describe(const DirectPlan *P, char *buf, size_t n)
 {
     snprintf(buf, n, "%s kernel config %d (%d DMs x %d samples per block, %d channels per "
-             "pass), %d of %d DM blocks in shared memory (span %d), %d by the cached fallback",
-             P->enc.kind == K_LANES ? "16-bit-lane" : "float", P->config, P->ci.dms_per_block,
-             P->ci.tile_samples, P->ci.chans_per_stage, P->nshared, P->nblocks, P->span,
-             P->nblocks - P->nshared);
+             "pass), %d of %d DM blocks in shared memory (span %d), %d by the cached fallback "
+             "(shape %d, %d-sample tiles)", P->enc.kind == K_LANES ? "16-bit-lane" : "float",
+             P->config, P->ci.dms_per_block, P->ci.tile_samples, P->ci.chans_per_stage,
+             P->nshared, P->nblocks, P->span, P->nblocks - P->nshared, P->fallback,
+             fallback_tile(P->fallback));
 }
 
 /* ---- the direct plug-in: one plan per level ------------------------------------ */
@@ -248,5 +252,10 @@ const GpuAlgo direct_gpu = { DDTK_ALGO_DIRECT, create, gulp, report, destroy, NU
 
 extern "C" int ddtk_gpu_variants(int lane)
 {
-    return ddgpu::config_count(lane ? ddgpu::K_LANES : ddgpu::K_FLOAT) + 1;
+    return ddgpu::config_count(lane ? ddgpu::K_LANES : ddgpu::K_FLOAT) + ddgpu::fallback_count();
+}
+
+extern "C" int ddtk_gpu_fallback_shapes(void)
+{
+    return ddgpu::fallback_count();
 }

@@ -51,6 +51,7 @@ struct DirectPlan {
     Encoding enc;
     int nchan, ndm;
     int config, cached, nblocks, nshared, span;   /* cached: every block by the fallback */
+    int fallback;                                 /* the fallback's shape */
     ConfigInfo ci;
     size_t smem;
     int64_t reach;

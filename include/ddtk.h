@@ -431,8 +431,10 @@ int ddtk_gpu_usable(int index, char *name, size_t n, char *why, size_t nwhy);
 int ddtk_gpu_describe(int index, char *s, size_t n);
 /* Variants of the GPU direct kernel for 16-bit lanes (lane 1, input of 8
  * bits or less) or floats (lane 0): the compiled shared-memory configurations
- * and, last, the cached kernel for every DM block; 0 without CUDA. */
+ * and, last, the cached kernel for every DM block in each of its shapes
+ * (ddtk_gpu_fallback_shapes of them); 0 without CUDA. */
 int ddtk_gpu_variants(int lane);
+int ddtk_gpu_fallback_shapes(void);
 /* The backend policy of every tool (backend.c): *use_gpu = 1 when a run with
  * --backend `backend` and --gpu `gpu` goes to that GPU. gpu without a usable
  * GPU is DDTK_ESYS naming the reason; auto falls back to the CPU (noted with -v). */

@@ -44,6 +44,11 @@ int ddtk_gpu_variants(int lane)
     return 0;
 }
 
+int ddtk_gpu_fallback_shapes(void)
+{
+    return 0;
+}
+
 int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *w, double *kernel)
 {
     (void)p, (void)src, (void)w, (void)kernel;

@@ -159,14 +159,23 @@ static int tune_cpu(bench *b, ddtk_plan_desc *best_d, double *best)
     return rc;
 }
 
-/* Every compiled variant of the GPU kernel the input's rows use. */
+/* Every compiled variant of the GPU kernel the input's rows use: the
+ * shared-memory configurations and the cached kernel's shapes taken in turn,
+ * so that a budget which ends early has tried some of each (large DM counts
+ * at low frequencies, where one try takes a second, run on the cached kernel). */
 static int tune_gpu(bench *b, ddtk_plan_desc *best_d, double *best)
 {
     int lane = b->d.nbits <= 8 && !b->d.zerodm, rc = DDTK_OK;
-    for (int v = 0; v < ddtk_gpu_variants(lane) && !rc && ddtk_now() < b->deadline; v++) {
-        b->d = *best_d;
-        *(lane ? &b->d.gpu_config.lane_variant : &b->d.gpu_config.float_variant) = v;
-        rc = try_config(b, best_d, best);
+    const int nshapes = ddtk_gpu_fallback_shapes(), nshared = ddtk_gpu_variants(lane) - nshapes;
+    for (int i = 0; (i < nshared || i < nshapes) && !rc && ddtk_now() < b->deadline; i++) {
+        int v[2] = { i < nshared ? i : -1, i < nshapes ? nshared + i : -1 };
+        for (int j = 0; j < 2 && !rc && ddtk_now() < b->deadline; j++) {
+            if (v[j] < 0)
+                continue;
+            b->d = *best_d;
+            *(lane ? &b->d.gpu_config.lane_variant : &b->d.gpu_config.float_variant) = v[j];
+            rc = try_config(b, best_d, best);
+        }
     }
     return rc;
 }

@@ -125,6 +125,11 @@ sim() {
     rm -rf cpu gpu
     sim --nbits 16 --nchans 128 --fch1 1500 --foff -2 --nsamples 30000
     same_output exact in.fil --dm-list dms.txt
+    # 16-bit sums of 300 channels pass 2^24 here (mean 60000): the fallback
+    # adds floats in the CPU's order there, integers would differ
+    rm -rf cpu gpu
+    sim --nbits 16 --nchans 300 --fch1 1500 --foff -0.5 --nsamples 30000 --mean 60000 --sigma 2000
+    same_output exact in.fil --dm-list dms.txt
 }
 
 @test "gpu: DM list out of order, both kernels in one run" {
