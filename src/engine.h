@@ -56,8 +56,9 @@ typedef struct ddtk_algo {
     /* Optional: the bytes cpu_reserve takes for `most` outputs (--max-mem). */
     int64_t (*cpu_bytes)(const ddtk_level *lv, int64_t most);
     /* Optional, for the multi-GPU split: the work per output sample of level
-     * DM i relative to a direct DM's (NULL: 1), and *start = 0 where a
-     * device's share may not start (DMs that share work stay together). */
+     * DM i, in a unit common to the plug-in's DMs (NULL: 1 each), and
+     * *start = 0 where a device's share may not start (DMs that share work
+     * stay together). */
     double (*split_cost)(const ddtk_level *lv, int i, int *start);
     int gpu;                      /* has a GPU plug-in (cuda/engine.cuh) */
 } ddtk_algo;
