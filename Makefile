@@ -23,7 +23,7 @@ CUDA ?= $(if $(NVCC),1,0)
 CUDA_ARCHS ?= 75 80 86 89 90
 NVCCFLAGS ?= -O3 -std=c++17 $(foreach a,$(CUDA_ARCHS),-gencode=arch=compute_$(a),code=sm_$(a)) \
 	-gencode=arch=compute_90,code=compute_90
-NVCCFLAGS += -Iinclude -Isrc -Xcompiler -Wall,-Wextra
+NVCCFLAGS += -Iinclude -Isrc -Xcompiler -Wall,-Wextra,-fopenmp
 
 LIB_C := $(filter-out src/gpu_none.c src/%_gpu_none.c,$(wildcard src/*.c)) $(wildcard cpu/*.c)
 ifeq ($(CUDA),1)
@@ -115,9 +115,10 @@ install: all
 clean:
 	rm -rf build bin libddtk.a test/tmp
 
-# LD_PRELOAD shim that fails one rename or fsync on demand (test/commit.bats).
-TEST_HELPERS += build/test/fault.so
-build/test/fault.so: test/fault/fault.c
+# LD_PRELOAD shims that fail one rename or fsync on demand (test/commit.bats)
+# and the pinning of GPU outputs (test/multigpu.bats).
+TEST_HELPERS += build/test/fault.so build/test/cudafault.so
+build/test/fault.so build/test/cudafault.so: build/test/%.so: test/fault/%.c
 	@mkdir -p build/test
 	$(CC) -shared -fPIC -O2 -Wall -Wextra $< -o $@ -ldl
 

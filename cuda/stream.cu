@@ -19,15 +19,25 @@
  * samples as one GPU would. The host reads each gulp once, into a raw buffer
  * pinned for every device (cudaHostAllocPortable): each GPU copies it in and
  * unpacks its own rows, so no host time goes to per-device copies or
- * unpacking, and PCIe carries packed samples. One host thread drives all
- * pipelines: every device call is asynchronous, the host's own work (read,
- * write) is serial anyway, and the writer stays single-threaded; each call
- * selects its pipeline's device first (cudaSetDevice is per thread).
+ * unpacking, and PCIe carries packed samples.
+ *
+ * Set-up and streaming are threaded differently. Set-up is mostly waiting on
+ * the driver (a context per device, device plans, page-locking the pinned
+ * buffers at about half a second per GiB), so it runs on one host thread per
+ * device (contexts and device plans), then, once the step is chosen from
+ * every pipeline's bounds, one per buffer set (allocation and pinning); the
+ * contexts themselves are started on background threads when the plan is made
+ * (ddtk_gpu_warm_start), while the host builds it and opens the outputs.
+ * Streaming has one host thread driving all pipelines: every device call is
+ * asynchronous, the host's own work (read, write) is serial anyway, and the
+ * writer stays single-threaded; each call selects its pipeline's device first
+ * (cudaSetDevice is per thread). -v reports the two phases' times apart.
  */
 #include "check.cuh"
 #include "engine.cuh"
 #include "cli.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,15 +93,15 @@ struct ddtk_gpu_stream {
 
 /* ---- levels ------------------------------------------------------------------------ */
 
-static int start_device(gpu_pipe *g, int dev)
+static int start_device(gpu_pipe *g)
 {
     int n = 0;
     DDTK_CUDA(cudaGetDeviceCount(&n), "counting GPUs");
-    if (dev >= n)
-        return ddtk_fail(DDTK_ESYS, "--gpu %d: only %d GPU%s visible", dev, n, n == 1 ? "" : "s");
-    g->dev = dev;
-    DDTK_CUDA(cudaSetDevice(dev), "selecting the GPU");
-    DDTK_CUDA(cudaGetDeviceProperties(&g->prop, dev), "reading the GPU's properties");
+    if (g->dev >= n)
+        return ddtk_fail(DDTK_ESYS, "--gpu %d: only %d GPU%s visible", g->dev, n,
+                         n == 1 ? "" : "s");
+    DDTK_CUDA(cudaSetDevice(g->dev), "selecting the GPU");
+    DDTK_CUDA(cudaGetDeviceProperties(&g->prop, g->dev), "reading the GPU's properties");
     return DDTK_OK;
 }
 
@@ -319,6 +329,45 @@ extern "C" void ddtk_gpu_stream_free(ddtk_gpu_stream *g)
     free(g);
 }
 
+/* ---- contexts made early ------------------------------------------------------------ */
+
+/* A context takes a few tenths of a second per device: the plan's are made on
+ * background threads, one per device, while the host builds the plan and
+ * opens the outputs. A failure here is left for the set-up to meet and report. */
+struct ddtk_gpu_warm {
+    int n;
+    int dev[DDTK_MAX_GPUS];
+    pthread_t thread[DDTK_MAX_GPUS];
+};
+
+static void *make_context(void *arg)
+{
+    if (cudaSetDevice(*(const int *)arg) != cudaSuccess || cudaFree(0) != cudaSuccess)
+        cudaGetLastError();
+    return NULL;
+}
+
+extern "C" ddtk_gpu_warm *ddtk_gpu_warm_start(const int *gpus, int n)
+{
+    ddtk_gpu_warm *w = (ddtk_gpu_warm *)calloc(1, sizeof *w);
+    for (int i = 0; w && i < n && i < DDTK_MAX_GPUS; i++) {
+        int seen = 0;
+        for (int j = 0; j < i; j++)
+            seen |= gpus[j] == gpus[i];
+        w->dev[w->n] = gpus[i];
+        if (!seen && pthread_create(&w->thread[w->n], NULL, make_context, &w->dev[w->n]) == 0)
+            w->n++;
+    }
+    return w;
+}
+
+extern "C" void ddtk_gpu_warm_join(ddtk_gpu_warm *w)
+{
+    for (int i = 0; w && i < w->n; i++)
+        pthread_join(w->thread[i], NULL);
+    free(w);
+}
+
 static void report_plan(const ddtk_gpu_stream *s, const ddtk_plan *p)
 {
     for (int i = 0; i < s->npipe; i++) {
@@ -340,7 +389,72 @@ static void report_plan(const ddtk_gpu_stream *s, const ddtk_plan *p)
     }
 }
 
-/* One pipeline per GPU with a share of the DMs (none for more GPUs than DMs). */
+/* ---- set-up ------------------------------------------------------------------------ */
+
+/* A set-up job: its part i of a stream's set-up, on a host thread of its own. */
+typedef int (*setup_job)(ddtk_gpu_stream *s, const ddtk_plan *p, int i);
+
+/* Jobs 0 .. n-1 on n host threads. The lowest failing job's code and message
+ * are returned (ddtk_fail's slot is per thread, so it is carried over); the
+ * other jobs run to their end and what they made is freed with the stream. */
+static int run_jobs(setup_job job, ddtk_gpu_stream *s, const ddtk_plan *p, int n)
+{
+    int rc = DDTK_OK, failed = n;
+    char msg[1024] = "";
+#pragma omp parallel for num_threads(n > 0 ? n : 1) schedule(static, 1)
+    for (int i = 0; i < n; i++) {
+        int r = job(s, p, i);
+        if (r) {
+#pragma omp critical(ddtk_gpu_setup)
+            if (i < failed) {
+                failed = i;
+                rc = r;
+                snprintf(msg, sizeof msg, "%s", ddtk_errmsg());
+            }
+        }
+    }
+    return rc ? ddtk_fail(rc, "%s", msg) : DDTK_OK;
+}
+
+/* Job i: if pipeline i is the first on its device, the context and device
+ * plans of every pipeline on that device, in order. Pipelines sharing a
+ * device (--gpu 0,0) share a thread because plug-ins raise a kernel's
+ * shared-memory limit, a per-device attribute, by a read and a write
+ * (prepare_kernels, allow_smem) that two threads could interleave. */
+static int start_pipes(ddtk_gpu_stream *s, const ddtk_plan *p, int i)
+{
+    const int dev = s->pipe[i].dev;
+    for (int j = 0; j < i; j++)
+        if (s->pipe[j].dev == dev)
+            return DDTK_OK;
+    for (int j = i; j < s->npipe; j++) {
+        gpu_pipe *g = &s->pipe[j];
+        int rc = g->dev != dev ? DDTK_OK : start_device(g);
+        if (!rc && g->dev == dev)
+            rc = plan_levels(s->algo, g, p);
+        if (rc)
+            return rc;
+    }
+    return DDTK_OK;
+}
+
+/* Jobs 0 and 1: the raw input buffers, pinned for every device; job 2 + 2j + k:
+ * buffer set k of pipeline j. */
+static int allocate_job(ddtk_gpu_stream *s, const ddtk_plan *p, int i)
+{
+    gpu_pipe *g = &s->pipe[i < 2 ? 0 : (i - 2) / 2];
+    DDTK_CUDA(cudaSetDevice(g->dev), "selecting the GPU");
+    if (i < 2) {
+        size_t raw = (size_t)ddtk_plan_raw_bytes(p, p->keep + s->step);
+        DDTK_CUDA(cudaHostAlloc((void **)&s->hraw[i], raw, cudaHostAllocPortable),
+                  "pinning input");
+        return DDTK_OK;
+    }
+    return allocate_set(g, p, s->step, &g->set[i % 2]);
+}
+
+/* One pipeline per GPU with a share of the DMs (none for more GPUs than DMs),
+ * with its context and device plans. */
 static int make_pipes(ddtk_gpu_stream *s, const ddtk_plan *p)
 {
     int first[DDTK_MAX_GPUS + 1];
@@ -356,18 +470,21 @@ static int make_pipes(ddtk_gpu_stream *s, const ddtk_plan *p)
             continue;
         }
         gpu_pipe *g = &s->pipe[s->npipe++];
+        g->dev = p->gpus[j];
         g->dm0 = first[j];
         g->dm1 = first[j + 1];
-        if ((rc = start_device(g, p->gpus[j])) || (rc = plan_levels(s->algo, g, p)))
-            return rc;
     }
-    return DDTK_OK;
+    return run_jobs(start_pipes, s, p, s->npipe);
 }
 
-/* The device plan of a first run; kept while later runs need the same step. */
+/* The device plan of a first run; kept while later runs need the same step.
+ * The step needs every pipeline's device bounds: pipelines first, then the
+ * step, then the buffers. */
 static int create(ddtk_plan *p, const ddtk_source *src)
 {
     ddtk_gpu_stream *s = (ddtk_gpu_stream *)ddtk_calloc(1, sizeof *s, "GPU plan");
+    ddtk_gpu_warm_join(p->warm);
+    p->warm = NULL;
     if (!s)
         return DDTK_ESYS;
     p->gpu = s;
@@ -376,19 +493,10 @@ static int create(ddtk_plan *p, const ddtk_source *src)
     int rc = make_pipes(s, p);
     if (!rc)
         rc = choose_step(s, p, src, &s->step);
-    size_t raw = (size_t)ddtk_plan_raw_bytes(p, p->keep + s->step);
-    for (int i = 0; i < 2 && !rc; i++) {
-        cudaError_t e = cudaHostAlloc((void **)&s->hraw[i], raw, cudaHostAllocPortable);
-        rc = e == cudaSuccess ? DDTK_OK : ddtk_cuda_fail("pinning input", e);
-    }
-    for (int i = 0; i < s->npipe && !rc; i++) {
-        gpu_pipe *g = &s->pipe[i];
-        cudaError_t e = cudaSetDevice(g->dev);
-        rc = e == cudaSuccess ? DDTK_OK : ddtk_cuda_fail("selecting the GPU", e);
-        set_pitches(g, p, s->step);
-        for (int j = 0; j < 2 && !rc; j++)
-            rc = allocate_set(g, p, s->step, &g->set[j]);
-    }
+    for (int i = 0; i < s->npipe && !rc; i++)
+        set_pitches(&s->pipe[i], p, s->step);
+    if (!rc)
+        rc = run_jobs(allocate_job, s, p, 2 + 2 * s->npipe);
     if (!rc && p->d.verbose)
         report_plan(s, p);
     return rc;
@@ -573,7 +681,10 @@ static int run_gulps(ddtk_gpu_stream *g, const ddtk_plan *p, ddtk_source *src, d
     }
 }
 
-static void report_times(const ddtk_gpu_stream *g, const ddtk_plan *p, double wall)
+/* setup: contexts, device plans and pinned buffers (none on a run that keeps
+ * the last one's); streaming: the first read to the last output written. */
+static void report_times(const ddtk_gpu_stream *g, const ddtk_plan *p, double setup,
+                         double streaming, double wall)
 {
     char line[1024] = "";
     size_t len = 0;
@@ -583,10 +694,12 @@ static void report_times(const ddtk_gpu_stream *g, const ddtk_plan *p, double wa
         if (g->npipe > 1)
             snprintf(who, sizeof who, "GPU %d", pp->dev);
         if (p->d.verbose)
-            ddtk_msg("%s times: H2D %.4f s, overlap copy + unpack%s (with waits on the other "
-                     "stream) %.4f s, kernels %.4f s, D2H %.4f s, wall %.4f s", who, pp->t_h2d,
+            ddtk_msg("%s times: set-up %.4f s (contexts, device plans, pinned buffers; all "
+                     "GPUs), H2D %.4f s, overlap copy + unpack%s (with waits on the other "
+                     "stream) %.4f s, kernels %.4f s, D2H %.4f s, streaming %.4f s (first read "
+                     "to last output), wall %.4f s", who, setup, pp->t_h2d,
                      pp->nlevels > 1 ? " + halving" : "", pp->t_unpack, pp->t_kernel,
-                     pp->t_d2h, wall);
+                     pp->t_d2h, streaming, wall);
         if (len < sizeof line)
             len += (size_t)snprintf(line + len, sizeof line - len, "%sGPU %d %.3f s",
                                     i ? ", " : "", pp->dev, pp->t_kernel);
@@ -603,12 +716,14 @@ extern "C" int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *
     int rc = prepare(p, src);
     if (rc)
         return rc;
+    double t1 = ddtk_now();
     ddtk_gpu_stream *g = p->gpu;
     for (int i = 0; i < g->npipe; i++) {
         gpu_pipe *pp = &g->pipe[i];
         pp->t_h2d = pp->t_unpack = pp->t_kernel = pp->t_d2h = 0;
     }
     rc = run_gulps(g, p, src, w);
+    double t2 = ddtk_now();
     *kernel = 0;
     double stages[2] = { 0, 0 };
     for (int i = 0; i < g->npipe; i++) {
@@ -621,7 +736,7 @@ extern "C" int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *
                 g->algo->stage_times(pp->lv[k].state, stages);
     }
     if (!rc)
-        report_times(g, p, ddtk_now() - t0);
+        report_times(g, p, t1 - t0, t2 - t1, ddtk_now() - t0);
     if (!rc && p->d.verbose && g->algo->stage_times)
         ddtk_msg("GPU kernels: stage 1 %.4f s, stage 2 %.4f s (all GPUs)", stages[0], stages[1]);
     return rc;

@@ -1,7 +1,8 @@
 /*
  * direct.c - the direct (brute-force) algorithm as an engine plug-in: one
  * delay table per level, and the CPU gulp is the tiled kernel of cpu/direct.c.
- * Its GPU gulp is cuda/direct_plugin.cu.
+ * Its GPU gulp is cuda/direct_plugin.cu; its cost per DM, for the multi-GPU
+ * split, models that gulp's shared-memory kernel.
  */
 #include "engine.h"
 #include "internal.h"
@@ -39,11 +40,46 @@ const ddtk_delays *ddtk_direct_delays(const ddtk_level *lv)
     return lv->state;
 }
 
+/*
+ * The multi-GPU split (ddtk_plan_split). The shared-memory kernel's default
+ * configuration (cuda/direct_gpu.cu, lane and float kernels alike) gives a
+ * block of SPLIT_BD DMs a tile of SPLIT_TILE words (512 samples of the lane
+ * kernel, 256 of the float one) and stages, per channel, tile + span words,
+ * span the spread of the block's delays: about SPLIT_BD times the local step,
+ * the most a DM's delay moves to the next DM's in any channel. Per word of
+ * output a DM so costs 1 add and (1/SPLIT_BD + step / SPLIT_TILE) staged
+ * words of SPLIT_STAGED adds each. SPLIT_STAGED is fitted to the one
+ * measurement there is: htru 60 s (1024 channels of 2 bits, 64 us, the
+ * 0-1000 tolerance list of 1196 DMs) split equally on two H200s ran DMs 0-597
+ * (model 598 + 51.8 r) in 0.089 s of kernel and DMs 598-1195 (598 + 104.5 r)
+ * in 0.151 s: r = 25. Blocks too wide for the shared tile (the fallback) are
+ * costed as if staged.
+ */
+#define SPLIT_BD 16
+#define SPLIT_TILE 256
+#define SPLIT_STAGED 25.0
+
+static double split_cost(const ddtk_level *lv, int i, int *start)
+{
+    const ddtk_delays *dl = lv->state;
+    const int32_t *at = dl->delay + (size_t)i * dl->nchan;
+    const int j = i + 1 < dl->ndm ? i + 1 : i - 1;   /* the last DM: its step from the one before */
+    int32_t step = 0;
+    for (int c = 0; j >= 0 && c < dl->nchan; c++) {
+        int32_t d = dl->delay[(size_t)j * dl->nchan + c] - at[c];
+        d = d < 0 ? -d : d;
+        step = d > step ? d : step;
+    }
+    *start = 1;
+    return 1.0 + (1.0 / SPLIT_BD + (double)step / SPLIT_TILE) * SPLIT_STAGED;
+}
+
 const ddtk_algo ddtk_algo_direct = {
     .id = DDTK_ALGO_DIRECT,
     .name = "direct",
     .create = create,
     .cpu_gulp = cpu_gulp,
     .destroy = destroy,
+    .split_cost = split_cost,
     .gpu = 1,
 };

@@ -204,6 +204,8 @@ static int plan_backend(ddtk_plan *p)
     int rc = ddtk_backend_resolve_gpus(p->d.backend, p->d.gpus, p->d.ngpus, p->d.gpu,
                                        p->d.verbose, &p->use_gpu, p->gpus, &p->ngpu);
     p->d.gpus = NULL;             /* the caller's array: the plan keeps p->gpus */
+    if (!rc && p->use_gpu)        /* while the levels are built and the outputs opened */
+        p->warm = ddtk_gpu_warm_start(p->gpus, p->ngpu);
     return rc;
 }
 
@@ -235,6 +237,7 @@ void ddtk_plan_destroy(ddtk_plan *p)
 {
     if (!p)
         return;
+    ddtk_gpu_warm_join(p->warm);
     ddtk_cpu_stream_free(p->cpu);
     ddtk_gpu_stream_free(p->gpu);
     for (int k = 0; k < p->nlevels; k++) {

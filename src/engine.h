@@ -56,8 +56,9 @@ typedef struct ddtk_algo {
     /* Optional: the bytes cpu_reserve takes for `most` outputs (--max-mem). */
     int64_t (*cpu_bytes)(const ddtk_level *lv, int64_t most);
     /* Optional, for the multi-GPU split: the work per output sample of level
-     * DM i relative to a direct DM's (NULL: 1), and *start = 0 where a
-     * device's share may not start (DMs that share work stay together). */
+     * DM i, in a unit common to the plug-in's DMs (NULL: 1 each), and
+     * *start = 0 where a device's share may not start (DMs that share work
+     * stay together). */
     double (*split_cost)(const ddtk_level *lv, int i, int *start);
     int gpu;                      /* has a GPU plug-in (cuda/engine.cuh) */
 } ddtk_algo;
@@ -72,6 +73,7 @@ const char *ddtk_algorithm_name(int id);
 /* Streaming state of a backend, kept between runs of one plan. */
 typedef struct ddtk_cpu_stream ddtk_cpu_stream;
 typedef struct ddtk_gpu_stream ddtk_gpu_stream;
+typedef struct ddtk_gpu_warm ddtk_gpu_warm;
 
 struct ddtk_plan {
     ddtk_plan_desc d;             /* arrays below are the plan's own copies */
@@ -91,6 +93,7 @@ struct ddtk_plan {
     int ngpu, gpus[DDTK_MAX_GPUS];  /* the GPUs sharing the DMs (resolved --gpu LIST) */
     ddtk_cpu_stream *cpu;
     ddtk_gpu_stream *gpu;
+    ddtk_gpu_warm *warm;          /* the GPUs' contexts in the making (ddtk_gpu_warm_start) */
     double last_kernel;           /* kernel seconds of the last ddtk_plan_execute (tuner) */
 };
 
@@ -189,6 +192,11 @@ int ddtk_cpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *w, double *
 void ddtk_cpu_stream_free(ddtk_cpu_stream *s);
 int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *w, double *kernel);
 void ddtk_gpu_stream_free(ddtk_gpu_stream *s);
+/* Contexts of the n GPUs made on background threads (the plan starts them
+ * once its GPUs are known); joined by the first GPU run's set-up or by
+ * ddtk_plan_destroy. NULL (nothing started) is fine for join. */
+ddtk_gpu_warm *ddtk_gpu_warm_start(const int *gpus, int n);
+void ddtk_gpu_warm_join(ddtk_gpu_warm *w);
 
 /* The delay table of a direct level (direct.c), for the GPU plug-in. */
 const ddtk_delays *ddtk_direct_delays(const ddtk_level *lv);

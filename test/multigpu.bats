@@ -4,8 +4,10 @@
 # run's byte for byte: dd_direct (scrunched levels, several gulps), dd_subband,
 # dd_tree, and an fdas batch shared by the GPUs. Two GPUs are needed for the
 # real split ("fewer than 2 GPUs" skips); --gpu 0,0 (two pipelines on one GPU,
-# allowed for testing) checks the same split logic on any GPU. The usage and
-# fallback tests at the end run everywhere.
+# allowed for testing) checks the same split logic on any GPU, the set-up's
+# threads (a failure's message, the -v set-up and streaming times) and the
+# direct plug-in's cost. The usage and fallback tests at the end run
+# everywhere.
 
 load common
 
@@ -161,6 +163,68 @@ make_series() {
         rm "f$l"/s*.tim
     done
     same_dirs f0 f0,0
+}
+
+# dms_growing: 100 DMs 0.05 i^2 (the delay step grows from under one sample
+# to 127 at 64 channels from 1500 MHz down by 4).
+dms_growing() {
+    awk 'BEGIN { for (i = 0; i < 100; i++) printf "%.2f\n", 0.05 * i * i }' > dms.txt
+}
+
+@test "multigpu: the direct split gives the cheap low DMs the larger share; output unchanged" {
+    need_gpu
+    sim --nbits 8 --nchans 64 --fch1 1500 --foff -4 --nsamples 30000
+    dms_growing
+    run dd_direct in.fil --backend gpu --gpu 0,0 --dm-list dms.txt --discard -v
+    [ "$status" -eq 0 ]
+    local last
+    last=$(sed -n 's/.*GPU 0 (.*): DMs 0 to \([0-9]*\) of 100 .*/\1/p' <<<"$output" | head -1)
+    [ "$last" -ge 60 ] && [ "$last" -le 75 ]
+    by_gpus dd_direct in.fil 0 0,0 0,0,0 -- --dm-list dms.txt --gulp 4096
+}
+
+# times_ok: the number of -v "times:" lines whose set-up and streaming are
+# positive and add up to no more than the wall time.
+times_ok() {
+    awk '/ times: set-up / {
+            for (i = 1; i <= NF; i++) {
+                if ($i == "set-up") a = $(i + 1)
+                if ($i == "streaming") b = $(i + 1)
+                if ($i == "wall") w = $(i + 1)
+            }
+            if (a > 0 && b > 0 && a + b <= w + 0.001) n++
+        }
+        END { print n + 0 }'
+}
+
+@test "multigpu: -v reports set-up and streaming apart, for one pipeline and for --gpu 0,0" {
+    need_gpu
+    sim --nbits 8 --nchans 64 --fch1 1500 --foff -4 --nsamples 30000
+    run dd_direct in.fil --backend gpu --gpu 0 --dm-min 0 --dm-max 200 --dm-step 2 --discard -v
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"GPU times: set-up "* ]]
+    [ "$(times_ok <<<"$output")" -eq 1 ]
+    run dd_direct in.fil --backend gpu --gpu 0,0 --dm-min 0 --dm-max 200 --dm-step 2 --discard -v
+    [ "$status" -eq 0 ]
+    [ "$(grep -c "GPU 0 times: set-up " <<<"$output")" -eq 2 ]
+    [ "$(times_ok <<<"$output")" -eq 2 ]
+}
+
+@test "multigpu: a pinning failure on a set-up thread is the one message, as with one pipeline" {
+    need_gpu
+    sim --nbits 8 --nchans 64 --fch1 1500 --foff -4 --nsamples 20000
+    local l one=""
+    for l in 0 0,0 0,0,0; do
+        run_err "GPU 0: pinning outputs: out of memory" env DDTK_CUDA_FAULT=pin-outputs \
+            LD_PRELOAD="$TBIN/cudafault.so" dd_direct in.fil --backend gpu --gpu "$l" \
+            --dm-min 0 --dm-max 200 --dm-step 2 --prefix x
+        [ "$status" -eq 3 ]
+        [ -z "$one" ] || [ "$output" = "$one" ]
+        one=$output
+        [ -z "$(ls)" ] || [ "$(ls)" = in.fil ]
+    done
+    dd_direct in.fil --backend gpu --gpu 0,0 --dm 100 -q > ok.tim
+    [ -s ok.tim ]
 }
 
 # ---- everywhere: usage, fallback ----

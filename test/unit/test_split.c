@@ -3,7 +3,10 @@
  * exactly once in contiguous ranges whose costs are within one DM's (one
  * uncut run's) cost of the mean, for a tolerance list with scrunching,
  * DDplan ranges, one DM and more parts than DMs; ddtk_plan_split keeps a
- * sub-band group on one device; and a level view (a device's share) gives
+ * sub-band group on one device; the direct plug-in's cost (its shared-memory
+ * staging grows with the delay step) reproduces the measured kernel times of
+ * htru's two halves and gives the low DMs the larger share, every DM once, on
+ * one level and on scrunched ones; and a level view (a device's share) gives
  * every DM the series the whole level gives, for direct, sub-band and tree
  * (the GPU plug-ins are built on these views).
  */
@@ -115,6 +118,120 @@ static void test_edges(void)
     CHECK(first[1] == 0 && first[2] == 0 && first[3] == 6 && first[4] == 6);
 }
 
+/* ---- the direct plug-in's cost ------------------------------------------------ */
+
+/* A direct plan of htru's set-up (SPEC section 6): 1024 channels of 2 bits,
+ * 64 us, the 0-1000 tolerance list; scrunch: --scrunch auto's factors. */
+static ddtk_plan *htru_plan(int scrunch, ddtk_dmlist *l, int **ds)
+{
+    ddtk_obs o;
+    static double f[1024];
+    CHECK(!ddtk_obs_init(&o, 1024, 1581.8, -0.390625, 64e-6, 0, DDTK_KDM_DEFAULT));
+    CHECK(!ddtk_dmlist_tol(l, 0, 1000, o.tsamp, 40, 1.25, o.fctr, o.chan_bw, o.nchans));
+    *ds = malloc((size_t)l->n * sizeof **ds);
+    for (int i = 0; i < l->n; i++)
+        (*ds)[i] = scrunch ? ddtk_scrunch_factor(&o, l->dm[i]) : 1;
+    for (int c = 0; c < 1024; c++)
+        f[c] = 1581.8 - 0.390625 * c;
+    ddtk_plan_desc d;
+    ddtk_plan *p = NULL;
+    ddtk_plan_desc_init(&d);
+    d.nchans = 1024;
+    d.tsamp = o.tsamp;
+    d.chan_bw = 0.390625;
+    d.nbits = 2;
+    d.freqs = f;
+    d.dms = l->dm;
+    d.ndm = l->n;
+    d.downsamp = *ds;
+    d.backend = DDTK_BACKEND_CPU;
+    d.quiet = 1;
+    CHECK(ddtk_plan_create(&p, &d) == DDTK_OK);
+    return p;
+}
+
+/* Each plan DM's cost as the split sees it: the plug-in's over 2^k. */
+static double *plan_costs(const ddtk_plan *p)
+{
+    double *cost = calloc((size_t)p->d.ndm, sizeof *cost);
+    for (int k = 0; k < p->nlevels; k++)
+        for (int j = 0; j < p->lv[k].ndm; j++) {
+            int start = 0;
+            cost[p->lv[k].index[j]] = p->algo->split_cost(&p->lv[k], j, &start) / (1 << k);
+            CHECK(start == 1);
+        }
+    return cost;
+}
+
+/* ddtk_plan_split into nparts: every DM once, in order, each share within
+ * the costliest DM's cost of the mean. */
+static void check_plan_split(const ddtk_plan *p, const double *cost, int nparts)
+{
+    int first[9];
+    double total = 0, most = 0;
+    CHECK(ddtk_plan_split(p, nparts, first) == DDTK_OK);
+    CHECK(first[0] == 0 && first[nparts] == p->d.ndm);
+    for (int i = 0; i < p->d.ndm; i++) {
+        total += cost[i];
+        most = cost[i] > most ? cost[i] : most;
+    }
+    for (int j = 0; j < nparts; j++) {
+        double c = 0;
+        CHECK(first[j] <= first[j + 1]);
+        for (int i = first[j]; i < first[j + 1]; i++)
+            c += cost[i];
+        CHECK_NEAR(c, total / nparts, most * (1 + 1e-9));
+    }
+}
+
+static double range_cost(const double *cost, int lo, int hi)
+{
+    double c = 0;
+    for (int i = lo; i < hi; i++)
+        c += cost[i];
+    return c;
+}
+
+static void test_direct_cost(void)
+{
+    ddtk_dmlist l = { 0 };
+    int *ds = NULL;
+    ddtk_plan *p = htru_plan(0, &l, &ds);
+    if (!p)
+        return;
+    const int n = p->d.ndm;
+    double *cost = plan_costs(p);
+    CHECK(n == 1196);
+    /* Split equally by count, the halves took 0.089 s and 0.151 s (two H200s). */
+    CHECK_NEAR(range_cost(cost, 0, 598) / range_cost(cost, 598, n), 0.089 / 0.151, 0.005);
+    /* The wider steps of high DMs cost more; the last DM's step is its last one. */
+    CHECK(cost[n - 1] > 2 * cost[0]);
+    CHECK(cost[n - 1] == cost[n - 2]);
+    for (int i = 1; i < n; i++)
+        CHECK(cost[i] >= cost[i - 1] - 0.2);
+    int first[3];
+    CHECK(ddtk_plan_split(p, 2, first) == DDTK_OK);
+    CHECK(first[1] > 650 && first[1] < 800);
+    for (int nparts = 1; nparts <= 8; nparts++)
+        check_plan_split(p, cost, nparts);
+    free(cost);
+    ddtk_plan_destroy(p);
+    ddtk_dmlist_free(&l);
+    free(ds);
+    /* Scrunched levels: a DM costs its level's model over its factor. */
+    p = htru_plan(1, &l, &ds);
+    if (!p)
+        return;
+    CHECK(p->nlevels > 1);
+    cost = plan_costs(p);
+    for (int nparts = 1; nparts <= 8; nparts++)
+        check_plan_split(p, cost, nparts);
+    free(cost);
+    ddtk_plan_destroy(p);
+    ddtk_dmlist_free(&l);
+    free(ds);
+}
+
 /* ---- plans: the split and the views ------------------------------------------ */
 
 #define NCHANS 64
@@ -221,6 +338,7 @@ int main(void)
     test_tol_scrunch();
     test_ranges();
     test_edges();
+    test_direct_cost();
     for (int nparts = 1; nparts <= 7; nparts += 2) {
         test_views(DDTK_ALGO_DIRECT, nparts);
         test_views(DDTK_ALGO_SUBBAND, nparts);
