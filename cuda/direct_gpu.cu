@@ -524,7 +524,8 @@ __global__ void __launch_bounds__(NW * 32, MINB) float_kernel(DirectArgs a)
  * NREG outputs). Shape 0 is the default; the others are for the tuner, whose
  * variants past the shared-memory configurations send every DM block to the
  * fallback in one of these shapes (few DMs, or spans too wide to stage). */
-#define FALLBACK_SHAPES(X) X(0, 8, 8) X(1, 4, 8) X(2, 8, 4) X(3, 8, 16) X(4, 4, 16) X(5, 16, 4)
+#define FALLBACK_SHAPES(X) X(0, 8, 8) X(1, 4, 8) X(2, 8, 4) X(3, 8, 16) X(4, 4, 16) X(5, 16, 4) \
+    X(6, 2, 16) X(7, 4, 32)
 #define AS_SHAPE(i, nw, nreg) { nw, nreg },
 static const struct { int nw, nreg; } fb_shapes[] = { FALLBACK_SHAPES(AS_SHAPE) };
 
