@@ -19,15 +19,15 @@
  * 65535 could be exceeded. Integer sums are exact, so the result equals the
  * CPU's float sums bit for bit while those stay below 2^24.
  *
- * Float kernel and fallback: float accumulation in exactly the CPU's order
- * (cpu/direct.c: groups of four channels, (a+b)+(x+y), added to the running
- * sum; leftover channels one by one), so they reproduce the CPU bit for bit.
- * The float kernel writes floats only; the lane and fallback kernels may
- * also write integer sums (sub-band stage 1, DirectArgs).
+ * Float kernel and fallback on floats: float accumulation in exactly the
+ * CPU's order (cpu/direct.c: groups of four channels, (a+b)+(x+y), added to
+ * the running sum; leftover channels one by one), so they reproduce the CPU
+ * bit for bit. The fallback on integer rows adds words of packed samples as
+ * integers where that is exact. The float kernel writes floats only; the
+ * lane and fallback kernels may also write integer sums (sub-band stage 1,
+ * DirectArgs).
  */
 #include "direct.cuh"
-
-#include <type_traits>
 
 namespace ddgpu {
 
@@ -539,20 +539,9 @@ int fallback_tile(int shape)
     return 32 * fb_shapes[shape].nreg;
 }
 
-/* One sample into an accumulator of type A: integer codes as they are (their
- * bias leaves the sum at the end), or as floats. */
-template <typename T, typename A>
-__device__ __forceinline__ A fb_sample(const T *p, float off)
-{
-    if constexpr (std::is_integral<A>::value)
-        return (A)__ldg(p);
-    else
-        return to_float<T>(__ldg(p), off);
-}
-
-/* A = float: the CPU's order of additions. A = uint32_t: exact integer sums
- * of integer rows (launch_fallback says when they equal the CPU's floats). */
-template <typename T, typename A, int FB_WARPS, int FB_NREG>
+/* Float sums in the CPU's order of additions (float rows, and integer rows
+ * whose sums could pass 2^24). */
+template <typename T, int FB_WARPS, int FB_NREG>
 __global__ void __launch_bounds__(FB_WARPS * 32) fallback_kernel(DirectArgs a, int bd)
 {
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -564,10 +553,10 @@ __global__ void __launch_bounds__(FB_WARPS * 32) fallback_kernel(DirectArgs a, i
         if (d >= a.ndm)
             break;
         const int32_t *delay = a.delay + (int64_t)d * a.nchan;
-        A acc[FB_NREG];
+        float acc[FB_NREG];
 #pragma unroll
         for (int i = 0; i < FB_NREG; i++)
-            acc[i] = 0;
+            acc[i] = 0.0f;
         int c = 0;
         for (; c + 4 <= a.nchan; c += 4) {
             const T *p0 = rows + (int64_t)c * a.stride + t0 + delay[c];
@@ -576,24 +565,91 @@ __global__ void __launch_bounds__(FB_WARPS * 32) fallback_kernel(DirectArgs a, i
             const T *p3 = rows + (int64_t)(c + 3) * a.stride + t0 + delay[c + 3];
 #pragma unroll
             for (int i = 0; i < FB_NREG; i++)
-                acc[i] += (fb_sample<T, A>(p0 + i * 32, off) + fb_sample<T, A>(p1 + i * 32, off))
-                        + (fb_sample<T, A>(p2 + i * 32, off) + fb_sample<T, A>(p3 + i * 32, off));
+                acc[i] += (to_float<T>(__ldg(p0 + i * 32), off) + to_float<T>(__ldg(p1 + i * 32), off))
+                        + (to_float<T>(__ldg(p2 + i * 32), off) + to_float<T>(__ldg(p3 + i * 32), off));
         }
         for (; c < a.nchan; c++) {
             const T *p = rows + (int64_t)c * a.stride + t0 + delay[c];
 #pragma unroll
             for (int i = 0; i < FB_NREG; i++)
-                acc[i] += fb_sample<T, A>(p + i * 32, off);
+                acc[i] += to_float<T>(__ldg(p + i * 32), off);
         }
         const int64_t o = (int64_t)d * a.ostride + t0;
 #pragma unroll
-        for (int i = 0; i < FB_NREG; i++) {
-            if (t0 + i * 32 >= a.nout)
-                continue;
-            if constexpr (std::is_integral<A>::value)
-                store_int(a, o + i * 32, (int)acc[i] - a.bias_total);
-            else
+        for (int i = 0; i < FB_NREG; i++)
+            if (t0 + i * 32 < a.nout)
                 store_sum(a, o + i * 32, acc[i]);
+    }
+}
+
+/* Exact integer sums of integer rows (exact_ints). Each thread adds 32-bit
+ * words of consecutive samples (4 of 8 bits, 2 of 16), consecutive lanes
+ * consecutive words: a row segment starts anywhere, so the words are read
+ * aligned and funnel-shifted into place, and a warp's load brings 128 bytes
+ * where one of single samples brings 32 (the cached kernel is bound by load
+ * requests). 8-bit samples add in 16-bit lanes (even and odd samples apart),
+ * spilled into 32-bit sums before 65535 could be passed. */
+template <typename T, int FB_WARPS, int FB_NREG>
+__global__ void __launch_bounds__(FB_WARPS * 32) fallback_words_kernel(DirectArgs a, int bd)
+{
+    constexpr int SPW = 4 / (int)sizeof(T), NW = FB_NREG / SPW;
+    static_assert(NW >= 1 && NW * SPW == FB_NREG, "a shape's samples fill whole words");
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t t0 = (int64_t)blockIdx.y * 32 * FB_NREG;
+    const T *rows = static_cast<const T *>(a.rows);
+    const int spill = sizeof(T) == 1 ? max(65535 / max(a.maxval, 1), 1) : 1;
+    for (int m = warp; m < bd; m += FB_WARPS) {
+        const int d = a.blocks[blockIdx.x] * bd + m;
+        if (d >= a.ndm)
+            break;
+        const int32_t *delay = a.delay + (int64_t)d * a.nchan;
+        uint32_t sum[NW][SPW], lanes[NW][2];
+#pragma unroll
+        for (int i = 0; i < NW; i++) {
+#pragma unroll
+            for (int k = 0; k < SPW; k++)
+                sum[i][k] = 0;
+            lanes[i][0] = lanes[i][1] = 0;
+        }
+        int pending = 0;
+        for (int c = 0; c < a.nchan; c++) {
+            const uintptr_t at = (uintptr_t)(rows + (int64_t)c * a.stride + t0 + delay[c]);
+            const uint32_t *q = reinterpret_cast<const uint32_t *>(at & ~(uintptr_t)3);
+            const unsigned sh = 8u * (unsigned)(at & 3);
+#pragma unroll
+            for (int i = 0; i < NW; i++) {
+                const int j = lane + 32 * i;
+                const uint32_t x = __funnelshift_r(__ldg(q + j), __ldg(q + j + 1), sh);
+                if constexpr (sizeof(T) == 1) {
+                    lanes[i][0] += x & 0x00FF00FFu;
+                    lanes[i][1] += (x >> 8) & 0x00FF00FFu;
+                } else {
+                    sum[i][0] += x & 0xFFFFu;
+                    sum[i][1] += x >> 16;
+                }
+            }
+            if constexpr (sizeof(T) == 1) {
+                if (++pending == spill || c + 1 == a.nchan) {
+                    pending = 0;
+#pragma unroll
+                    for (int i = 0; i < NW; i++) {
+                        sum[i][0] += lanes[i][0] & 0xFFFFu;
+                        sum[i][2] += lanes[i][0] >> 16;
+                        sum[i][1] += lanes[i][1] & 0xFFFFu;
+                        sum[i][3] += lanes[i][1] >> 16;
+                        lanes[i][0] = lanes[i][1] = 0;
+                    }
+                }
+            }
+        }
+        const int64_t o = (int64_t)d * a.ostride;
+#pragma unroll
+        for (int i = 0; i < NW; i++) {
+            const int64_t t = t0 + SPW * (lane + 32 * i);
+#pragma unroll
+            for (int k = 0; k < SPW; k++)
+                if (t + k < a.nout)
+                    store_int(a, o + t + k, (int)sum[i][k] - a.bias_total);
         }
     }
 }
@@ -608,11 +664,11 @@ static bool exact_ints(Storage s, const DirectArgs &a)
 
 typedef void (*fallback_fn)(DirectArgs, int);
 
-/* Instances by shape and by (row type, accumulator): u8 and u16 rows with
- * integer or float sums, float rows. */
-#define FB_FNS(i, nw, nreg) { fallback_kernel<uint8_t, uint32_t, nw, nreg>, \
-    fallback_kernel<uint8_t, float, nw, nreg>, fallback_kernel<uint16_t, uint32_t, nw, nreg>, \
-    fallback_kernel<uint16_t, float, nw, nreg>, fallback_kernel<float, float, nw, nreg> },
+/* Instances by shape and by rows and sums: u8 and u16 rows with integer
+ * (word) or float sums, float rows. */
+#define FB_FNS(i, nw, nreg) { fallback_words_kernel<uint8_t, nw, nreg>, \
+    fallback_kernel<uint8_t, nw, nreg>, fallback_words_kernel<uint16_t, nw, nreg>, \
+    fallback_kernel<uint16_t, nw, nreg>, fallback_kernel<float, nw, nreg> },
 static const fallback_fn fb_fns[][5] = { FALLBACK_SHAPES(FB_FNS) };
 
 cudaError_t launch_fallback(Storage s, int shape, int bd, const DirectArgs &a, cudaStream_t st)
