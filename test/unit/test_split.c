@@ -192,6 +192,17 @@ static double range_cost(const double *cost, int lo, int hi)
     return c;
 }
 
+/* Splits into 1..8 parts of an htru plan, then the plan and its inputs freed. */
+static void splits_and_free(ddtk_plan *p, double *cost, ddtk_dmlist *l, int *ds)
+{
+    for (int nparts = 1; nparts <= 8; nparts++)
+        check_plan_split(p, cost, nparts);
+    free(cost);
+    ddtk_plan_destroy(p);
+    ddtk_dmlist_free(l);
+    free(ds);
+}
+
 static void test_direct_cost(void)
 {
     ddtk_dmlist l = { 0 };
@@ -212,24 +223,13 @@ static void test_direct_cost(void)
     int first[3];
     CHECK(ddtk_plan_split(p, 2, first) == DDTK_OK);
     CHECK(first[1] > 650 && first[1] < 800);
-    for (int nparts = 1; nparts <= 8; nparts++)
-        check_plan_split(p, cost, nparts);
-    free(cost);
-    ddtk_plan_destroy(p);
-    ddtk_dmlist_free(&l);
-    free(ds);
+    splits_and_free(p, cost, &l, ds);
     /* Scrunched levels: a DM costs its level's model over its factor. */
     p = htru_plan(1, &l, &ds);
     if (!p)
         return;
     CHECK(p->nlevels > 1);
-    cost = plan_costs(p);
-    for (int nparts = 1; nparts <= 8; nparts++)
-        check_plan_split(p, cost, nparts);
-    free(cost);
-    ddtk_plan_destroy(p);
-    ddtk_dmlist_free(&l);
-    free(ds);
+    splits_and_free(p, plan_costs(p), &l, ds);
 }
 
 /* ---- plans: the split and the views ------------------------------------------ */
