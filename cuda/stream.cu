@@ -425,21 +425,15 @@ typedef int (*setup_job)(ddtk_gpu_stream *s, const ddtk_plan *p, int i);
  * other jobs run to their end and what they made is freed with the stream. */
 static int run_jobs(setup_job job, ddtk_gpu_stream *s, const ddtk_plan *p, int n)
 {
-    int rc = DDTK_OK, failed = n;
-    char msg[1024] = "";
+    ddtk_thread_error err;
+    ddtk_thread_error_init(&err);
 #pragma omp parallel for num_threads(n > 0 ? n : 1) schedule(static, 1)
     for (int i = 0; i < n; i++) {
-        int r = job(s, p, i);
-        if (r) {
-#pragma omp critical(ddtk_gpu_setup)
-            if (i < failed) {
-                failed = i;
-                rc = r;
-                snprintf(msg, sizeof msg, "%s", ddtk_errmsg());
-            }
-        }
+        int rc = job(s, p, i);
+        if (rc)
+            ddtk_thread_error_keep(&err, i, rc);
     }
-    return rc ? ddtk_fail(rc, "%s", msg) : DDTK_OK;
+    return ddtk_thread_error_end(&err);
 }
 
 /* Job i: if pipeline i is the first on its device, the context and device

@@ -26,6 +26,37 @@ const char *ddtk_errmsg(void)
     return errbuf[0] ? errbuf : "unknown error";
 }
 
+void ddtk_thread_error_init(ddtk_thread_error *e)
+{
+    pthread_mutex_init(&e->lock, NULL);
+    e->rc = DDTK_OK;
+    e->job = 0;
+    e->msg[0] = '\0';
+}
+
+void ddtk_thread_error_keep(ddtk_thread_error *e, int job, int rc)
+{
+    pthread_mutex_lock(&e->lock);
+    if (!e->rc || job < e->job) {
+        e->job = job;
+        snprintf(e->msg, sizeof e->msg, "%s", ddtk_errmsg());
+        __atomic_store_n(&e->rc, rc, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* Lock-free: the writer asks once per series of every gulp. */
+int ddtk_thread_error_code(ddtk_thread_error *e)
+{
+    return __atomic_load_n(&e->rc, __ATOMIC_ACQUIRE);
+}
+
+int ddtk_thread_error_end(ddtk_thread_error *e)
+{
+    pthread_mutex_destroy(&e->lock);
+    return e->rc ? ddtk_fail(e->rc, "%s", e->msg) : DDTK_OK;
+}
+
 void *ddtk_malloc(size_t bytes, const char *what)
 {
     void *p = malloc(bytes ? bytes : 1);

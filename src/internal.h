@@ -10,12 +10,30 @@
 
 #include "ddtk.h"
 
+#include <pthread.h>
+
 DDTK_BEGIN_DECLS
 
 /* ---- errors and allocation (error.c) ------------------------------------- */
 
 /* Record a message (printf-style) and return code, for `return ddtk_fail(...)`. */
 int ddtk_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A failure on worker threads, carried to the thread that reports it: the
+ * message slot is per thread. Of several failures the one of the lowest job
+ * number is kept (equal numbers: the first). */
+typedef struct ddtk_thread_error {
+    pthread_mutex_t lock;
+    int rc, job;
+    char msg[1024];
+} ddtk_thread_error;
+void ddtk_thread_error_init(ddtk_thread_error *e);
+/* Called by the failing thread, with its code (non-zero) and message. */
+void ddtk_thread_error_keep(ddtk_thread_error *e, int job, int rc);
+/* The code kept so far (0: none), for workers that stop once one failed. */
+int ddtk_thread_error_code(ddtk_thread_error *e);
+/* Ends e: the code kept, with its message in the calling thread's slot. */
+int ddtk_thread_error_end(ddtk_thread_error *e);
 /* Allocation that records a DDTK_ESYS message on failure. */
 void *ddtk_malloc(size_t bytes, const char *what);
 void *ddtk_calloc(size_t n, size_t size, const char *what);

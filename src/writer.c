@@ -153,26 +153,17 @@ static int write_series(ddtk_writer *w, int i, const float *series, int64_t n)
 int ddtk_writer_view(ddtk_writer *w, const ddtk_level *lv, const float *x, size_t pitch,
                      int64_t n)
 {
-    int rc = DDTK_OK;
-    char msg[1024] = "";
+    ddtk_thread_error err;
+    ddtk_thread_error_init(&err);
 #pragma omp parallel for schedule(dynamic, 4) if (lv->ndm > 1)
     for (int d = 0; d < lv->ndm; d++) {
-        int failed;
-#pragma omp atomic read
-        failed = rc;
-        if (failed)
+        if (ddtk_thread_error_code(&err))
             continue;
-        int r = write_series(w, lv->index[d], x + (size_t)d * pitch, n);
-        if (r) {
-#pragma omp critical(ddtk_writer_error)
-            if (!msg[0]) {
-                snprintf(msg, sizeof msg, "%s", ddtk_errmsg());   /* the slot is per thread */
-#pragma omp atomic write
-                rc = r;
-            }
-        }
+        int rc = write_series(w, lv->index[d], x + (size_t)d * pitch, n);
+        if (rc)
+            ddtk_thread_error_keep(&err, 0, rc);
     }
-    return rc ? ddtk_fail(rc, "%s", msg) : DDTK_OK;
+    return ddtk_thread_error_end(&err);
 }
 
 void ddtk_writer_gulp(ddtk_writer *w, const ddtk_source *src)

@@ -347,9 +347,9 @@ typedef struct batch {
     const args *a;
     char **inputs;
     int ninputs;
-    pthread_mutex_t lock;         /* next, rc, msg, and the outputs */
-    int next, rc;
-    char msg[1024];
+    pthread_mutex_t lock;         /* next, and the outputs */
+    int next;
+    ddtk_thread_error err;
 } batch;
 
 typedef struct worker {
@@ -371,18 +371,14 @@ static void *work(void *arg)
     a.cfg.gpu = w->gpu;
     for (;;) {
         pthread_mutex_lock(&b->lock);
-        int i = b->rc ? b->ninputs : b->next++;
+        int i = ddtk_thread_error_code(&b->err) ? b->ninputs : b->next++;
         pthread_mutex_unlock(&b->lock);
         if (i >= b->ninputs)
             break;
         int rc = search_one(&a, b->inputs[i], b->ninputs, &plan, &plan_n, &plan_tsamp,
                             &b->lock);
-        pthread_mutex_lock(&b->lock);
-        if (rc && !b->rc) {
-            b->rc = rc;
-            snprintf(b->msg, sizeof b->msg, "%s", ddtk_errmsg());
-        }
-        pthread_mutex_unlock(&b->lock);
+        if (rc)
+            ddtk_thread_error_keep(&b->err, 0, rc);
     }
     ddtk_fdas_plan_destroy(plan);
     return NULL;
@@ -394,24 +390,21 @@ static int run_batch(const args *a, char **inputs, int ninputs, const int *gpus,
     worker w[DDTK_MAX_GPUS];
     int started = 0;
     pthread_mutex_init(&b.lock, NULL);
+    ddtk_thread_error_init(&b.err);
     if (a->cfg.verbose)
         ddtk_msg("%d inputs shared by %d GPUs", ninputs, ngpus);
     for (; started < ngpus && started < ninputs; started++) {
         w[started] = (worker){ .b = &b, .gpu = gpus[started] };
         if (pthread_create(&w[started].tid, NULL, work, &w[started]) != 0) {
-            pthread_mutex_lock(&b.lock);
-            if (!b.rc) {
-                b.rc = DDTK_ESYS;
-                snprintf(b.msg, sizeof b.msg, "cannot start a thread for GPU %d", gpus[started]);
-            }
-            pthread_mutex_unlock(&b.lock);
+            ddtk_thread_error_keep(&b.err, 0, ddtk_fail(DDTK_ESYS, "cannot start a thread for "
+                                                        "GPU %d", gpus[started]));
             break;
         }
     }
     for (int i = 0; i < started; i++)
         pthread_join(w[i].tid, NULL);
     pthread_mutex_destroy(&b.lock);
-    return b.rc ? ddtk_fail(b.rc, "%s", b.msg) : DDTK_OK;
+    return ddtk_thread_error_end(&b.err);
 }
 
 /* Inputs in turn on one device, or a batch shared by the GPUs of --gpu LIST. */

@@ -2,7 +2,8 @@
  * test_engine.c - the in-memory plan API: plans built from arrays, executed
  * on blocks of 1/2/4/8-bit samples in memory, checked against the
  * independent reference (test/helpers/ddref.h) sample for sample; gulps,
- * repeated executes, the time-scrunch cascade, errors; and the GPU against
+ * repeated executes, the time-scrunch cascade, errors (those of worker
+ * threads too); and the GPU against
  * the CPU where a GPU is usable.
  */
 #include "engine.h"
@@ -190,6 +191,27 @@ static void test_errors(void)
     free(v), free(out);
 }
 
+/* A failure on worker threads reaches the reporting thread with its own
+ * message; of several, the lowest job's (GPU set-up, fdas batches, writer). */
+static void test_thread_error(void)
+{
+    ddtk_thread_error e;
+    ddtk_thread_error_init(&e);
+#pragma omp parallel for num_threads(4) schedule(dynamic, 1)
+    for (int i = 0; i < 64; i++) {
+        if (i == 40 || i == 17 || i == 55)
+            ddtk_thread_error_keep(&e, i, ddtk_fail(i == 17 ? DDTK_EDATA : DDTK_ESYS,
+                                                    "job %d failed", i));
+    }
+    CHECK(ddtk_thread_error_code(&e) == DDTK_EDATA);
+    ddtk_fail(DDTK_EUSAGE, "an older message of this thread");
+    CHECK(ddtk_thread_error_end(&e) == DDTK_EDATA);
+    CHECK(strcmp(ddtk_errmsg(), "job 17 failed") == 0);
+    ddtk_thread_error_init(&e);
+    CHECK(ddtk_thread_error_code(&e) == DDTK_OK);
+    CHECK(ddtk_thread_error_end(&e) == DDTK_OK);
+}
+
 /* The GPU gives the CPU's bytes for integer input, scrunched too. */
 static void test_gpu(void)
 {
@@ -230,6 +252,7 @@ int main(void)
     test_repeat_and_gulps();
     test_scrunch_cascade();
     test_errors();
+    test_thread_error();
     test_gpu();
     return check_result();
 }
