@@ -612,6 +612,8 @@ __global__ void __launch_bounds__(FB_WARPS * 32) fallback_words_kernel(DirectArg
             lanes[i][0] = lanes[i][1] = 0;
         }
         int pending = 0;
+        /* Four channels' loads in flight per thread, as the scalar kernel's groups. */
+#pragma unroll 4
         for (int c = 0; c < a.nchan; c++) {
             const uintptr_t at = (uintptr_t)(rows + (int64_t)c * a.stride + t0 + delay[c]);
             const uint32_t *q = reinterpret_cast<const uint32_t *>(at & ~(uintptr_t)3);
