@@ -45,7 +45,7 @@ HEADERS := $(wildcard include/*.h src/*.h)
 # Switching CUDA=0/1 rebuilds everything: objects depend on this stamp.
 CONFIG_STAMP := build/config.cuda$(CUDA)
 
-.PHONY: all test unit bats demo bench install clean deps vecreport
+.PHONY: all test test-build unit bats demo bench install clean deps vecreport
 all: libddtk.a $(TOOLS) $(SCRIPT_TOOLS)
 
 $(CONFIG_STAMP):
@@ -87,8 +87,12 @@ build/examples/%: examples/%.c libddtk.a $(wildcard include/*.h)
 deps:
 	@scripts/ensure-deps
 
+# Everything the suites run: tools, unit tests, helpers (the fault shims
+# included) and examples; device scripts build this too.
+test-build: all $(UNIT_TESTS) $(TEST_HELPERS) $(EXAMPLES)
+
 test: deps
-	@$(MAKE) --no-print-directory all $(UNIT_TESTS) $(TEST_HELPERS) $(EXAMPLES)
+	@$(MAKE) --no-print-directory test-build
 	@scripts/run-tests $(UNIT_TESTS) $(EXAMPLES)
 
 demo: deps
