@@ -78,10 +78,11 @@ cudaError_t launch_shared(KernelKind k, int config, Storage s, const DirectArgs 
                           size_t smem, cudaStream_t st);
 /* The cache-based fallback in one of its shapes (0: the default). */
 int fallback_count();
-/* Output samples of one fallback block row (its time tile); the fallback
- * reads up to FALLBACK_TAIL samples past a tile's last (its aligned words). */
+/* Output samples of one fallback block row (its time tile). */
 int fallback_tile(int shape);
-#define FALLBACK_TAIL 4
+/* Samples read past a segment's last by the aligned 32-bit loads of the
+ * shared kernels' staging and the fallback's words. */
+#define WORD_TAIL 4
 cudaError_t launch_fallback(Storage s, int shape, int dms_per_block, const DirectArgs &a,
                             cudaStream_t st);
 

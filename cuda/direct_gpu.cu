@@ -44,9 +44,10 @@ struct Cfg {
 #define LANE_CONFIGS(X) X(0, 8, 2, 8, 8, 1) X(1, 8, 2, 4, 16, 1) X(2, 16, 1, 8, 8, 1) \
     X(3, 8, 4, 4, 8, 1) X(4, 4, 4, 8, 8, 1) X(5, 8, 2, 8, 8, 4) X(6, 8, 2, 8, 16, 3) \
     X(7, 8, 1, 8, 16, 4) X(8, 1, 2, 8, 16, 8) X(9, 2, 2, 8, 16, 8) X(10, 4, 1, 8, 16, 8) \
-    X(11, 4, 2, 8, 16, 4)
+    X(11, 4, 2, 8, 16, 4) X(12, 8, 2, 8, 8, 5) X(13, 8, 1, 8, 8, 8) X(14, 4, 2, 8, 8, 8)
 #define FLOAT_CONFIGS(X) X(0, 8, 2, 8, 8, 1) X(1, 8, 2, 4, 8, 1) X(2, 16, 1, 8, 8, 1) \
-    X(3, 8, 4, 4, 8, 1) X(4, 1, 2, 8, 8, 8) X(5, 2, 2, 8, 8, 8) X(6, 4, 2, 8, 8, 4)
+    X(3, 8, 4, 4, 8, 1) X(4, 1, 2, 8, 8, 8) X(5, 2, 2, 8, 8, 8) X(6, 4, 2, 8, 8, 4) \
+    X(7, 8, 2, 8, 8, 4) X(8, 8, 1, 8, 8, 6)
 #define AS_CFG(i, nw, dpw, nreg, dch, minb) { nw, dpw, nreg, dch, minb },
 static const Cfg lane_cfgs[] = { LANE_CONFIGS(AS_CFG) };
 static const Cfg float_cfgs[] = { FLOAT_CONFIGS(AS_CFG) };
@@ -80,10 +81,12 @@ int default_config(KernelKind k, int major)
     return major >= 8 ? 0 : 1;
 }
 
+/* Tile and shifts; the lane kernel adds its 32-bit partial sums (lane_kernel). */
 size_t shared_bytes(KernelKind k, int config, int rowlen)
 {
     ConfigInfo c = config_info(k, config);
-    return (size_t)c.chans_per_stage * ((size_t)rowlen + (size_t)c.dms_per_block) * 4;
+    size_t sums = k == K_LANES ? (size_t)c.dms_per_block * c.tile_words * 8 : 0;
+    return (size_t)c.chans_per_stage * ((size_t)rowlen + (size_t)c.dms_per_block) * 4 + sums;
 }
 
 int storage_bytes(Storage s)
@@ -335,37 +338,74 @@ __device__ __forceinline__ void store_sum(const DirectArgs &a, int64_t i, float 
 /* ---- shared-memory kernels ------------------------------------------------- */
 
 /* Stage per channel k of this pass the delay of each DM of the block
- * relative to lo (shift[k][dm]); missing DMs reuse the last one. */
+ * relative to lo, shift[dm][k]: a thread reads four channels' shifts of
+ * its DM in one 16-byte load. Missing DMs reuse the last one. */
 template <int BD, int DCH>
 __device__ __forceinline__ void stage_shifts(const DirectArgs &a, int b, int c0, int *shift)
 {
     for (int i = threadIdx.x; i < DCH * BD; i += blockDim.x) {
-        int k = i / BD, d = min(b * BD + i % BD, a.ndm - 1), c = c0 + k;
+        int m = i / DCH, k = i % DCH, d = min(b * BD + m, a.ndm - 1), c = c0 + k;
         shift[i] = c < a.nchan ? a.delay[(int64_t)d * a.nchan + c] - a.lo[(int64_t)b * a.nchan + c]
                                : 0;
     }
 }
 
-/* Lane tile: word w of channel k = sample w | sample w + TWW << 16, from lo on. */
-template <typename T, int TWW, int DCH>
-__device__ __forceinline__ void stage_lanes(const DirectArgs &a, int b, int c0, int64_t t0,
-                                            uint32_t *tile)
+/* Four lane words from group g of a row segment starting q (aligned down)
+ * plus sh bits: word j = sample 4g + j | sample 4g + j + TWW << 16. The
+ * samples are read as aligned 32-bit words and funnel-shifted into place
+ * (a warp's load brings 128 bytes, not 32 single samples), then interleaved
+ * with byte permutes. */
+template <typename T, int TWW>
+__device__ __forceinline__ uint4 lane_words(const uint32_t *q, int g, unsigned sh)
 {
-    const T *rows = static_cast<const T *>(a.rows);
-    for (int k = 0; k < DCH; k++) {
-        int c = c0 + k;
-        uint32_t *dst = tile + k * a.rowlen;
-        if (c >= a.nchan) {
-            for (int w = threadIdx.x; w < a.rowlen; w += blockDim.x)
-                dst[w] = 0;
-            continue;
-        }
-        const T *src = rows + (int64_t)c * a.stride + t0 + a.lo[(int64_t)b * a.nchan + c];
-        for (int w = threadIdx.x; w < a.rowlen; w += blockDim.x)
-            dst[w] = (uint32_t)__ldg(src + w) | ((uint32_t)__ldg(src + w + TWW) << 16);
+    constexpr int HI = TWW * (int)sizeof(T) / 4;   /* the high lane, in words */
+    if constexpr (sizeof(T) == 1) {
+        const uint32_t lo = __funnelshift_r(__ldg(q + g), __ldg(q + g + 1), sh);
+        const uint32_t hi = __funnelshift_r(__ldg(q + g + HI), __ldg(q + g + HI + 1), sh);
+        const uint32_t t01 = __byte_perm(lo, hi, 0x5410), t23 = __byte_perm(lo, hi, 0x7632);
+        return make_uint4(t01 & 0x00FF00FFu, (t01 >> 8) & 0x00FF00FFu, t23 & 0x00FF00FFu,
+                          (t23 >> 8) & 0x00FF00FFu);
+    } else {
+        const uint32_t *r = q + 2 * g;
+        const uint32_t l1 = __ldg(r + 1), h1 = __ldg(r + HI + 1);
+        const uint32_t lo01 = __funnelshift_r(__ldg(r), l1, sh);
+        const uint32_t lo23 = __funnelshift_r(l1, __ldg(r + 2), sh);
+        const uint32_t hi01 = __funnelshift_r(__ldg(r + HI), h1, sh);
+        const uint32_t hi23 = __funnelshift_r(h1, __ldg(r + HI + 2), sh);
+        return make_uint4(__byte_perm(lo01, hi01, 0x5410), __byte_perm(lo01, hi01, 0x7632),
+                          __byte_perm(lo23, hi23, 0x5410), __byte_perm(lo23, hi23, 0x7632));
     }
 }
 
+/* Lane tile: word w of channel k = sample w | sample w + TWW << 16, from lo
+ * on; a warp per channel, four words (16 bytes) per thread and store. Reads
+ * up to WORD_TAIL samples past the tile's last (direct.cuh). */
+template <typename T, int NW, int TWW, int DCH>
+__device__ __forceinline__ void stage_lanes(const DirectArgs &a, int b, int c0, int64_t t0,
+                                            uint32_t *tile)
+{
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, groups = a.rowlen >> 2;
+    for (int k = warp; k < DCH; k += NW) {
+        const int c = c0 + k;
+        uint4 *dst = reinterpret_cast<uint4 *>(tile + k * a.rowlen);
+        if (c >= a.nchan) {
+            for (int g = lane; g < groups; g += 32)
+                dst[g] = make_uint4(0, 0, 0, 0);
+            continue;
+        }
+        const uintptr_t at = (uintptr_t)(static_cast<const T *>(a.rows) + (int64_t)c * a.stride
+                                         + t0 + a.lo[(int64_t)b * a.nchan + c]);
+        const uint32_t *q = reinterpret_cast<const uint32_t *>(at & ~(uintptr_t)3);
+        const unsigned sh = 8u * (unsigned)(at & 3);
+#pragma unroll 1
+        for (int g = lane; g < groups; g += 32)
+            dst[g] = lane_words<T, TWW>(q, g, sh);
+    }
+}
+
+/* The 16-bit lanes are spilled into 32-bit partial sums (low and high lane)
+ * that live in shared memory, each thread's own: in registers they took two
+ * thirds of a thread's 64 (config 5) and capped the blocks per SM. */
 template <typename T, int NW, int DPW, int NREG, int DCH, int MINB>
 __global__ void __launch_bounds__(NW * 32, MINB) lane_kernel(DirectArgs a)
 {
@@ -374,30 +414,39 @@ __global__ void __launch_bounds__(NW * 32, MINB) lane_kernel(DirectArgs a)
     uint32_t *tile = smem;
     int *shift = reinterpret_cast<int *>(smem + DCH * a.rowlen);
     const int b = a.blocks[blockIdx.x], warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    uint2 *sums = reinterpret_cast<uint2 *>(shift + BD * DCH) + warp * DPW * TWW + lane;
     const int64_t t0 = (int64_t)blockIdx.y * 2 * TWW;
     uint32_t acc[DPW][NREG];
-    int lo16[DPW][NREG], hi16[DPW][NREG];
 #pragma unroll
     for (int dd = 0; dd < DPW; dd++)
 #pragma unroll
         for (int i = 0; i < NREG; i++)
-            acc[dd][i] = 0, lo16[dd][i] = 0, hi16[dd][i] = 0;
+            acc[dd][i] = 0, sums[dd * TWW + i * 32] = make_uint2(0, 0);
 
     int passes = 0;
     for (int c0 = 0; c0 < a.nchan; c0 += DCH) {
         __syncthreads();
         stage_shifts<BD, DCH>(a, b, c0, shift);
-        stage_lanes<T, TWW, DCH>(a, b, c0, t0, tile);
+        stage_lanes<T, NW, TWW, DCH>(a, b, c0, t0, tile);
         __syncthreads();
 #pragma unroll
-        for (int k = 0; k < DCH; k++) {
-            const uint32_t *row = tile + k * a.rowlen + lane;
+        for (int k = 0; k < DCH; k += 4) {
+            int sk[DPW][4];
 #pragma unroll
             for (int dd = 0; dd < DPW; dd++) {
-                const uint32_t *p = row + shift[k * BD + warp * DPW + dd];
+                const int4 s = *reinterpret_cast<const int4 *>(shift + (warp * DPW + dd) * DCH + k);
+                sk[dd][0] = s.x, sk[dd][1] = s.y, sk[dd][2] = s.z, sk[dd][3] = s.w;
+            }
 #pragma unroll
-                for (int i = 0; i < NREG; i++)
-                    acc[dd][i] += p[i * 32];
+            for (int j = 0; j < 4; j++) {
+                const uint32_t *row = tile + (k + j) * a.rowlen + lane;
+#pragma unroll
+                for (int dd = 0; dd < DPW; dd++) {
+                    const uint32_t *p = row + sk[dd][j];
+#pragma unroll
+                    for (int i = 0; i < NREG; i++)
+                        acc[dd][i] += p[i * 32];
+                }
             }
         }
         if (++passes == a.spill_stages || c0 + DCH >= a.nchan) {
@@ -406,8 +455,10 @@ __global__ void __launch_bounds__(NW * 32, MINB) lane_kernel(DirectArgs a)
             for (int dd = 0; dd < DPW; dd++)
 #pragma unroll
                 for (int i = 0; i < NREG; i++) {
-                    lo16[dd][i] += (int)(acc[dd][i] & 0xffffu);
-                    hi16[dd][i] += (int)(acc[dd][i] >> 16);
+                    uint2 v = sums[dd * TWW + i * 32];
+                    v.x += acc[dd][i] & 0xffffu;
+                    v.y += acc[dd][i] >> 16;
+                    sums[dd * TWW + i * 32] = v;
                     acc[dd][i] = 0;
                 }
         }
@@ -420,44 +471,72 @@ __global__ void __launch_bounds__(NW * 32, MINB) lane_kernel(DirectArgs a)
         const int64_t o = (int64_t)d * a.ostride;
 #pragma unroll
         for (int i = 0; i < NREG; i++) {
+            const uint2 v = sums[dd * TWW + i * 32];
             int64_t t = t0 + lane + i * 32;
             if (t < a.nout)
-                store_int(a, o + t, lo16[dd][i] - a.bias_total);
+                store_int(a, o + t, (int)v.x - a.bias_total);
             if (t + TWW < a.nout)
-                store_int(a, o + t + TWW, hi16[dd][i] - a.bias_total);
+                store_int(a, o + t + TWW, (int)v.y - a.bias_total);
         }
     }
 }
 
-template <typename T, int TW, int DCH>
+/* A 16-bit code (the high or low half of w) as a float, as to_float does. */
+__device__ __forceinline__ float half_code(uint32_t w, unsigned sel, float offset)
+{
+    return __uint_as_float(__byte_perm(w, 0x4B000000u, sel)) - offset;
+}
+
+/* Float tile: word w of channel k = sample w from lo on, a warp per channel
+ * and four samples (16 bytes) per thread and store; 16-bit codes are read as
+ * aligned 32-bit words, funnel-shifted into place. Reads up to WORD_TAIL
+ * samples past the tile's last (direct.cuh). */
+template <typename T, int NW, int DCH>
 __device__ __forceinline__ void stage_floats(const DirectArgs &a, int b, int c0, int64_t t0,
                                              float *tile)
 {
-    const T *rows = static_cast<const T *>(a.rows);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, groups = a.rowlen >> 2;
     const float off = code_offset(a.bias);
-    for (int k = 0; k < DCH; k++) {
-        int c = c0 + k;
-        float *dst = tile + k * a.rowlen;
+    for (int k = warp; k < DCH; k += NW) {
+        const int c = c0 + k;
         if (c >= a.nchan)
             continue;           /* never read: the pass stops at nchan */
-        const T *src = rows + (int64_t)c * a.stride + t0 + a.lo[(int64_t)b * a.nchan + c];
-        for (int w = threadIdx.x; w < a.rowlen; w += blockDim.x)
-            dst[w] = to_float<T>(__ldg(src + w), off);
+        float4 *dst = reinterpret_cast<float4 *>(tile + k * a.rowlen);
+        const T *src = static_cast<const T *>(a.rows) + (int64_t)c * a.stride + t0
+                     + a.lo[(int64_t)b * a.nchan + c];
+        if constexpr (sizeof(T) == 2) {
+            const uintptr_t at = (uintptr_t)src;
+            const uint32_t *q = reinterpret_cast<const uint32_t *>(at & ~(uintptr_t)3);
+            const unsigned sh = 8u * (unsigned)(at & 3);
+            for (int g = lane; g < groups; g += 32) {
+                const uint32_t *r = q + 2 * g, l1 = __ldg(r + 1);
+                const uint32_t w01 = __funnelshift_r(__ldg(r), l1, sh);
+                const uint32_t w23 = __funnelshift_r(l1, __ldg(r + 2), sh);
+                dst[g] = make_float4(half_code(w01, 0x7610, off), half_code(w01, 0x7632, off),
+                                     half_code(w23, 0x7610, off), half_code(w23, 0x7632, off));
+            }
+        } else {
+            for (int g = lane; g < groups; g += 32) {
+                const T *r = src + 4 * g;
+                dst[g] = make_float4(to_float<T>(__ldg(r), off), to_float<T>(__ldg(r + 1), off),
+                                     to_float<T>(__ldg(r + 2), off), to_float<T>(__ldg(r + 3), off));
+            }
+        }
     }
 }
 
 /* One group of four channels (k..k+3), in the CPU's association. */
-template <int BD, int DPW, int NREG>
+template <int DCH, int DPW, int NREG>
 __device__ __forceinline__ void add_group(float (&acc)[DPW][NREG], const float *tile, int rowlen,
                                           const int *shift, int k, int warp, int lane)
 {
 #pragma unroll
     for (int dd = 0; dd < DPW; dd++) {
-        const int m = warp * DPW + dd;
-        const float *p0 = tile + (k + 0) * rowlen + shift[(k + 0) * BD + m] + lane;
-        const float *p1 = tile + (k + 1) * rowlen + shift[(k + 1) * BD + m] + lane;
-        const float *p2 = tile + (k + 2) * rowlen + shift[(k + 2) * BD + m] + lane;
-        const float *p3 = tile + (k + 3) * rowlen + shift[(k + 3) * BD + m] + lane;
+        const int4 s = *reinterpret_cast<const int4 *>(shift + (warp * DPW + dd) * DCH + k);
+        const float *p0 = tile + (k + 0) * rowlen + s.x + lane;
+        const float *p1 = tile + (k + 1) * rowlen + s.y + lane;
+        const float *p2 = tile + (k + 2) * rowlen + s.z + lane;
+        const float *p3 = tile + (k + 3) * rowlen + s.w + lane;
 #pragma unroll
         for (int i = 0; i < NREG; i++)
             acc[dd][i] += (p0[i * 32] + p1[i * 32]) + (p2[i * 32] + p3[i * 32]);
@@ -484,21 +563,21 @@ __global__ void __launch_bounds__(NW * 32, MINB) float_kernel(DirectArgs a)
     for (int c0 = 0; c0 < a.nchan; c0 += DCH) {
         __syncthreads();
         stage_shifts<BD, DCH>(a, b, c0, shift);
-        stage_floats<T, TW, DCH>(a, b, c0, t0, tile);
+        stage_floats<T, NW, DCH>(a, b, c0, t0, tile);
         __syncthreads();
         const int nk = min(DCH, a.nchan - c0);
         if (nk == DCH) {
 #pragma unroll
             for (int k = 0; k < DCH; k += 4)
-                add_group<BD, DPW, NREG>(acc, tile, a.rowlen, shift, k, warp, lane);
+                add_group<DCH, DPW, NREG>(acc, tile, a.rowlen, shift, k, warp, lane);
         } else {
             int k = 0;
             for (; k + 4 <= nk; k += 4)
-                add_group<BD, DPW, NREG>(acc, tile, a.rowlen, shift, k, warp, lane);
+                add_group<DCH, DPW, NREG>(acc, tile, a.rowlen, shift, k, warp, lane);
             for (; k < nk; k++)
 #pragma unroll
                 for (int dd = 0; dd < DPW; dd++) {
-                    const float *p = tile + k * a.rowlen + shift[k * BD + warp * DPW + dd] + lane;
+                    const float *p = tile + k * a.rowlen + shift[(warp * DPW + dd) * DCH + k] + lane;
 #pragma unroll
                     for (int i = 0; i < NREG; i++)
                         acc[dd][i] += p[i * 32];

@@ -66,13 +66,14 @@ static void partition_blocks(DirectPlan *P, size_t limit, const int32_t *spans, 
 /* How far past the last output the launches read: a shared block stages
  * rowlen words from lo on (the lane kernel a further tile_words for the high
  * lanes) for a tile that starts before nout; a fallback block reads its delays
- * from a tile of the fallback's outputs that starts before nout, and the
- * aligned words around it up to FALLBACK_TAIL samples further. */
+ * from a tile of the fallback's outputs that starts before nout. Both read
+ * aligned words up to WORD_TAIL samples further. */
 static void find_reach(DirectPlan *P, const int32_t *delay, const int32_t *lo, const int *order)
 {
     const int nc = P->nchan, bd = P->ci.dms_per_block;
-    const int64_t staged = P->ci.tile_words + P->span + (P->enc.kind == K_LANES ? P->ci.tile_words : 0);
-    const int tail = fallback_tile(P->fallback) + FALLBACK_TAIL;
+    const int64_t staged = P->ci.tile_words + P->span + WORD_TAIL
+                         + (P->enc.kind == K_LANES ? P->ci.tile_words : 0);
+    const int tail = fallback_tile(P->fallback) + WORD_TAIL;
     P->reach = 0;
     for (int i = 0; i < P->nblocks; i++) {
         const int b = order[i], d1 = (b + 1) * bd < P->ndm ? (b + 1) * bd : P->ndm;

@@ -2,7 +2,7 @@
  * wisdom.c - the wisdom file: tuned kernel configurations keyed by machine
  * and set-up, as FFTW keeps its wisdom.
  *
- * The file is plain text: the line "# ddtk wisdom 1", then one entry a line,
+ * The file is plain text: the line "# ddtk wisdom 2", then one entry a line,
  * "KEY<TAB>CONFIG<TAB>SAMPLE-ADDS/S", CONFIG as ddtk_config_text writes it.
  * A writer holds the directory's lock (tempfile.c), reads the file, replaces
  * its key's line and renames a complete new file into place, so concurrent
@@ -24,7 +24,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char magic[] = "# ddtk wisdom 1";
+/* Version 2: the GPU lane and float kernels gained configurations, which
+ * renumbered the cached kernel's variants after them; version 1 files are
+ * ignored (one warning) and replaced by the next ddtune. */
+static const char magic[] = "# ddtk wisdom 2", magic_v1[] = "# ddtk wisdom 1";
 
 char *ddtk_wisdom_path(void)
 {
@@ -201,7 +204,11 @@ static int wisdom_read(const char *path, wisdom *w, const char **why)
     while (!rc && (len = getline(&line, &cap, fp)) >= 0) {
         line[strcspn(line, "\n")] = '\0';
         if (first) {
-            rc = strcmp(line, magic) ? (*why = "not a ddtk wisdom file", -1) : 0;
+            if (strcmp(line, magic_v1) == 0)
+                rc = (*why = "wisdom of an older ddtk (GPU variants renumbered; run ddtune "
+                             "again)", -1);
+            else if (strcmp(line, magic) != 0)
+                rc = (*why = "not a ddtk wisdom file", -1);
             first = 0;
         } else if (!entry_ok(line)) {
             rc = (*why = "a damaged entry", -1);

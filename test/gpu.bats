@@ -167,10 +167,11 @@ sim() {
     grep -q "gpu backend" dg/x_DM20.00.inf
 }
 
-# every_variant NBITS: each compiled variant (DDTK_GPU_CONFIG, until the one
-# past the last is refused) on 3 and 37 DMs, with the CPU's bytes; prints the count.
+# every_variant NBITS [FBSIM OPTIONS]: each compiled variant (DDTK_GPU_CONFIG,
+# until the one past the last is refused) on 3 and 37 DMs, with the CPU's
+# bytes; prints the count.
 every_variant() {
-    sim --nbits "$1" --nchans 96
+    sim --nbits "$1" --nchans 96 "${@:2}"
     dd_direct in.fil --backend cpu --dm-min 0 --dm-max 72 --dm-step 2 --prefix c/x -q
     dd_direct in.fil --backend cpu --dm 10,50,90 --prefix c/y -q
     local v=0
@@ -188,9 +189,16 @@ every_variant() {
 @test "gpu: every kernel variant, the small-block and cached ones too, gives the CPU's bytes" {
     need_gpu
     mkdir c g
-    [ "$(every_variant 8)" -ge 13 ]
+    [ "$(every_variant 8)" -ge 23 ]
     rm -rf c g && mkdir c g
-    [ "$(every_variant 16)" -ge 8 ]
+    [ "$(every_variant 16)" -ge 17 ]
+}
+
+@test "gpu: every lane variant spills its 16-bit lanes in time (1100 channels near full scale)" {
+    need_gpu
+    mkdir c g
+    # 256 channels of 235 +- 12 pass 65535: a lane not spilled wraps
+    [ "$(every_variant 8 --nchans 1100 --foff -0.1 --mean 235 --sigma 12)" -ge 23 ]
 }
 
 @test "gpu: a pulse is found at its DM" {
