@@ -39,7 +39,8 @@ TOOLS := $(patsubst tools/%.c,bin/%,$(wildcard tools/*.c))
 SCRIPT_TOOLS := bin/ddsurvey
 VERSION = $(shell sed -n 's/^\#define DDTK_VERSION "\(.*\)"/\1/p' include/ddtk.h)
 UNIT_TESTS := $(patsubst test/unit/%.c,build/test/%,$(wildcard test/unit/*.c))
-TEST_HELPERS := $(patsubst test/helpers/%.c,build/test/%,$(wildcard test/helpers/*.c))
+TEST_HELPERS := $(patsubst test/helpers/%.c,build/test/%,$(wildcard test/helpers/*.c)) \
+                build/test/fault.so build/test/cudafault.so
 EXAMPLES := $(patsubst examples/%.c,build/examples/%,$(wildcard examples/*.c))
 HEADERS := $(wildcard include/*.h src/*.h)
 # Switching CUDA=0/1 rebuilds everything: objects depend on this stamp.
@@ -119,9 +120,8 @@ install: all
 clean:
 	rm -rf build bin libddtk.a test/tmp
 
-# LD_PRELOAD shims that fail one rename or fsync on demand (test/commit.bats)
-# and the pinning of GPU outputs (test/multigpu.bats).
-TEST_HELPERS += build/test/fault.so build/test/cudafault.so
+# The LD_PRELOAD shims (TEST_HELPERS, above) that fail one rename or fsync on
+# demand (test/commit.bats) and the pinning of GPU outputs (test/multigpu.bats).
 build/test/fault.so build/test/cudafault.so: build/test/%.so: test/fault/%.c
 	@mkdir -p build/test
 	$(CC) -shared -fPIC -O2 -Wall -Wextra $< -o $@ -ldl
