@@ -70,15 +70,17 @@ ConfigInfo config_info(KernelKind k, int i)
     return info;
 }
 
-/* Defaults from the H100 sweep of bench/gpu (bench/gpu-results.md): for the
- * lane kernel, capping registers at 64 for four blocks per SM (config 5) beat
- * every uncapped shape (6.4e12 against 3.6e12 sample-adds/s on aa-high).
- * Pre-Ampere parts have less shared memory and fewer registers per SM. */
+/* Defaults from H100 runs (bench/gpu-results.md): with the partial sums in
+ * shared memory, config 12 (registers capped at 48 for five blocks per SM)
+ * beat config 5 on every set-up (aa-high 1.15e13 against 1.11e13
+ * sample-adds/s); the float kernel's config 7 (four blocks) beat config 0 on
+ * 16-bit input (4.48e12 against 4.25e12). Pre-Ampere parts have less shared
+ * memory and fewer registers per SM. */
 int default_config(KernelKind k, int major)
 {
     if (k == K_LANES)
-        return major >= 8 ? 5 : 1;
-    return major >= 8 ? 0 : 1;
+        return major >= 8 ? 12 : 1;
+    return major >= 8 ? 7 : 1;
 }
 
 /* Tile and shifts; the lane kernel adds its 32-bit partial sums (lane_kernel). */

@@ -8,11 +8,19 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define INPUT_BUFFER (4 << 20)
+/* Reads of a regular file this large go in PREAD_CHUNK parts to several
+ * threads: one thread copies from the page cache at about 3.5 GB/s (the H100
+ * host), which left the GPU waiting on a gulp's read. */
+#define PREAD_MIN ((size_t)32 << 20)
+#define PREAD_CHUNK ((size_t)8 << 20)
+#define PREAD_THREADS 4
 
 static int open_stream(ddtk_input *in, const char *path)
 {
@@ -78,14 +86,72 @@ int64_t ddtk_input_bytes(const ddtk_input *in, int64_t n)
     return (n * in->bits_per_spectrum + 7) / 8;
 }
 
+/* One part: len bytes at pos, fewer at the end of the file; errno on -1. */
+static ssize_t pread_all(int fd, uint8_t *dst, size_t len, off_t pos)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t r = pread(fd, dst + done, len - done, pos + (off_t)done);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        done += (size_t)r;
+    }
+    return (ssize_t)done;
+}
+
+/* want bytes from stdio's position in parts on several threads; stdio is
+ * moved past what was read. The bytes read (the parts up to the first short
+ * one), or -1 with errno set. */
+static ssize_t read_parallel(FILE *fp, uint8_t *raw, size_t want)
+{
+    const off_t pos = ftello(fp);
+    const int fd = fileno(fp);
+    const size_t nparts = (want + PREAD_CHUNK - 1) / PREAD_CHUNK;
+    ssize_t *part = malloc(nparts * sizeof *part);
+    int err = 0;
+    if (pos < 0 || !part) {
+        free(part);
+        return -1;
+    }
+#pragma omp parallel for num_threads(PREAD_THREADS) schedule(dynamic)
+    for (size_t i = 0; i < nparts; i++) {
+        size_t at = i * PREAD_CHUNK, len = want - at < PREAD_CHUNK ? want - at : PREAD_CHUNK;
+        if ((part[i] = pread_all(fd, raw + at, len, pos + (off_t)at)) < 0) {
+#pragma omp atomic write
+            err = errno;
+        }
+    }
+    size_t have = 0;
+    for (size_t i = 0; i < nparts && !err; i++) {
+        have += (size_t)part[i];
+        if ((size_t)part[i] < PREAD_CHUNK)
+            break;
+    }
+    free(part);
+    if (err || fseeko(fp, pos + (off_t)have, SEEK_SET) != 0) {
+        errno = err ? err : errno;
+        return -1;
+    }
+    return (ssize_t)have;
+}
+
 int ddtk_input_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)
 {
     *got = 0;
     if (in->eof || n <= 0)
         return DDTK_OK;
-    size_t want = (size_t)ddtk_input_bytes(in, n);
-    size_t have = fread(raw, 1, want, in->fp);
-    if (have < want) {
+    size_t want = (size_t)ddtk_input_bytes(in, n), have;
+    if (want >= PREAD_MIN && in->nsamples >= 0 && fileno(in->fp) >= 0) {
+        ssize_t r = read_parallel(in->fp, raw, want);
+        if (r < 0)
+            return ddtk_fail(DDTK_ESYS, "%s: read error: %s", in->name, strerror(errno));
+        have = (size_t)r;
+        in->eof = have < want;
+    } else if ((have = fread(raw, 1, want, in->fp)) < want) {
         if (ferror(in->fp))
             return ddtk_fail(DDTK_ESYS, "%s: read error: %s", in->name, strerror(errno));
         in->eof = 1;

@@ -59,6 +59,20 @@ data_of() {   # the samples of a .tim, without its header
     cmp file.tim dash.tim
 }
 
+@test "large reads of a file, in parts on several threads, give the pipe's bytes" {
+    # gulps of 40000 spectra of 1 KiB: reads of 39 MiB in 8 MiB parts; the last
+    # read is short and ends in a partial spectrum
+    fbsim -o big.fil --nchans 1024 --nbits 8 --tsamp 0.000064 --nsamples 90000 \
+        --fch1 1500 --foff -0.25 --seed 3 --pulse 2.0,100,0.002,30
+    head -c 100 /dev/urandom >> big.fil
+    dd_direct big.fil --dm 0,100 --gulp 40000 --prefix f -q 2> /dev/null
+    dd_direct - --dm 0,100 --gulp 40000 --prefix p -q < big.fil 2> /dev/null
+    cmp f_DM0.00.tim p_DM0.00.tim
+    cmp f_DM100.00.tim p_DM100.00.tim
+    read -r dm sample t snr < <(timpeak f_DM100.00.tim)
+    approx "$t" 2.0 0.002
+}
+
 @test "gulp size does not change a single output byte" {
     make_burst
     dd_direct burst.fil --dm 0,25,60,90 --prefix g0 -q
