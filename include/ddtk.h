@@ -382,6 +382,8 @@ typedef struct ddtk_run_stats {
                                      and the length rule */
     int ndm, nlive, nkilled;
     double wall, kernel, tobs;
+    double commit;                /* of wall: flushing, syncing and renaming the output
+                                     files (set by the tools, which commit them) */
     double adds;                  /* sample-adds done (scrunched DMs count their own outputs) */
     const char *backend;
 } ddtk_run_stats;

@@ -451,6 +451,7 @@ static int stream(ddtk_plan *p, ddtk_source *src, ddtk_sink *sink, int pad, int 
     rc = ddtk_writer_finish(&w, src, rc, st);
     st->kernel = kernel;
     st->wall = ddtk_now() - t0;
+    st->commit = 0;
     st->backend = ddtk_plan_backend(p);
     ddtk_writer_free(&w);
     return rc;

@@ -75,15 +75,19 @@ void ddtk_progress_end(ddtk_progress *p)
 void ddtk_print_summary(const ddtk_run_stats *s, const char *algorithm)
 {
     double adds = s->adds;
-    char written[64] = "";
+    char written[64] = "", committed[96] = "";
     if (s->nlen > s->nout)
         snprintf(written, sizeof written, " (padded to %lld)", (long long)s->nlen);
     else if (s->nlen < s->nout)
         snprintf(written, sizeof written, " (trimmed to %lld)", (long long)s->nlen);
+    if (s->commit >= 0.0005)
+        snprintf(committed, sizeof committed, " (the wall includes %.3f s committing the output "
+                 "files)", s->commit);
     ddtk_msg("%lld samples in, %lld out per DM%s, %d DMs, %d channels (%d killed), %s, %s; "
-             "%.3f s wall, %.3f s kernel, %.3g sample-adds/s, real-time factor %.3g",
+             "%.3f s wall, %.3f s kernel, %.3g sample-adds/s, real-time factor %.3g%s",
              (long long)s->nin, (long long)s->nout, written, s->ndm, s->nlive + s->nkilled,
              s->nkilled,
              algorithm, s->backend, s->wall, s->kernel,
-             s->kernel > 0 ? adds / s->kernel : 0.0, s->wall > 0 ? s->tobs / s->wall : 0.0);
+             s->kernel > 0 ? adds / s->kernel : 0.0, s->wall > 0 ? s->tobs / s->wall : 0.0,
+             committed);
 }

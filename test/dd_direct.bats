@@ -205,3 +205,16 @@ data_of() {   # the samples of a .tim, without its header
     last=$(data_of p8.tim | tail -c 4 | od -An -tf4 | tr -d ' ')
     approx "$last" "$(data_of p8.tim | head -c $(( (n - 500) * 4 )) | od -An -v -tf4 -w4 | awk '{ s += $1 } END { print s / NR }')" 50
 }
+
+@test "the summary's wall and real-time factor include committing the output files" {
+    make_burst
+    run dd_direct burst.fil --dm-min 0 --dm-max 40 --dm-step 2 --prefix s
+    [ "$status" -eq 0 ]
+    line=$(grep "samples in" <<<"$output")
+    wall=$(sed -E 's/.* ([0-9.]+) s wall.*/\1/' <<<"$line")
+    rtf=$(sed -E 's/.*real-time factor ([0-9.e+]+).*/\1/' <<<"$line")
+    commit=$(sed -E 's/.*wall includes ([0-9.]+) s committing the output files.*/\1/' <<<"$line")
+    awk -v w="$wall" -v c="$commit" -v r="$rtf" 'BEGIN { exit !(c > 0 && c <= w && r > 0.8 * 3 / w && r < 1.2 * 3 / w) }'
+    run dd_direct burst.fil --dm-min 0 --dm-max 40 --dm-step 2 --discard
+    [ "$status" -eq 0 ] && [[ "$output" == *"samples in"* ]] && [[ "$output" != *committing* ]]
+}
