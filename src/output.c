@@ -488,17 +488,26 @@ static int write_inf(ddtk_outset *o, int i)
     return rc;
 }
 
-/* Everything complete and on disk before the first rename: the .inf files,
- * every temporary flushed and fsynced. */
+/* Everything complete and on disk before the first rename: every temporary
+ * flushed and fsynced, then the .inf files. The syncs run on SYNC_THREADS
+ * threads: one by one, 1196 fsyncs took 1.9 s of an 8-bit htru run on the
+ * H100 host's disk, where the file system batches concurrent ones. */
+#define SYNC_THREADS 8
 static int finish_files(ddtk_outset *o)
 {
-    int rc = DDTK_OK;
-    for (int i = 0; i < o->n && !rc; i++) {
+    ddtk_thread_error err;
+    ddtk_thread_error_init(&err);
+#pragma omp parallel for num_threads(SYNC_THREADS) schedule(dynamic)
+    for (int i = 0; i < o->n; i++) {
         ddtk_series_file *f = &o->f[i];
-        rc = ddtk_temp_flush(f->fp, f->tmp, f->path);
-        if (!rc && f->inf)
-            rc = write_inf(o, i);
+        int rc = ddtk_thread_error_code(&err) ? DDTK_OK : ddtk_temp_flush(f->fp, f->tmp, f->path);
+        if (rc)
+            ddtk_thread_error_keep(&err, i, rc);
     }
+    int rc = ddtk_thread_error_end(&err);
+    for (int i = 0; i < o->n && !rc; i++)
+        if (o->f[i].inf)
+            rc = write_inf(o, i);
     return rc;
 }
 

@@ -5,7 +5,8 @@
  *   DDTK_FAULT=rename:N:ERRNO   the Nth rename, renameat, renameat2 or link
  *   DDTK_FAULT=fsync:N:ERRNO    the Nth fsync or fdatasync
  *
- * ERRNO is ENOSPC, EIO, EDQUOT or EXDEV. Calls are counted per process.
+ * ERRNO is ENOSPC, EIO, EDQUOT or EXDEV. Calls are counted per process, from
+ * every thread (the commit syncs files on several).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -34,7 +35,7 @@ static int fail_now(const char *family)
     int n;
     if (!spec || sscanf(spec, "%15[a-z]:%d:%15s", name, &n, err) != 3 || strcmp(name, family))
         return 0;
-    if (++calls[family[0] == 'f'] != n)
+    if (__atomic_add_fetch(&calls[family[0] == 'f'], 1, __ATOMIC_SEQ_CST) != n)
         return 0;
     errno = parse_errno(err);
     return 1;
