@@ -49,6 +49,19 @@ struct Cfg {
     X(3, 8, 4, 4, 8, 1) X(4, 1, 2, 8, 8, 8) X(5, 2, 2, 8, 8, 8) X(6, 4, 2, 8, 8, 4) \
     X(7, 8, 2, 8, 8, 4) X(8, 8, 1, 8, 8, 6)
 #define AS_CFG(i, nw, dpw, nreg, dch, minb) { nw, dpw, nreg, dch, minb },
+
+/* A configuration's blocks per SM, as many as the architecture holds
+ * threads for (1024 per SM on sm_75, 1536 on sm_86/87/89, 2048 on sm_80 and
+ * sm_90): a larger minimum is out of range there, and ptxas ignores it with
+ * a warning. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 750
+#define SM_THREADS 1024
+#elif defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 890)
+#define SM_THREADS 1536
+#else
+#define SM_THREADS 2048
+#endif
+#define FIT_BLOCKS(threads, minb) ((minb) * (threads) <= SM_THREADS ? (minb) : SM_THREADS / (threads))
 static const Cfg lane_cfgs[] = { LANE_CONFIGS(AS_CFG) };
 static const Cfg float_cfgs[] = { FLOAT_CONFIGS(AS_CFG) };
 
@@ -409,7 +422,7 @@ __device__ __forceinline__ void stage_lanes(const DirectArgs &a, int b, int c0, 
  * that live in shared memory, each thread's own: in registers they took two
  * thirds of a thread's 64 (config 5) and capped the blocks per SM. */
 template <typename T, int NW, int DPW, int NREG, int DCH, int MINB>
-__global__ void __launch_bounds__(NW * 32, MINB) lane_kernel(DirectArgs a)
+__global__ void __launch_bounds__(NW * 32, FIT_BLOCKS(NW * 32, MINB)) lane_kernel(DirectArgs a)
 {
     constexpr int BD = NW * DPW, TWW = 32 * NREG;
     extern __shared__ uint32_t smem[];
@@ -546,7 +559,7 @@ __device__ __forceinline__ void add_group(float (&acc)[DPW][NREG], const float *
 }
 
 template <typename T, int NW, int DPW, int NREG, int DCH, int MINB>
-__global__ void __launch_bounds__(NW * 32, MINB) float_kernel(DirectArgs a)
+__global__ void __launch_bounds__(NW * 32, FIT_BLOCKS(NW * 32, MINB)) float_kernel(DirectArgs a)
 {
     static_assert(DCH % 4 == 0, "passes must keep the CPU's groups of four channels");
     constexpr int BD = NW * DPW, TW = 32 * NREG;
