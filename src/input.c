@@ -8,7 +8,6 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
