@@ -365,6 +365,17 @@ __device__ __forceinline__ void stage_shifts(const DirectArgs &a, int b, int c0,
     }
 }
 
+/* The aligned 32-bit word holding the sample at p, and the bits (sh) its
+ * first byte lies past that word's start: __funnelshift_r(q[j], q[j + 1], sh)
+ * is word j of the samples from p on, whatever p's alignment. */
+__device__ __forceinline__ const uint32_t *aligned_words(const void *p, unsigned &sh)
+{
+    const uintptr_t at = (uintptr_t)p;
+    const uint32_t *q = reinterpret_cast<const uint32_t *>(at & ~(uintptr_t)3);
+    sh = 8u * (unsigned)(at & 3);
+    return q;
+}
+
 /* Four lane words from group g of a row segment starting q (aligned down)
  * plus sh bits: word j = sample 4g + j | sample 4g + j + TWW << 16. The
  * samples are read as aligned 32-bit words and funnel-shifted into place
@@ -408,10 +419,9 @@ __device__ __forceinline__ void stage_lanes(const DirectArgs &a, int b, int c0, 
                 dst[g] = make_uint4(0, 0, 0, 0);
             continue;
         }
-        const uintptr_t at = (uintptr_t)(static_cast<const T *>(a.rows) + (int64_t)c * a.stride
-                                         + t0 + a.lo[(int64_t)b * a.nchan + c]);
-        const uint32_t *q = reinterpret_cast<const uint32_t *>(at & ~(uintptr_t)3);
-        const unsigned sh = 8u * (unsigned)(at & 3);
+        unsigned sh;
+        const uint32_t *q = aligned_words(static_cast<const T *>(a.rows) + (int64_t)c * a.stride
+                                          + t0 + a.lo[(int64_t)b * a.nchan + c], sh);
 #pragma unroll 1
         for (int g = lane; g < groups; g += 32)
             dst[g] = lane_words<T, TWW>(q, g, sh);
@@ -520,9 +530,8 @@ __device__ __forceinline__ void stage_floats(const DirectArgs &a, int b, int c0,
         const T *src = static_cast<const T *>(a.rows) + (int64_t)c * a.stride + t0
                      + a.lo[(int64_t)b * a.nchan + c];
         if constexpr (sizeof(T) == 2) {
-            const uintptr_t at = (uintptr_t)src;
-            const uint32_t *q = reinterpret_cast<const uint32_t *>(at & ~(uintptr_t)3);
-            const unsigned sh = 8u * (unsigned)(at & 3);
+            unsigned sh;
+            const uint32_t *q = aligned_words(src, sh);
             for (int g = lane; g < groups; g += 32) {
                 const uint32_t *r = q + 2 * g, l1 = __ldg(r + 1);
                 const uint32_t w01 = __funnelshift_r(__ldg(r), l1, sh);
