@@ -103,39 +103,38 @@ static ssize_t pread_all(int fd, uint8_t *dst, size_t len, off_t pos)
 }
 
 /* want bytes from stdio's position in parts on several threads; stdio is
- * moved past what was read. The bytes read (the parts up to the first short
- * one), or -1 with errno set. */
-static ssize_t read_parallel(FILE *fp, uint8_t *raw, size_t want)
+ * moved past what was read. *have: the parts up to the first short one. */
+static int read_parallel(ddtk_input *in, uint8_t *raw, size_t want, size_t *have)
 {
-    const off_t pos = ftello(fp);
-    const int fd = fileno(fp);
+    const off_t pos = ftello(in->fp);
+    const int fd = fileno(in->fp);
     const size_t nparts = (want + PREAD_CHUNK - 1) / PREAD_CHUNK;
-    ssize_t *part = malloc(nparts * sizeof *part);
-    int err = 0;
-    if (pos < 0 || !part) {
-        free(part);
-        return -1;
-    }
+    if (pos < 0)
+        return ddtk_fail(DDTK_ESYS, "%s: read error: %s", in->name, strerror(errno));
+    ssize_t *part = ddtk_malloc(nparts * sizeof *part, "read parts");
+    if (!part)
+        return DDTK_ESYS;
+    ddtk_thread_error err;
+    ddtk_thread_error_init(&err);
 #pragma omp parallel for num_threads(PREAD_THREADS) schedule(dynamic)
     for (size_t i = 0; i < nparts; i++) {
         size_t at = i * PREAD_CHUNK, len = want - at < PREAD_CHUNK ? want - at : PREAD_CHUNK;
-        if ((part[i] = pread_all(fd, raw + at, len, pos + (off_t)at)) < 0) {
-#pragma omp atomic write
-            err = errno;
-        }
+        if (!ddtk_thread_error_code(&err)
+            && (part[i] = pread_all(fd, raw + at, len, pos + (off_t)at)) < 0)
+            ddtk_thread_error_keep(&err, (int)i, ddtk_fail(DDTK_ESYS, "%s: read error: %s",
+                                                           in->name, strerror(errno)));
     }
-    size_t have = 0;
-    for (size_t i = 0; i < nparts && !err; i++) {
-        have += (size_t)part[i];
+    int rc = ddtk_thread_error_end(&err);
+    *have = 0;
+    for (size_t i = 0; i < nparts && !rc; i++) {
+        *have += (size_t)part[i];
         if ((size_t)part[i] < PREAD_CHUNK)
             break;
     }
     free(part);
-    if (err || fseeko(fp, pos + (off_t)have, SEEK_SET) != 0) {
-        errno = err ? err : errno;
-        return -1;
-    }
-    return (ssize_t)have;
+    if (!rc && fseeko(in->fp, pos + (off_t)*have, SEEK_SET) != 0)
+        rc = ddtk_fail(DDTK_ESYS, "%s: read error: %s", in->name, strerror(errno));
+    return rc;
 }
 
 int ddtk_input_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)
@@ -145,10 +144,9 @@ int ddtk_input_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)
         return DDTK_OK;
     size_t want = (size_t)ddtk_input_bytes(in, n), have;
     if (want >= PREAD_MIN && in->nsamples >= 0 && fileno(in->fp) >= 0) {
-        ssize_t r = read_parallel(in->fp, raw, want);
-        if (r < 0)
-            return ddtk_fail(DDTK_ESYS, "%s: read error: %s", in->name, strerror(errno));
-        have = (size_t)r;
+        int rc = read_parallel(in, raw, want, &have);
+        if (rc)
+            return rc;
         in->eof = have < want;
     } else if ((have = fread(raw, 1, want, in->fp)) < want) {
         if (ferror(in->fp))
