@@ -59,10 +59,14 @@ struct gpu_level {
     int64_t hpitch;             /* host output row: the most outputs one gulp gives */
 };
 
-/* One of a pipeline's two alternating buffer sets, with rows and outputs per level. */
+/* One of a pipeline's two alternating buffer sets, with rows and outputs per
+ * level. Level 0 runs on st, level k > 0 on lst[k], forked after the halving
+ * (k0) and joined by lev[k]: a scrunched level's grid is a fraction of the
+ * GPU (AstroAccelerate's ranges: 72 to 192 blocks against 660 resident), so
+ * the levels run side by side. */
 struct gulp_set {
-    cudaStream_t st;
-    cudaEvent_t h2d0, h2d1, k0, k1, done, unpacked;
+    cudaStream_t st, lst[DDTK_MAX_LEVELS];
+    cudaEvent_t h2d0, h2d1, k0, k1, done, unpacked, lev[DDTK_MAX_LEVELS];
     uint8_t *draw;
     void *drows[DDTK_MAX_LEVELS];
     float *hout[DDTK_MAX_LEVELS], *dout[DDTK_MAX_LEVELS];
@@ -292,8 +296,15 @@ static int allocate_set(const gpu_pipe *g, const ddtk_plan *p, int64_t step, gul
     for (int i = 0; i < 6; i++)
         DDTK_CUDA(cudaEventCreate(ev[i]), "creating an event");
     DDTK_CUDA(cudaMalloc((void **)&s->draw, raw), "allocating input");
+    s->lst[0] = s->st;
     for (int k = 0; k < g->nlevels; k++) {
         const gpu_level *L = &g->lv[k];
+        if (k && g->view[k].ndm) {
+            DDTK_CUDA(cudaStreamCreateWithFlags(&s->lst[k], cudaStreamNonBlocking),
+                      "creating a stream");
+            DDTK_CUDA(cudaEventCreateWithFlags(&s->lev[k], cudaEventDisableTiming),
+                      "creating an event");
+        }
         size_t rows = (size_t)p->ch.nlive * L->stride * storage_bytes(L->enc.storage);
         DDTK_CUDA(cudaMalloc(&s->drows[k], rows), "allocating rows");
         /* Columns past the data are read by the last tiles (their outputs are dropped). */
@@ -323,6 +334,12 @@ static void free_set(gulp_set *s)
             cudaEventDestroy(ev[i]);
     cudaFree(s->draw);
     for (int k = 0; k < DDTK_MAX_LEVELS; k++) {
+        if (k && s->lst[k]) {
+            cudaStreamSynchronize(s->lst[k]);
+            cudaStreamDestroy(s->lst[k]);
+        }
+        if (s->lev[k])
+            cudaEventDestroy(s->lev[k]);
         cudaFree(s->drows[k]);
         unpin(s->hout[k]);
         cudaFree(s->dout[k]);
@@ -613,10 +630,19 @@ static int issue_gulp(const GpuAlgo *algo, const gpu_pipe *g, const ddtk_plan *p
     for (int k = 0; k < g->nlevels; k++) {
         const gpu_level *L = &g->lv[k];
         s->nout[k] = g->view[k].ndm ? ddtk_level_nout(p, k, step, fill, last) : 0;
-        if (s->nout[k] > 0 && (rc = algo->gulp(L->state, s->drows[k], L->stride, s->nout[k],
-                                                s->dout[k], L->ostride, s->st)))
+        if (s->nout[k] <= 0)
+            continue;
+        if (k)
+            DDTK_CUDA(cudaStreamWaitEvent(s->lst[k], s->k0, 0), "ordering the levels");
+        if ((rc = algo->gulp(L->state, s->drows[k], L->stride, s->nout[k], s->dout[k],
+                             L->ostride, s->lst[k])))
             return rc;
+        if (k)
+            DDTK_CUDA(cudaEventRecord(s->lev[k], s->lst[k]), "recording an event");
     }
+    for (int k = 1; k < g->nlevels; k++)
+        if (s->nout[k] > 0)
+            DDTK_CUDA(cudaStreamWaitEvent(s->st, s->lev[k], 0), "joining the levels");
     DDTK_CUDA(cudaEventRecord(s->k1, s->st), "recording an event");
     for (int k = 0; k < g->nlevels; k++)
         if (s->nout[k] > 0)
@@ -650,7 +676,7 @@ static int finish_gulp(const GpuAlgo *algo, gpu_pipe *g, gulp_set *s, ddtk_write
     g->t_d2h += elapsed(s->k1, s->done);
     for (int k = 0; k < g->nlevels; k++)
         if (s->nout[k] > 0 && algo->finished)
-            algo->finished(g->lv[k].state, s->st);
+            algo->finished(g->lv[k].state, s->lst[k]);
     for (int k = 0; k < g->nlevels; k++) {
         int rc = s->nout[k] > 0 ? ddtk_writer_view(w, &g->view[k], s->hout[k],
                                                     (size_t)g->lv[k].hpitch, s->nout[k])
@@ -671,11 +697,21 @@ static int finish_all(ddtk_gpu_stream *g, int set, ddtk_writer *w)
     return DDTK_OK;
 }
 
+/* DDTK_GPU_SERIAL=1 (a benchmark knob) finishes each gulp before the next is
+ * read, so the kernel events time the kernels alone: otherwise the next
+ * gulp's copies and unpacking share the GPU with them. */
+static int serial_gulps(void)
+{
+    const char *s = getenv("DDTK_GPU_SERIAL");
+    return s && *s && strcmp(s, "0") != 0;
+}
+
 /* The gulp loop: read gulp i once, issue it on every pipeline, then finish
  * gulp i-1 everywhere while i runs. */
 static int run_gulps(ddtk_gpu_stream *g, const ddtk_plan *p, ddtk_source *src, ddtk_writer *w)
 {
     const int64_t cap = p->keep + g->step;
+    const int serial = serial_gulps();
     int64_t fill = 0;
     for (int i = 0;; i++) {
         const int cur = i & 1;
@@ -690,7 +726,7 @@ static int run_gulps(ddtk_gpu_stream *g, const ddtk_plan *p, ddtk_source *src, d
             rc = issue_gulp(g->algo, pp, p, g->step, &pp->set[cur], i ? &pp->set[!cur] : NULL,
                             g->hraw[cur], got, fill, last);
         }
-        if (rc || (i && (rc = finish_all(g, !cur, w))))
+        if (rc || (i && (rc = finish_all(g, !cur, w))) || (serial && (rc = finish_all(g, cur, w))))
             return rc;
         ddtk_writer_gulp(w, src);
         if (last)
