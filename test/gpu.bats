@@ -255,6 +255,18 @@ same_files() {
     [ "$(fbinfo gpu/x_DM400.00.tim -k tsamp)" != "$(fbinfo gpu/x_DM0.00.tim -k tsamp)" ]
 }
 
+@test "gpu: DDTK_GPU_SERIAL=1 (gulps one at a time) gives the pipelined run's bytes, levels and all" {
+    need_gpu
+    sim --nbits 8 --nchans 64 --fch1 1500 --foff -4 --nsamples 30000
+    same_output exact in.fil --dm-min 0 --dm-max 400 --dm-step 5 --scrunch auto --gulp 3000
+    mkdir ser
+    DDTK_GPU_SERIAL=1 dd_direct in.fil --backend gpu --prefix ser/x -q --dm-min 0 --dm-max 400 \
+        --dm-step 5 --scrunch auto --gulp 3000
+    local f n=0
+    for f in gpu/*.tim; do cmp "$f" "ser/${f#gpu/}"; n=$((n + 1)); done
+    [ "$n" -eq 81 ]
+}
+
 @test "gpu: scrunched levels past the 16-bit lanes (factors to 64), IF sums, 16-bit" {
     need_gpu
     { printf 'dm_lo\tdm_hi\tdm_step\tdownsamp\tndm\n'
