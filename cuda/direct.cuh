@@ -39,10 +39,11 @@ int storage_bytes(Storage s);
  * and channels staged per shared-memory pass. */
 struct ConfigInfo {
     int dms_per_block, tile_samples, tile_words, chans_per_stage, threads;
+    int lanes;                  /* samples a tile word holds: 1 (floats), 2 or 4 */
 };
 
 int config_count(KernelKind k);
-ConfigInfo config_info(KernelKind k, int index);
+ConfigInfo config_info(KernelKind k, int index, Storage s);
 /* Default configuration for a device of compute capability major.minor. */
 int default_config(KernelKind k, int major);
 
@@ -71,7 +72,7 @@ struct DirectArgs {
 };
 
 /* Shared-memory bytes a launch with this row length needs. */
-size_t shared_bytes(KernelKind k, int config, int rowlen);
+size_t shared_bytes(KernelKind k, int config, Storage s, int rowlen);
 /* Allow an instance at least smem bytes of shared memory on the current device (opt-in). */
 cudaError_t prepare_kernels(KernelKind k, int config, Storage s, size_t smem);
 cudaError_t launch_shared(KernelKind k, int config, Storage s, const DirectArgs &a,

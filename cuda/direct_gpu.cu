@@ -14,7 +14,10 @@
  *
  * Lane kernel (integers of 8 bits or less): shared word w holds samples w
  * (low 16 bits) and w + tile_words (high 16 bits) of the tile, so one 32-bit
- * load and add advances two output samples whatever the delay. Lanes are
+ * load and add advances two output samples whatever the delay. With byte
+ * lanes (8-bit rows, configurations with q = 4) the word holds samples w + i
+ * tile_words in byte i, four per load, split into two 16-bit-lane words by
+ * two integer operations. Lanes are
  * spilled into 32-bit partial sums every `spill_stages` passes, before
  * 65535 could be exceeded. Integer sums are exact, so the result equals the
  * CPU's float sums bit for bit while those stay below 2^24.
@@ -29,26 +32,33 @@
  */
 #include "direct.cuh"
 
+#include <type_traits>
+
 namespace ddgpu {
 
 /* ---- configurations -------------------------------------------------------- */
 
 struct Cfg {
-    int nw, dpw, nreg, dch, minb;
+    int nw, dpw, nreg, dch, minb, q;
 };
 
 /* Configurations: warps, DMs per warp, words per thread, channels per pass,
- * and the blocks per SM the register allocation must allow (occupancy). The
- * small blocks at the end (2, 4 and 8 DMs) are for the tuner: with a few DM
- * trials, a block of 16 leaves most of its warps without a DM. */
-#define LANE_CONFIGS(X) X(0, 8, 2, 8, 8, 1) X(1, 8, 2, 4, 16, 1) X(2, 16, 1, 8, 8, 1) \
-    X(3, 8, 4, 4, 8, 1) X(4, 4, 4, 8, 8, 1) X(5, 8, 2, 8, 8, 4) X(6, 8, 2, 8, 16, 3) \
-    X(7, 8, 1, 8, 16, 4) X(8, 1, 2, 8, 16, 8) X(9, 2, 2, 8, 16, 8) X(10, 4, 1, 8, 16, 8) \
-    X(11, 4, 2, 8, 16, 4) X(12, 8, 2, 8, 8, 5) X(13, 8, 1, 8, 8, 8) X(14, 4, 2, 8, 8, 8)
+ * the blocks per SM the register allocation must allow (occupancy) and, for
+ * the lane kernel, the samples a tile word holds of 8-bit rows (2 or 4:
+ * byte_lanes; 16-bit rows always 2). The small blocks (2, 4 and 8 DMs) are
+ * for the tuner: with a few DM trials, a block of 16 leaves most of its
+ * warps without a DM. */
+#define LANE_CONFIGS(X) X(0, 8, 2, 8, 8, 1, 2) X(1, 8, 2, 4, 16, 1, 2) X(2, 16, 1, 8, 8, 1, 2) \
+    X(3, 8, 4, 4, 8, 1, 2) X(4, 4, 4, 8, 8, 1, 2) X(5, 8, 2, 8, 8, 4, 2) X(6, 8, 2, 8, 16, 3, 2) \
+    X(7, 8, 1, 8, 16, 4, 2) X(8, 1, 2, 8, 16, 8, 2) X(9, 2, 2, 8, 16, 8, 2) \
+    X(10, 4, 1, 8, 16, 8, 2) X(11, 4, 2, 8, 16, 4, 2) X(12, 8, 2, 8, 8, 5, 2) \
+    X(13, 8, 1, 8, 8, 8, 2) X(14, 4, 2, 8, 8, 8, 2) X(15, 8, 2, 4, 8, 5, 4) \
+    X(16, 8, 2, 4, 16, 4, 4) X(17, 8, 1, 8, 8, 5, 4) X(18, 8, 2, 8, 8, 3, 4)
 #define FLOAT_CONFIGS(X) X(0, 8, 2, 8, 8, 1) X(1, 8, 2, 4, 8, 1) X(2, 16, 1, 8, 8, 1) \
     X(3, 8, 4, 4, 8, 1) X(4, 1, 2, 8, 8, 8) X(5, 2, 2, 8, 8, 8) X(6, 4, 2, 8, 8, 4) \
     X(7, 8, 2, 8, 8, 4) X(8, 8, 1, 8, 8, 6)
-#define AS_CFG(i, nw, dpw, nreg, dch, minb) { nw, dpw, nreg, dch, minb },
+#define AS_LCFG(i, nw, dpw, nreg, dch, minb, q) { nw, dpw, nreg, dch, minb, q },
+#define AS_FCFG(i, nw, dpw, nreg, dch, minb) { nw, dpw, nreg, dch, minb, 1 },
 
 /* A configuration's blocks per SM, as many as the architecture holds
  * threads for (1024 per SM on sm_75, 1536 on sm_86/87/89, 2048 on sm_80 and
@@ -62,8 +72,8 @@ struct Cfg {
 #define SM_THREADS 2048
 #endif
 #define FIT_BLOCKS(threads, minb) ((minb) * (threads) <= SM_THREADS ? (minb) : SM_THREADS / (threads))
-static const Cfg lane_cfgs[] = { LANE_CONFIGS(AS_CFG) };
-static const Cfg float_cfgs[] = { FLOAT_CONFIGS(AS_CFG) };
+static const Cfg lane_cfgs[] = { LANE_CONFIGS(AS_LCFG) };
+static const Cfg float_cfgs[] = { FLOAT_CONFIGS(AS_FCFG) };
 
 int config_count(KernelKind k)
 {
@@ -71,13 +81,14 @@ int config_count(KernelKind k)
                         : (int)(sizeof float_cfgs / sizeof float_cfgs[0]);
 }
 
-ConfigInfo config_info(KernelKind k, int i)
+ConfigInfo config_info(KernelKind k, int i, Storage s)
 {
     const Cfg &c = k == K_LANES ? lane_cfgs[i] : float_cfgs[i];
     ConfigInfo info;
     info.dms_per_block = c.nw * c.dpw;
     info.tile_words = 32 * c.nreg;
-    info.tile_samples = k == K_LANES ? 2 * info.tile_words : info.tile_words;
+    info.lanes = s == ST_U8 ? c.q : k == K_LANES ? 2 : 1;
+    info.tile_samples = info.lanes * info.tile_words;
     info.chans_per_stage = c.dch;
     info.threads = 32 * c.nw;
     return info;
@@ -96,11 +107,12 @@ int default_config(KernelKind k, int major)
     return major >= 8 ? 7 : 1;
 }
 
-/* Tile and shifts; the lane kernel adds its 32-bit partial sums (lane_kernel). */
-size_t shared_bytes(KernelKind k, int config, int rowlen)
+/* Tile and shifts; the lane kernel adds its 32-bit partial sums, one a lane
+ * (lane_kernel). */
+size_t shared_bytes(KernelKind k, int config, Storage s, int rowlen)
 {
-    ConfigInfo c = config_info(k, config);
-    size_t sums = k == K_LANES ? (size_t)c.dms_per_block * c.tile_words * 8 : 0;
+    ConfigInfo c = config_info(k, config, s);
+    size_t sums = k == K_LANES ? (size_t)c.dms_per_block * c.tile_samples * 4 : 0;
     return (size_t)c.chans_per_stage * ((size_t)rowlen + (size_t)c.dms_per_block) * 4 + sums;
 }
 
@@ -403,10 +415,32 @@ __device__ __forceinline__ uint4 lane_words(const uint32_t *q, int g, unsigned s
     }
 }
 
-/* Lane tile: word w of channel k = sample w | sample w + TWW << 16, from lo
- * on; a warp per channel, four words (16 bytes) per thread and store. Reads
- * up to WORD_TAIL samples past the tile's last (direct.cuh). */
-template <typename T, int NW, int TWW, int DCH>
+/* Byte-lane words of 8-bit rows (configurations with q = 4): word j of
+ * group g = sample 4g + j + qq TWW in byte qq, quarters qq = 0..3 of the
+ * tile. Each quarter's four samples come in one aligned word, funnel-shifted
+ * into place; six byte permutes transpose the 4 x 4 bytes. A 32-bit shared
+ * load then brings four samples where the 16-bit lanes bring two: the
+ * kernel is bound by shared-memory loads, not by the two integer operations
+ * that split a word into 16-bit lanes. */
+template <int TWW>
+__device__ __forceinline__ uint4 byte_words(const uint32_t *q, int g, unsigned sh)
+{
+    constexpr int QW = TWW / 4;     /* a quarter of the tile, in words of 8-bit samples */
+    uint32_t w[4];
+#pragma unroll
+    for (int qq = 0; qq < 4; qq++)
+        w[qq] = __funnelshift_r(__ldg(q + g + qq * QW), __ldg(q + g + qq * QW + 1), sh);
+    const uint32_t t0 = __byte_perm(w[0], w[1], 0x5140), t1 = __byte_perm(w[0], w[1], 0x7362);
+    const uint32_t u0 = __byte_perm(w[2], w[3], 0x5140), u1 = __byte_perm(w[2], w[3], 0x7362);
+    return make_uint4(__byte_perm(t0, u0, 0x5410), __byte_perm(t0, u0, 0x7632),
+                      __byte_perm(t1, u1, 0x5410), __byte_perm(t1, u1, 0x7632));
+}
+
+/* Lane tile: word w of channel k = sample w | sample w + TWW << 16 (Q = 2)
+ * or the byte lanes of byte_words (Q = 4), from lo on; a warp per channel,
+ * four words (16 bytes) per thread and store. Reads up to WORD_TAIL samples
+ * past the tile's last (direct.cuh). */
+template <typename T, int NW, int TWW, int DCH, int Q>
 __device__ __forceinline__ void stage_lanes(const DirectArgs &a, int b, int c0, int64_t t0,
                                             uint32_t *tile)
 {
@@ -424,35 +458,55 @@ __device__ __forceinline__ void stage_lanes(const DirectArgs &a, int b, int c0, 
                                           + t0 + a.lo[(int64_t)b * a.nchan + c], sh);
 #pragma unroll 1
         for (int g = lane; g < groups; g += 32)
-            dst[g] = lane_words<T, TWW>(q, g, sh);
+            dst[g] = Q == 4 ? byte_words<TWW>(q, g, sh) : lane_words<T, TWW>(q, g, sh);
     }
 }
 
-/* The 16-bit lanes are spilled into 32-bit partial sums (low and high lane)
- * that live in shared memory, each thread's own: in registers they took two
- * thirds of a thread's 64 (config 5) and capped the blocks per SM. */
-template <typename T, int NW, int DPW, int NREG, int DCH, int MINB>
+/* Lane sums of a word: its 16-bit lanes (Q = 2) or, of byte lanes, quarters
+ * 0 and 2 into l[0] and 1 and 3 into l[1]. */
+template <int Q>
+__device__ __forceinline__ void add_lanes(uint32_t (&l)[Q / 2], uint32_t x)
+{
+    if constexpr (Q == 4) {
+        l[0] += x & 0x00FF00FFu;
+        l[1] += __byte_perm(x, 0, 0x4341);
+    } else {
+        l[0] += x;
+    }
+}
+
+/* The 16-bit lanes are spilled into 32-bit partial sums, one a tile sample
+ * (quarter qq of word w: sums[w].qq), that live in shared memory, each
+ * thread's own: in registers they took two thirds of a thread's 64 (config
+ * 5) and capped the blocks per SM. Q: samples a tile word holds (2 or 4). */
+template <typename T, int NW, int DPW, int NREG, int DCH, int MINB, int Q>
 __global__ void __launch_bounds__(NW * 32, FIT_BLOCKS(NW * 32, MINB)) lane_kernel(DirectArgs a)
 {
+    static_assert(Q == 2 || (Q == 4 && sizeof(T) == 1), "byte lanes hold 8-bit samples only");
     constexpr int BD = NW * DPW, TWW = 32 * NREG;
+    typedef typename std::conditional<Q == 4, uint4, uint2>::type Sums;
     extern __shared__ uint32_t smem[];
     uint32_t *tile = smem;
     int *shift = reinterpret_cast<int *>(smem + DCH * a.rowlen);
     const int b = a.blocks[blockIdx.x], warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    uint2 *sums = reinterpret_cast<uint2 *>(shift + BD * DCH) + warp * DPW * TWW + lane;
-    const int64_t t0 = (int64_t)blockIdx.y * 2 * TWW;
-    uint32_t acc[DPW][NREG];
+    Sums *sums = reinterpret_cast<Sums *>(shift + BD * DCH) + warp * DPW * TWW + lane;
+    const int64_t t0 = (int64_t)blockIdx.y * Q * TWW;
+    uint32_t acc[DPW][NREG][Q / 2];
 #pragma unroll
     for (int dd = 0; dd < DPW; dd++)
 #pragma unroll
-        for (int i = 0; i < NREG; i++)
-            acc[dd][i] = 0, sums[dd * TWW + i * 32] = make_uint2(0, 0);
+        for (int i = 0; i < NREG; i++) {
+#pragma unroll
+            for (int h = 0; h < Q / 2; h++)
+                acc[dd][i][h] = 0;
+            sums[dd * TWW + i * 32] = Sums{};
+        }
 
     int passes = 0;
     for (int c0 = 0; c0 < a.nchan; c0 += DCH) {
         __syncthreads();
         stage_shifts<BD, DCH>(a, b, c0, shift);
-        stage_lanes<T, NW, TWW, DCH>(a, b, c0, t0, tile);
+        stage_lanes<T, NW, TWW, DCH, Q>(a, b, c0, t0, tile);
         __syncthreads();
 #pragma unroll
         for (int k = 0; k < DCH; k += 4) {
@@ -470,7 +524,7 @@ __global__ void __launch_bounds__(NW * 32, FIT_BLOCKS(NW * 32, MINB)) lane_kerne
                     const uint32_t *p = row + sk[dd][j];
 #pragma unroll
                     for (int i = 0; i < NREG; i++)
-                        acc[dd][i] += p[i * 32];
+                        add_lanes<Q>(acc[dd][i], p[i * 32]);
                 }
             }
         }
@@ -480,11 +534,18 @@ __global__ void __launch_bounds__(NW * 32, FIT_BLOCKS(NW * 32, MINB)) lane_kerne
             for (int dd = 0; dd < DPW; dd++)
 #pragma unroll
                 for (int i = 0; i < NREG; i++) {
-                    uint2 v = sums[dd * TWW + i * 32];
-                    v.x += acc[dd][i] & 0xffffu;
-                    v.y += acc[dd][i] >> 16;
+                    Sums v = sums[dd * TWW + i * 32];
+                    const uint32_t *l = acc[dd][i];
+                    if constexpr (Q == 4) {
+                        v.x += l[0] & 0xffffu, v.y += l[1] & 0xffffu;
+                        v.z += l[0] >> 16, v.w += l[1] >> 16;
+                    } else {
+                        v.x += l[0] & 0xffffu, v.y += l[0] >> 16;
+                    }
                     sums[dd * TWW + i * 32] = v;
-                    acc[dd][i] = 0;
+#pragma unroll
+                    for (int h = 0; h < Q / 2; h++)
+                        acc[dd][i][h] = 0;
                 }
         }
     }
@@ -496,12 +557,15 @@ __global__ void __launch_bounds__(NW * 32, FIT_BLOCKS(NW * 32, MINB)) lane_kerne
         const int64_t o = (int64_t)d * a.ostride;
 #pragma unroll
         for (int i = 0; i < NREG; i++) {
-            const uint2 v = sums[dd * TWW + i * 32];
-            int64_t t = t0 + lane + i * 32;
-            if (t < a.nout)
-                store_int(a, o + t, (int)v.x - a.bias_total);
-            if (t + TWW < a.nout)
-                store_int(a, o + t + TWW, (int)v.y - a.bias_total);
+            const Sums v = sums[dd * TWW + i * 32];
+            const int64_t t = t0 + lane + i * 32;
+            uint32_t q[4] = { v.x, v.y, 0, 0 };
+            if constexpr (Q == 4)
+                q[2] = v.z, q[3] = v.w;
+#pragma unroll
+            for (int qq = 0; qq < Q; qq++)
+                if (t + qq * TWW < a.nout)
+                    store_int(a, o + t + qq * TWW, (int)q[qq] - a.bias_total);
         }
     }
 }
@@ -791,8 +855,8 @@ cudaError_t launch_fallback(Storage s, int shape, int bd, const DirectArgs &a, c
 
 typedef void (*kernel_fn)(DirectArgs);
 
-#define LANE_U8(i, nw, dpw, nreg, dch, minb) lane_kernel<uint8_t, nw, dpw, nreg, dch, minb>,
-#define LANE_U16(i, nw, dpw, nreg, dch, minb) lane_kernel<uint16_t, nw, dpw, nreg, dch, minb>,
+#define LANE_U8(i, nw, dpw, nreg, dch, minb, q) lane_kernel<uint8_t, nw, dpw, nreg, dch, minb, q>,
+#define LANE_U16(i, nw, dpw, nreg, dch, minb, q) lane_kernel<uint16_t, nw, dpw, nreg, dch, minb, 2>,
 #define FLOAT_U16(i, nw, dpw, nreg, dch, minb) float_kernel<uint16_t, nw, dpw, nreg, dch, minb>,
 #define FLOAT_F32(i, nw, dpw, nreg, dch, minb) float_kernel<float, nw, dpw, nreg, dch, minb>,
 static const kernel_fn lane_fns[2][sizeof lane_cfgs / sizeof lane_cfgs[0]] = {
@@ -826,7 +890,7 @@ cudaError_t launch_shared(KernelKind k, int config, Storage s, const DirectArgs 
 {
     if (a.nblocks == 0)
         return cudaSuccess;
-    ConfigInfo c = config_info(k, config);
+    ConfigInfo c = config_info(k, config, s);
     dim3 grid((unsigned)a.nblocks, (unsigned)((a.nout + c.tile_samples - 1) / c.tile_samples));
     void *args[] = { const_cast<DirectArgs *>(&a) };
     return cudaLaunchKernel((const void *)kernel_for(k, config, s), grid, dim3(c.threads), args,

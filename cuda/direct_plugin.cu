@@ -47,7 +47,7 @@ static int block_tables(DirectPlan *P, const int32_t *delay, int32_t **lo, int32
 static void partition_blocks(DirectPlan *P, size_t limit, const int32_t *spans, int *order)
 {
     int max_span = P->cached ? -1 : SPAN_TILES * P->ci.tile_words;
-    while (max_span > 0 && shared_bytes(P->enc.kind, P->config, P->ci.tile_words + max_span) > limit)
+    while (max_span > 0 && shared_bytes(P->enc.kind, P->config, P->enc.storage, P->ci.tile_words + max_span) > limit)
         max_span -= 32;
     int n = 0, span = 0;
     for (int b = 0; b < P->nblocks; b++)
@@ -60,19 +60,19 @@ static void partition_blocks(DirectPlan *P, size_t limit, const int32_t *spans, 
         if (spans[b] > max_span)
             order[n++] = b;
     P->span = (int)ddtk_round_up(span, 4);
-    P->smem = shared_bytes(P->enc.kind, P->config, P->ci.tile_words + P->span);
+    P->smem = shared_bytes(P->enc.kind, P->config, P->enc.storage, P->ci.tile_words + P->span);
 }
 
 /* How far past the last output the launches read: a shared block stages
- * rowlen words from lo on (the lane kernel a further tile_words for the high
- * lanes) for a tile that starts before nout; a fallback block reads its delays
+ * rowlen words from lo on (the lane kernel a further tile_words for each
+ * lane past the first) for a tile that starts before nout; a fallback block reads its delays
  * from a tile of the fallback's outputs that starts before nout. Both read
  * aligned words up to WORD_TAIL samples further. */
 static void find_reach(DirectPlan *P, const int32_t *delay, const int32_t *lo, const int *order)
 {
     const int nc = P->nchan, bd = P->ci.dms_per_block;
     const int64_t staged = P->ci.tile_words + P->span + WORD_TAIL
-                         + (P->enc.kind == K_LANES ? P->ci.tile_words : 0);
+                         + (int64_t)(P->ci.lanes - 1) * P->ci.tile_words;
     const int tail = fallback_tile(P->fallback) + WORD_TAIL;
     P->reach = 0;
     for (int i = 0; i < P->nblocks; i++) {
@@ -104,7 +104,7 @@ static int choose_config(DirectPlan *P, const ddtk_gpu_config *cfg, int major)
     P->cached = want >= n;
     P->fallback = P->cached ? want - n : 0;
     P->config = want >= 0 && !P->cached ? want : default_config(P->enc.kind, major);
-    P->ci = config_info(P->enc.kind, P->config);
+    P->ci = config_info(P->enc.kind, P->config, P->enc.storage);
     return DDTK_OK;
 }
 
@@ -203,7 +203,8 @@ void direct_plan_describe(const DirectPlan *P, char *buf, size_t n)
 {
     snprintf(buf, n, "%s kernel config %d (%d DMs x %d samples per block, %d channels per "
              "pass), %d of %d DM blocks in shared memory (span %d), %d by the cached fallback "
-             "(shape %d, %d-sample tiles)", P->enc.kind == K_LANES ? "16-bit-lane" : "float",
+             "(shape %d, %d-sample tiles)", P->enc.kind == K_FLOAT ? "float" : P->ci.lanes == 4
+             ? "byte-lane" : "16-bit-lane",
              P->config, P->ci.dms_per_block, P->ci.tile_samples, P->ci.chans_per_stage,
              P->nshared, P->nblocks, P->span, P->nblocks - P->nshared, P->fallback,
              fallback_tile(P->fallback));

@@ -2,7 +2,7 @@
  * wisdom.c - the wisdom file: tuned kernel configurations keyed by machine
  * and set-up, as FFTW keeps its wisdom.
  *
- * The file is plain text: the line "# ddtk wisdom 2", then one entry a line,
+ * The file is plain text: the line "# ddtk wisdom 3", then one entry a line,
  * "KEY<TAB>CONFIG<TAB>SAMPLE-ADDS/S", CONFIG as ddtk_config_text writes it.
  * A writer holds the directory's lock (tempfile.c), reads the file, replaces
  * its key's line and renames a complete new file into place, so concurrent
@@ -24,10 +24,19 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Version 2: the GPU lane and float kernels gained configurations, which
- * renumbered the cached kernel's variants after them; version 1 files are
+/* Versions 2 and 3: the GPU lane and float kernels gained configurations,
+ * which renumbered the cached kernel's variants after them; older files are
  * ignored (one warning) and replaced by the next ddtune. */
-static const char magic[] = "# ddtk wisdom 2", magic_v1[] = "# ddtk wisdom 1";
+static const char magic[] = "# ddtk wisdom 3";
+static const char *const older[] = { "# ddtk wisdom 1", "# ddtk wisdom 2" };
+
+static int older_version(const char *line)
+{
+    for (size_t i = 0; i < sizeof older / sizeof older[0]; i++)
+        if (strcmp(line, older[i]) == 0)
+            return 1;
+    return 0;
+}
 
 char *ddtk_wisdom_path(void)
 {
@@ -204,7 +213,7 @@ static int wisdom_read(const char *path, wisdom *w, const char **why)
     while (!rc && (len = getline(&line, &cap, fp)) >= 0) {
         line[strcspn(line, "\n")] = '\0';
         if (first) {
-            if (strcmp(line, magic_v1) == 0)
+            if (older_version(line))
                 rc = (*why = "wisdom of an older ddtk (GPU variants renumbered; run ddtune "
                              "again)", -1);
             else if (strcmp(line, magic) != 0)
