@@ -44,8 +44,8 @@ struct ConfigInfo {
 
 int config_count(KernelKind k);
 ConfigInfo config_info(KernelKind k, int index, Storage s);
-/* Default configuration for a device of compute capability major.minor. */
-int default_config(KernelKind k, int major);
+/* Default configuration for rows of storage s on a device of compute capability major. */
+int default_config(KernelKind k, Storage s, int major);
 
 /* Everything one gulp's kernels need. rows hold nchan live channels of
  * `stride` elements, descending frequency; delay is [ndm][nchan]; lo is the

@@ -94,17 +94,21 @@ ConfigInfo config_info(KernelKind k, int i, Storage s)
     return info;
 }
 
-/* Defaults from H100 runs (bench/gpu-results.md): with the partial sums in
- * shared memory, config 12 (registers capped at 48 for five blocks per SM)
- * beat config 5 on every set-up (aa-high 1.15e13 against 1.11e13
- * sample-adds/s); the float kernel's config 7 (four blocks) beat config 0 on
- * 16-bit input (4.48e12 against 4.25e12). Pre-Ampere parts have less shared
- * memory and fewer registers per SM. */
-int default_config(KernelKind k, int major)
+/* Defaults from H100 runs (bench/gpu-results.md), kernel sample-adds/s with
+ * DDTK_GPU_SERIAL=1: 8-bit rows take byte-lane config 18 (AstroAccelerate's
+ * ranges of workload A 1.17e13, aa-high 1.41e13, against config 12's 1.06e13
+ * and 1.15e13); 16-bit-lane rows (16-bit input, scrunched levels) config 12
+ * (partial sums in shared memory, registers capped at 48 for five blocks per
+ * SM); the float kernel config 7 (16-bit input 4.48e12 against config 0's
+ * 4.25e12). Pre-Ampere parts have less shared memory and fewer registers per
+ * SM. */
+int default_config(KernelKind k, Storage s, int major)
 {
+    if (major < 8)
+        return 1;
     if (k == K_LANES)
-        return major >= 8 ? 12 : 1;
-    return major >= 8 ? 7 : 1;
+        return s == ST_U8 ? 18 : 12;
+    return 7;
 }
 
 /* Tile and shifts; the lane kernel adds its 32-bit partial sums, one a lane

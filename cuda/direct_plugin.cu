@@ -103,7 +103,7 @@ static int choose_config(DirectPlan *P, const ddtk_gpu_config *cfg, int major)
                          P->enc.kind == K_LANES ? "lane" : "float", want, last);
     P->cached = want >= n;
     P->fallback = P->cached ? want - n : 0;
-    P->config = want >= 0 && !P->cached ? want : default_config(P->enc.kind, major);
+    P->config = want >= 0 && !P->cached ? want : default_config(P->enc.kind, P->enc.storage, major);
     P->ci = config_info(P->enc.kind, P->config, P->enc.storage);
     return DDTK_OK;
 }
