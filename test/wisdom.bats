@@ -90,9 +90,9 @@ setup() {
     dd_direct --list-gpus 2>/dev/null | grep -q "compute capability" || skip "no GPU"
     run ddtune a.fil --dm-min 0 --dm-max 60 --dm-step 1 --backend gpu --budget 30
     [ "$status" -eq 0 ]
-    # the device's default (-1), then the 19 compiled configurations and the cached kernel's 8 shapes
+    # the device's default (-1), then the 20 compiled configurations and the cached kernel's 8 shapes
     [ "$(printf '%s\n' "$output" | grep -c '^gpu lane -1 float -1 ')" -eq 1 ]
-    [ "$(printf '%s\n' "$output" | grep -cE '^gpu lane [0-9]+ float -1 ')" -eq 27 ]
+    [ "$(printf '%s\n' "$output" | grep -cE '^gpu lane [0-9]+ float -1 ')" -eq 28 ]
     best=$(printf '%s\n' "$output" | sed -n 's/^best: \(gpu lane -\{0,1\}[0-9]* float -1\),.*/\1/p')
     [ -n "$best" ]
     mkdir g c
