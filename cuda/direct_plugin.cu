@@ -199,15 +199,20 @@ int direct_plan_run(const DirectPlan *P, const void *rows, int64_t stride, int64
     return DDTK_OK;
 }
 
+const char *direct_plan_kernel(const DirectPlan *P)
+{
+    if (P->enc.kind == K_FLOAT)
+        return "float";
+    return P->ci.lanes == 4 ? "byte-lane" : "16-bit-lane";
+}
+
 void direct_plan_describe(const DirectPlan *P, char *buf, size_t n)
 {
     snprintf(buf, n, "%s kernel config %d (%d DMs x %d samples per block, %d channels per "
              "pass), %d of %d DM blocks in shared memory (span %d), %d by the cached fallback "
-             "(shape %d, %d-sample tiles)", P->enc.kind == K_FLOAT ? "float" : P->ci.lanes == 4
-             ? "byte-lane" : "16-bit-lane",
-             P->config, P->ci.dms_per_block, P->ci.tile_samples, P->ci.chans_per_stage,
-             P->nshared, P->nblocks, P->span, P->nblocks - P->nshared, P->fallback,
-             fallback_tile(P->fallback));
+             "(shape %d, %d-sample tiles)", direct_plan_kernel(P), P->config, P->ci.dms_per_block,
+             P->ci.tile_samples, P->ci.chans_per_stage, P->nshared, P->nblocks, P->span,
+             P->nblocks - P->nshared, P->fallback, fallback_tile(P->fallback));
 }
 
 /* ---- the direct plug-in: one plan per level ------------------------------------ */

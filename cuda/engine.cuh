@@ -68,6 +68,8 @@ int direct_plan_run(const DirectPlan *P, const void *rows, int64_t stride, int64
                     void *out, int64_t ostride, Storage ostorage, int obias, cudaStream_t st);
 /* The kernel and the block split, for -v. */
 void direct_plan_describe(const DirectPlan *P, char *buf, size_t n);
+/* The kind of shared-memory kernel P runs, as -v names it. */
+const char *direct_plan_kernel(const DirectPlan *P);
 
 extern const GpuAlgo direct_gpu, subband_gpu;
 extern const GpuAlgo tree_gpu;

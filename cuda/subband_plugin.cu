@@ -262,10 +262,10 @@ static void report(const void *state, char *buf, size_t n)
         sh1 += L->s1[b].nshared, nb1 += L->s1[b].nblocks;
     for (int g = 0; g < L->t.ngroups; g++)
         sh2 += L->s2[g].nshared, nb2 += L->s2[g].nblocks;
-    snprintf(one, sizeof one, "%s kernel config %d", L->s1[0].enc.kind == K_LANES ? "16-bit-lane"
-             : "float", L->s1[0].config);
-    snprintf(two, sizeof two, "%s kernel config %d", L->s2[0].enc.kind == K_LANES ? "16-bit-lane"
-             : "float", L->s2[0].config);
+    snprintf(one, sizeof one, "%s kernel config %d", direct_plan_kernel(&L->s1[0]),
+             L->s1[0].config);
+    snprintf(two, sizeof two, "%s kernel config %d", direct_plan_kernel(&L->s2[0]),
+             L->s2[0].config);
     snprintf(buf, n, "sub-band: stage 1 %d sub-bands x %d nominal DMs on the %s (%d of %d DM "
              "blocks in shared memory), %s series, stage 2 %d groups on the %s (%d of %d)",
              L->t.nsub, L->t.ngroups, one, sh1, nb1, storage_name(L->mid.storage), L->t.ngroups,
