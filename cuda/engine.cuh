@@ -71,6 +71,14 @@ void direct_plan_describe(const DirectPlan *P, char *buf, size_t n);
 /* The kind of shared-memory kernel P runs, as -v names it. */
 const char *direct_plan_kernel(const DirectPlan *P);
 
+/* Seconds between two events recorded on a completed stream (0 where CUDA
+ * cannot time them), for the stage times of -v. */
+inline double event_seconds(cudaEvent_t a, cudaEvent_t b)
+{
+    float ms = 0;
+    return cudaEventElapsedTime(&ms, a, b) == cudaSuccess ? ms / 1000.0 : 0.0;
+}
+
 extern const GpuAlgo direct_gpu, subband_gpu;
 extern const GpuAlgo tree_gpu;
 

@@ -656,12 +656,6 @@ static int issue_gulp(const GpuAlgo *algo, const gpu_pipe *g, const ddtk_plan *p
     return DDTK_OK;
 }
 
-static double elapsed(cudaEvent_t a, cudaEvent_t b)
-{
-    float ms = 0;
-    return cudaEventElapsedTime(&ms, a, b) == cudaSuccess ? ms / 1000.0 : 0.0;
-}
-
 /* Wait for a pipeline's gulp and write its outputs. */
 static int finish_gulp(const GpuAlgo *algo, gpu_pipe *g, gulp_set *s, ddtk_writer *w)
 {
@@ -670,10 +664,10 @@ static int finish_gulp(const GpuAlgo *algo, gpu_pipe *g, gulp_set *s, ddtk_write
     s->issued = 0;
     DDTK_CUDA(cudaSetDevice(g->dev), "selecting the GPU");
     DDTK_CUDA(cudaEventSynchronize(s->done), "waiting for a gulp");
-    g->t_h2d += elapsed(s->h2d0, s->h2d1);
-    g->t_unpack += elapsed(s->h2d1, s->k0);
-    g->t_kernel += elapsed(s->k0, s->k1);
-    g->t_d2h += elapsed(s->k1, s->done);
+    g->t_h2d += event_seconds(s->h2d0, s->h2d1);
+    g->t_unpack += event_seconds(s->h2d1, s->k0);
+    g->t_kernel += event_seconds(s->k0, s->k1);
+    g->t_d2h += event_seconds(s->k1, s->done);
     for (int k = 0; k < g->nlevels; k++)
         if (s->nout[k] > 0 && algo->finished)
             algo->finished(g->lv[k].state, s->lst[k]);

@@ -228,12 +228,6 @@ static int gulp(void *state, const void *rows, int64_t stride, int64_t nout, flo
     return rc;
 }
 
-static double elapsed(cudaEvent_t a, cudaEvent_t b)
-{
-    float ms = 0;
-    return cudaEventElapsedTime(&ms, a, b) == cudaSuccess ? ms / 1000.0 : 0.0;
-}
-
 /* A gulp on st has completed: its stage times join the CPU side's summary. */
 static void finished(void *state, cudaStream_t st)
 {
@@ -243,8 +237,8 @@ static void finished(void *state, cudaStream_t st)
         if (!sl->buf || sl->st != st || !sl->timed)
             continue;
         sl->timed = 0;
-        L->t.gpu_time[0] += elapsed(sl->ev[0], sl->ev[1]);
-        L->t.gpu_time[1] += elapsed(sl->ev[1], sl->ev[2]);
+        L->t.gpu_time[0] += event_seconds(sl->ev[0], sl->ev[1]);
+        L->t.gpu_time[1] += event_seconds(sl->ev[1], sl->ev[2]);
     }
 }
 

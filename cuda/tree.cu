@@ -479,20 +479,14 @@ static int reserve(TreeLevel *L, cudaStream_t st, size_t floats, Buffers **out)
     return DDTK_OK;
 }
 
-static double elapsed(cudaEvent_t a, cudaEvent_t b)
-{
-    float ms = 0;
-    return cudaEventElapsedTime(&ms, a, b) == cudaSuccess ? ms / 1000.0 : 0.0;
-}
-
 /* Add the stage times of B's last gulp (long finished when its stream
  * comes back: the streaming layer waits for a gulp before reusing its set). */
 static void count_times(TreeLevel *L, Buffers *B)
 {
     if (!B->timed || cudaEventSynchronize(B->ev[2]) != cudaSuccess)
         return;
-    L->time1 += elapsed(B->ev[0], B->ev[1]);
-    L->time2 += elapsed(B->ev[1], B->ev[2]);
+    L->time1 += event_seconds(B->ev[0], B->ev[1]);
+    L->time2 += event_seconds(B->ev[1], B->ev[2]);
     B->timed = 0;
 }
 
