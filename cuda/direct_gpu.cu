@@ -44,8 +44,9 @@ struct Cfg {
 
 /* Configurations: warps, DMs per warp, words per thread, channels per pass,
  * the blocks per SM the register allocation must allow (occupancy) and, for
- * the lane kernel, the samples a tile word holds of 8-bit rows (2 or 4:
- * byte_lanes; 16-bit rows always 2). The small blocks (2, 4 and 8 DMs) are
+ * the samples a tile word holds: lane kernel, of 8-bit rows 2 or 4 (byte
+ * lanes; 16-bit rows always 2); float kernel, of 16-bit rows 1 (a float) or
+ * 2 (a pair of codes; float rows always 1). The small blocks (2, 4 and 8 DMs) are
  * for the tuner: with a few DM trials, a block of 16 leaves most of its
  * warps without a DM. */
 #define LANE_CONFIGS(X) X(0, 8, 2, 8, 8, 1, 2) X(1, 8, 2, 4, 16, 1, 2) X(2, 16, 1, 8, 8, 1, 2) \
@@ -55,11 +56,12 @@ struct Cfg {
     X(13, 8, 1, 8, 8, 8, 2) X(14, 4, 2, 8, 8, 8, 2) X(15, 8, 2, 4, 8, 5, 4) \
     X(16, 8, 2, 4, 16, 4, 4) X(17, 8, 1, 8, 8, 5, 4) X(18, 8, 2, 8, 8, 3, 4) \
     X(19, 8, 4, 4, 8, 3, 4)
-#define FLOAT_CONFIGS(X) X(0, 8, 2, 8, 8, 1) X(1, 8, 2, 4, 8, 1) X(2, 16, 1, 8, 8, 1) \
-    X(3, 8, 4, 4, 8, 1) X(4, 1, 2, 8, 8, 8) X(5, 2, 2, 8, 8, 8) X(6, 4, 2, 8, 8, 4) \
-    X(7, 8, 2, 8, 8, 4) X(8, 8, 1, 8, 8, 6)
+#define FLOAT_CONFIGS(X) X(0, 8, 2, 8, 8, 1, 1) X(1, 8, 2, 4, 8, 1, 1) X(2, 16, 1, 8, 8, 1, 1) \
+    X(3, 8, 4, 4, 8, 1, 1) X(4, 1, 2, 8, 8, 8, 1) X(5, 2, 2, 8, 8, 8, 1) X(6, 4, 2, 8, 8, 4, 1) \
+    X(7, 8, 2, 8, 8, 4, 1) X(8, 8, 1, 8, 8, 6, 1) X(9, 8, 2, 4, 8, 4, 2) X(10, 8, 2, 8, 8, 3, 2) \
+    X(11, 8, 1, 8, 8, 4, 2)
 #define AS_LCFG(i, nw, dpw, nreg, dch, minb, q) { nw, dpw, nreg, dch, minb, q },
-#define AS_FCFG(i, nw, dpw, nreg, dch, minb) { nw, dpw, nreg, dch, minb, 1 },
+#define AS_FCFG(i, nw, dpw, nreg, dch, minb, q) { nw, dpw, nreg, dch, minb, q },
 
 /* A configuration's blocks per SM, as many as the architecture holds
  * threads for (1024 per SM on sm_75, 1536 on sm_86/87/89, 2048 on sm_80 and
@@ -88,7 +90,7 @@ ConfigInfo config_info(KernelKind k, int i, Storage s)
     ConfigInfo info;
     info.dms_per_block = c.nw * c.dpw;
     info.tile_words = 32 * c.nreg;
-    info.lanes = s == ST_U8 ? c.q : k == K_LANES ? 2 : 1;
+    info.lanes = k == K_LANES ? (s == ST_U8 ? c.q : 2) : (s == ST_U16 ? c.q : 1);
     info.tile_samples = info.lanes * info.tile_words;
     info.chans_per_stage = c.dch;
     info.threads = 32 * c.nw;
@@ -620,62 +622,94 @@ __device__ __forceinline__ void stage_floats(const DirectArgs &a, int b, int c0,
     }
 }
 
+/* Half h of tile word x as a float sample: the word itself (Q = 1) or the
+ * h-th 16-bit code of a pair (Q = 2), as to_float converts it. */
+template <int Q>
+__device__ __forceinline__ float tile_sample(uint32_t x, int h, float off)
+{
+    if constexpr (Q == 1)
+        return __uint_as_float(x);
+    else
+        return half_code(x, h ? 0x7632 : 0x7610, off);
+}
+
 /* One group of four channels (k..k+3), in the CPU's association. */
-template <int DCH, int DPW, int NREG>
-__device__ __forceinline__ void add_group(float (&acc)[DPW][NREG], const float *tile, int rowlen,
-                                          const int *shift, int k, int warp, int lane)
+template <int DCH, int DPW, int NREG, int Q>
+__device__ __forceinline__ void add_group(float (&acc)[DPW][NREG][Q], const uint32_t *tile,
+                                          int rowlen, const int *shift, int k, int warp, int lane,
+                                          float off)
 {
 #pragma unroll
     for (int dd = 0; dd < DPW; dd++) {
         const int4 s = *reinterpret_cast<const int4 *>(shift + (warp * DPW + dd) * DCH + k);
-        const float *p0 = tile + (k + 0) * rowlen + s.x + lane;
-        const float *p1 = tile + (k + 1) * rowlen + s.y + lane;
-        const float *p2 = tile + (k + 2) * rowlen + s.z + lane;
-        const float *p3 = tile + (k + 3) * rowlen + s.w + lane;
+        const uint32_t *p0 = tile + (k + 0) * rowlen + s.x + lane;
+        const uint32_t *p1 = tile + (k + 1) * rowlen + s.y + lane;
+        const uint32_t *p2 = tile + (k + 2) * rowlen + s.z + lane;
+        const uint32_t *p3 = tile + (k + 3) * rowlen + s.w + lane;
 #pragma unroll
-        for (int i = 0; i < NREG; i++)
-            acc[dd][i] += (p0[i * 32] + p1[i * 32]) + (p2[i * 32] + p3[i * 32]);
+        for (int i = 0; i < NREG; i++) {
+            const uint32_t x0 = p0[i * 32], x1 = p1[i * 32], x2 = p2[i * 32], x3 = p3[i * 32];
+#pragma unroll
+            for (int h = 0; h < Q; h++)
+                acc[dd][i][h] += (tile_sample<Q>(x0, h, off) + tile_sample<Q>(x1, h, off))
+                               + (tile_sample<Q>(x2, h, off) + tile_sample<Q>(x3, h, off));
+        }
     }
 }
 
-template <typename T, int NW, int DPW, int NREG, int DCH, int MINB>
+/* Q = 1: the tile holds floats (16-bit codes converted while staging). Q = 2
+ * (16-bit rows): it holds code pairs, word w = code w | code w + TW << 16, as
+ * the lane kernel's, converted in the add loop: one shared load brings two
+ * samples, for a byte permute and a float add each. The sums are the same:
+ * every sample is the same float, added in the same order. */
+template <typename T, int NW, int DPW, int NREG, int DCH, int MINB, int Q>
 __global__ void __launch_bounds__(NW * 32, FIT_BLOCKS(NW * 32, MINB)) float_kernel(DirectArgs a)
 {
     static_assert(DCH % 4 == 0, "passes must keep the CPU's groups of four channels");
+    static_assert(Q == 1 || (Q == 2 && sizeof(T) == 2), "code pairs hold 16-bit rows only");
     constexpr int BD = NW * DPW, TW = 32 * NREG;
-    extern __shared__ float fsmem[];
-    float *tile = fsmem;
+    extern __shared__ uint32_t fsmem[];
+    uint32_t *tile = fsmem;
     int *shift = reinterpret_cast<int *>(fsmem + DCH * a.rowlen);
     const int b = a.blocks[blockIdx.x], warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int64_t t0 = (int64_t)blockIdx.y * TW;
-    float acc[DPW][NREG];
+    const int64_t t0 = (int64_t)blockIdx.y * Q * TW;
+    const float off = code_offset(a.bias);
+    float acc[DPW][NREG][Q];
 #pragma unroll
     for (int dd = 0; dd < DPW; dd++)
 #pragma unroll
         for (int i = 0; i < NREG; i++)
-            acc[dd][i] = 0.0f;
+#pragma unroll
+            for (int h = 0; h < Q; h++)
+                acc[dd][i][h] = 0.0f;
 
     for (int c0 = 0; c0 < a.nchan; c0 += DCH) {
         __syncthreads();
         stage_shifts<BD, DCH>(a, b, c0, shift);
-        stage_floats<T, NW, DCH>(a, b, c0, t0, tile);
+        if constexpr (Q == 2)
+            stage_lanes<T, NW, TW, DCH, 2>(a, b, c0, t0, tile);
+        else
+            stage_floats<T, NW, DCH>(a, b, c0, t0, reinterpret_cast<float *>(tile));
         __syncthreads();
         const int nk = min(DCH, a.nchan - c0);
         if (nk == DCH) {
 #pragma unroll
             for (int k = 0; k < DCH; k += 4)
-                add_group<DCH, DPW, NREG>(acc, tile, a.rowlen, shift, k, warp, lane);
+                add_group<DCH, DPW, NREG, Q>(acc, tile, a.rowlen, shift, k, warp, lane, off);
         } else {
             int k = 0;
             for (; k + 4 <= nk; k += 4)
-                add_group<DCH, DPW, NREG>(acc, tile, a.rowlen, shift, k, warp, lane);
+                add_group<DCH, DPW, NREG, Q>(acc, tile, a.rowlen, shift, k, warp, lane, off);
             for (; k < nk; k++)
 #pragma unroll
                 for (int dd = 0; dd < DPW; dd++) {
-                    const float *p = tile + k * a.rowlen + shift[(warp * DPW + dd) * DCH + k] + lane;
+                    const uint32_t *p = tile + k * a.rowlen + shift[(warp * DPW + dd) * DCH + k]
+                                      + lane;
 #pragma unroll
                     for (int i = 0; i < NREG; i++)
-                        acc[dd][i] += p[i * 32];
+#pragma unroll
+                        for (int h = 0; h < Q; h++)
+                            acc[dd][i][h] += tile_sample<Q>(p[i * 32], h, off);
                 }
         }
     }
@@ -687,8 +721,10 @@ __global__ void __launch_bounds__(NW * 32, FIT_BLOCKS(NW * 32, MINB)) float_kern
         float *out = static_cast<float *>(a.out) + (int64_t)d * a.ostride + t0 + lane;
 #pragma unroll
         for (int i = 0; i < NREG; i++)
-            if (t0 + lane + i * 32 < a.nout)
-                out[i * 32] = acc[dd][i];
+#pragma unroll
+            for (int h = 0; h < Q; h++)
+                if (t0 + lane + i * 32 + h * TW < a.nout)
+                    out[i * 32 + h * TW] = acc[dd][i][h];
     }
 }
 
@@ -864,8 +900,9 @@ typedef void (*kernel_fn)(DirectArgs);
 
 #define LANE_U8(i, nw, dpw, nreg, dch, minb, q) lane_kernel<uint8_t, nw, dpw, nreg, dch, minb, q>,
 #define LANE_U16(i, nw, dpw, nreg, dch, minb, q) lane_kernel<uint16_t, nw, dpw, nreg, dch, minb, 2>,
-#define FLOAT_U16(i, nw, dpw, nreg, dch, minb) float_kernel<uint16_t, nw, dpw, nreg, dch, minb>,
-#define FLOAT_F32(i, nw, dpw, nreg, dch, minb) float_kernel<float, nw, dpw, nreg, dch, minb>,
+#define FLOAT_U16(i, nw, dpw, nreg, dch, minb, q) \
+    float_kernel<uint16_t, nw, dpw, nreg, dch, minb, q>,
+#define FLOAT_F32(i, nw, dpw, nreg, dch, minb, q) float_kernel<float, nw, dpw, nreg, dch, minb, 1>,
 static const kernel_fn lane_fns[2][sizeof lane_cfgs / sizeof lane_cfgs[0]] = {
     { LANE_CONFIGS(LANE_U8) }, { LANE_CONFIGS(LANE_U16) } };
 static const kernel_fn float_fns[2][sizeof float_cfgs / sizeof float_cfgs[0]] = {

@@ -2,7 +2,7 @@
  * wisdom.c - the wisdom file: tuned kernel configurations keyed by machine
  * and set-up, as FFTW keeps its wisdom.
  *
- * The file is plain text: the line "# ddtk wisdom 3", then one entry a line,
+ * The file is plain text: the line "# ddtk wisdom 4", then one entry a line,
  * "KEY<TAB>CONFIG<TAB>SAMPLE-ADDS/S", CONFIG as ddtk_config_text writes it.
  * A writer holds the directory's lock (tempfile.c), reads the file, replaces
  * its key's line and renames a complete new file into place, so concurrent
@@ -24,11 +24,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Versions 2 and 3: the GPU lane and float kernels gained configurations,
+/* Versions 2 to 4: the GPU lane and float kernels gained configurations,
  * which renumbered the cached kernel's variants after them; older files are
  * ignored (one warning) and replaced by the next ddtune. */
-static const char magic[] = "# ddtk wisdom 3";
-static const char *const older[] = { "# ddtk wisdom 1", "# ddtk wisdom 2" };
+static const char magic[] = "# ddtk wisdom 4";
+static const char *const older[] = { "# ddtk wisdom 1", "# ddtk wisdom 2",
+                                      "# ddtk wisdom 3" };
 
 static int older_version(const char *line)
 {

@@ -20,7 +20,7 @@ setup() {
     [[ "$output" == *"set-up: cpu "*" | direct nchans 64 nbits 8 ndm 64 "* ]]
     best=$(printf '%s\n' "$output" | sed -n 's/^best: \(cpu tile [0-9]* dms [0-9]* chans [0-9]*\),.*/\1/p')
     [ -n "$best" ]
-    [ "$(head -1 cache/wisdom)" = "# ddtk wisdom 3" ]
+    [ "$(head -1 cache/wisdom)" = "# ddtk wisdom 4" ]
     [ "$(tail -n +2 cache/wisdom | cut -f2)" = "$best" ]
     mkdir w d
     run dd_direct a.fil --dm-min 0 --dm-max 60 --dm-step 1 --prefix w/x -v --backend cpu
@@ -52,11 +52,11 @@ setup() {
     [ "$status" -eq 0 ]
     [ "$output" = "dd_direct: warning: $DDTK_WISDOM: not a ddtk wisdom file; using the default kernel configuration" ]
     cmp x.tim ref.tim
-    printf '# ddtk wisdom 3\nhalf a line' > cache/wisdom
+    printf '# ddtk wisdom 4\nhalf a line' > cache/wisdom
     run dd_direct a.fil --dm 40 -o y.tim -q
     [ "$status" -eq 0 ] && [[ "$output" == *"a damaged entry"* ]]
     cmp y.tim ref.tim
-    for v in 1 2; do
+    for v in 1 2 3; do
         printf '# ddtk wisdom %s\nk\tcpu tile 512 dms 8 chans 16\t1e9\n' $v > cache/wisdom
         run dd_direct a.fil --dm 40 -o z$v.tim -q
         [ "$status" -eq 0 ]
@@ -70,7 +70,7 @@ setup() {
         ddtune -q a.fil --dm-min 0 --dm-max $n --dm-step 1 --budget 1 > t$n.log &
     done
     wait
-    [ "$(head -1 cache/wisdom)" = "# ddtk wisdom 3" ]
+    [ "$(head -1 cache/wisdom)" = "# ddtk wisdom 4" ]
     [ "$(tail -n +2 cache/wisdom | wc -l)" -eq 4 ]
     [ "$(tail -n +2 cache/wisdom | awk -F'\t' 'NF == 3 && $3 > 0' | wc -l)" -eq 4 ]
     [ -z "$(ls -A cache | grep -v '^wisdom$')" ]

@@ -82,9 +82,9 @@ static void damaged(const char *path)
     char key[1024];
     int found = -1;
     const char *bad[] = { "", "some other program's cache\n",
-                          "# ddtk wisdom 3\nkey without tabs\n",
-                          "# ddtk wisdom 3\nk\tcpu tile x dms 8 chans 16\t1e9\n",
-                          "# ddtk wisdom 3\nk\tcpu tile 512 dms 8 chans 16\t-3\n" };
+                          "# ddtk wisdom 4\nkey without tabs\n",
+                          "# ddtk wisdom 4\nk\tcpu tile x dms 8 chans 16\t1e9\n",
+                          "# ddtk wisdom 4\nk\tcpu tile 512 dms 8 chans 16\t-3\n" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_text(path, bad[i]);
         desc_of(&d, NCHANS);
@@ -95,7 +95,7 @@ static void damaged(const char *path)
     CHECK(ddtk_wisdom_key(&d, key, sizeof key) == DDTK_OK);
     CHECK(ddtk_wisdom_store(path, key, "cpu tile 256 dms 16 chans 32", 5e8) == DDTK_OK);
     char *text = read_text(path);
-    CHECK(text && strncmp(text, "# ddtk wisdom 3\n", 16) == 0 && !strstr(text, "tile 512"));
+    CHECK(text && strncmp(text, "# ddtk wisdom 4\n", 16) == 0 && !strstr(text, "tile 512"));
     free(text);
     CHECK(ddtk_wisdom_apply(&d, path, &found) == DDTK_OK && found == 1 && d.cpu.time_tile == 256);
 }
