@@ -56,6 +56,10 @@ build/%.o: %.c $(HEADERS) $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# Clamped before they are converted, the quantised samples never trap: without
+# traps to keep, GCC vectorises the conversion (output.c's quantise).
+build/src/output.o: CFLAGS += -fno-trapping-math
+
 build/%.o: %.cu $(HEADERS) $(wildcard cuda/*.cuh) $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
