@@ -201,6 +201,24 @@ every_variant() {
     [ "$(every_variant 8 --nchans 1100 --foff -0.1 --mean 235 --sigma 12)" -ge 28 ]
 }
 
+@test "gpu: every lane variant on scrunched levels (16-bit-lane rows, spills near full scale)" {
+    need_gpu
+    mkdir c g
+    { printf 'dm_lo\tdm_hi\tdm_step\tdownsamp\tndm\n'
+      printf '0\t60\t2\t1\t30\n60\t120\t2\t2\t30\n120\t240\t4\t4\t30\n240\t480\t8\t8\t30\n'; } > p.tsv
+    # sums of 8 samples near 1880 pass 65535 within 35 channels: a lane not spilled wraps
+    sim --nbits 8 --nchans 600 --fch1 1500 --foff -0.25 --mean 235 --sigma 12 --nsamples 20000
+    dd_direct in.fil --backend cpu --plan p.tsv --prefix c/x -q
+    local f v=0
+    while DDTK_GPU_CONFIG=$v dd_direct in.fil --backend gpu --plan p.tsv --prefix g/x -q \
+            --force 2> err.txt; do
+        for f in c/*.tim; do cmp "$f" "g/${f#c/}"; done
+        v=$((v + 1))
+    done
+    grep -q "kernel variant $v: expected 0\.\.$((v - 1))" err.txt
+    [ "$v" -ge 28 ]
+}
+
 @test "gpu: a pulse is found at its DM" {
     need_gpu
     fbsim -q -o p.fil --nbits 8 --nchans 512 --fch1 1500 --foff -0.5 --tsamp 64e-6 \
