@@ -514,9 +514,11 @@ static int make_pipes(ddtk_gpu_stream *s, const ddtk_plan *p)
 
 /* The device plan of a first run; kept while later runs need the same step.
  * The step needs every pipeline's device bounds: pipelines first, then the
- * step, then the buffers. */
-static int create(ddtk_plan *p, const ddtk_source *src)
+ * step, then the buffers. part: seconds waiting for the contexts, making the
+ * device plans, allocating and pinning the buffers. */
+static int create(ddtk_plan *p, const ddtk_source *src, double part[3])
 {
+    double t0 = ddtk_now();
     ddtk_gpu_stream *s = (ddtk_gpu_stream *)ddtk_calloc(1, sizeof *s, "GPU plan");
     ddtk_gpu_warm_join(p->warm);
     p->warm = NULL;
@@ -525,19 +527,22 @@ static int create(ddtk_plan *p, const ddtk_source *src)
     p->gpu = s;
     s->plan = p;
     s->algo = gpu_algorithms[p->algo->id];
+    double t1 = ddtk_now();
     int rc = make_pipes(s, p);
+    double t2 = ddtk_now();
     if (!rc)
         rc = choose_step(s, p, src, &s->step);
     for (int i = 0; i < s->npipe && !rc; i++)
         set_pitches(&s->pipe[i], p, s->step);
     if (!rc)
         rc = run_jobs(allocate_job, s, p, 2 + 2 * s->npipe);
+    part[0] = t1 - t0, part[1] = t2 - t1, part[2] = ddtk_now() - t2;
     if (!rc && p->d.verbose)
         report_plan(s, p);
     return rc;
 }
 
-static int prepare(ddtk_plan *p, const ddtk_source *src)
+static int prepare(ddtk_plan *p, const ddtk_source *src, double part[3])
 {
     if (p->gpu) {
         int64_t step;
@@ -547,7 +552,7 @@ static int prepare(ddtk_plan *p, const ddtk_source *src)
         ddtk_gpu_stream_free(p->gpu);
         p->gpu = NULL;
     }
-    int rc = create(p, src);
+    int rc = create(p, src, part);
     if (rc) {
         ddtk_gpu_stream_free(p->gpu);
         p->gpu = NULL;
@@ -730,9 +735,10 @@ static int run_gulps(ddtk_gpu_stream *g, const ddtk_plan *p, ddtk_source *src, d
 }
 
 /* setup: contexts, device plans and pinned buffers (none on a run that keeps
- * the last one's); streaming: the first read to the last output written. */
+ * the last one's), part: its three phases (create); streaming: the first read
+ * to the last output written. */
 static void report_times(const ddtk_gpu_stream *g, const ddtk_plan *p, double setup,
-                         double streaming, double wall)
+                         const double part[3], double streaming, double wall)
 {
     char line[1024] = "";
     size_t len = 0;
@@ -742,10 +748,11 @@ static void report_times(const ddtk_gpu_stream *g, const ddtk_plan *p, double se
         if (g->npipe > 1)
             snprintf(who, sizeof who, "GPU %d", pp->dev);
         if (p->d.verbose)
-            ddtk_msg("%s times: set-up %.4f s (contexts, device plans, pinned buffers; all "
-                     "GPUs), H2D %.4f s, overlap copy + unpack%s (with waits on the other "
-                     "stream) %.4f s, kernels %.4f s, D2H %.4f s, streaming %.4f s (first read "
-                     "to last output), wall %.4f s", who, setup, pp->t_h2d,
+            ddtk_msg("%s times: set-up %.4f s (waiting for contexts %.4f s, device plans "
+                     "%.4f s, buffers %.4f s; all GPUs), H2D %.4f s, overlap copy + unpack%s "
+                     "(with waits on the other stream) %.4f s, kernels %.4f s, D2H %.4f s, "
+                     "streaming %.4f s (first read to last output), wall %.4f s", who, setup,
+                     part[0], part[1], part[2], pp->t_h2d,
                      pp->nlevels > 1 ? " + halving" : "", pp->t_unpack, pp->t_kernel,
                      pp->t_d2h, streaming, wall);
         if (len < sizeof line)
@@ -760,8 +767,8 @@ static void report_times(const ddtk_gpu_stream *g, const ddtk_plan *p, double se
 extern "C" int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *w,
                                    double *kernel)
 {
-    double t0 = ddtk_now();
-    int rc = prepare(p, src);
+    double t0 = ddtk_now(), part[3] = { 0, 0, 0 };
+    int rc = prepare(p, src, part);
     if (rc)
         return rc;
     double t1 = ddtk_now();
@@ -784,7 +791,7 @@ extern "C" int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *
                 g->algo->stage_times(pp->lv[k].state, stages);
     }
     if (!rc)
-        report_times(g, p, t1 - t0, t2 - t1, ddtk_now() - t0);
+        report_times(g, p, t1 - t0, part, t2 - t1, ddtk_now() - t0);
     if (!rc && p->d.verbose && g->algo->stage_times)
         ddtk_msg("GPU kernels: stage 1 %.4f s, stage 2 %.4f s (all GPUs)", stages[0], stages[1]);
     return rc;
