@@ -71,8 +71,8 @@ struct DirectArgs {
     int obias;
 };
 
-/* Shared-memory bytes a launch with this row length needs. */
-size_t shared_bytes(KernelKind k, int config, Storage s, int rowlen);
+/* Shared-memory bytes a launch of configuration c (of kernel k) with this row length needs. */
+size_t shared_bytes(KernelKind k, const ConfigInfo &c, int rowlen);
 /* Allow an instance at least smem bytes of shared memory on the current device (opt-in). */
 cudaError_t prepare_kernels(KernelKind k, int config, Storage s, size_t smem);
 cudaError_t launch_shared(KernelKind k, int config, Storage s, const DirectArgs &a,

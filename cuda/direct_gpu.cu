@@ -60,8 +60,7 @@ struct Cfg {
     X(3, 8, 4, 4, 8, 1, 1) X(4, 1, 2, 8, 8, 8, 1) X(5, 2, 2, 8, 8, 8, 1) X(6, 4, 2, 8, 8, 4, 1) \
     X(7, 8, 2, 8, 8, 4, 1) X(8, 8, 1, 8, 8, 6, 1) X(9, 8, 2, 4, 8, 4, 2) X(10, 8, 2, 8, 8, 3, 2) \
     X(11, 8, 1, 8, 8, 4, 2)
-#define AS_LCFG(i, nw, dpw, nreg, dch, minb, q) { nw, dpw, nreg, dch, minb, q },
-#define AS_FCFG(i, nw, dpw, nreg, dch, minb, q) { nw, dpw, nreg, dch, minb, q },
+#define AS_CFG(i, nw, dpw, nreg, dch, minb, q) { nw, dpw, nreg, dch, minb, q },
 
 /* A configuration's blocks per SM, as many as the architecture holds
  * threads for (1024 per SM on sm_75, 1536 on sm_86/87/89, 2048 on sm_80 and
@@ -75,8 +74,8 @@ struct Cfg {
 #define SM_THREADS 2048
 #endif
 #define FIT_BLOCKS(threads, minb) ((minb) * (threads) <= SM_THREADS ? (minb) : SM_THREADS / (threads))
-static const Cfg lane_cfgs[] = { LANE_CONFIGS(AS_LCFG) };
-static const Cfg float_cfgs[] = { FLOAT_CONFIGS(AS_FCFG) };
+static const Cfg lane_cfgs[] = { LANE_CONFIGS(AS_CFG) };
+static const Cfg float_cfgs[] = { FLOAT_CONFIGS(AS_CFG) };
 
 int config_count(KernelKind k)
 {
@@ -119,9 +118,8 @@ int default_config(KernelKind k, Storage s, int major)
 
 /* Tile and shifts; the lane kernel adds its 32-bit partial sums, one a lane
  * (lane_kernel). */
-size_t shared_bytes(KernelKind k, int config, Storage s, int rowlen)
+size_t shared_bytes(KernelKind k, const ConfigInfo &c, int rowlen)
 {
-    ConfigInfo c = config_info(k, config, s);
     size_t sums = k == K_LANES ? (size_t)c.dms_per_block * c.tile_samples * 4 : 0;
     return (size_t)c.chans_per_stage * ((size_t)rowlen + (size_t)c.dms_per_block) * 4 + sums;
 }

@@ -47,7 +47,7 @@ static int block_tables(DirectPlan *P, const int32_t *delay, int32_t **lo, int32
 static void partition_blocks(DirectPlan *P, size_t limit, const int32_t *spans, int *order)
 {
     int max_span = P->cached ? -1 : SPAN_TILES * P->ci.tile_words;
-    while (max_span > 0 && shared_bytes(P->enc.kind, P->config, P->enc.storage, P->ci.tile_words + max_span) > limit)
+    while (max_span > 0 && shared_bytes(P->enc.kind, P->ci, P->ci.tile_words + max_span) > limit)
         max_span -= 32;
     int n = 0, span = 0;
     for (int b = 0; b < P->nblocks; b++)
@@ -60,7 +60,7 @@ static void partition_blocks(DirectPlan *P, size_t limit, const int32_t *spans, 
         if (spans[b] > max_span)
             order[n++] = b;
     P->span = (int)ddtk_round_up(span, 4);
-    P->smem = shared_bytes(P->enc.kind, P->config, P->enc.storage, P->ci.tile_words + P->span);
+    P->smem = shared_bytes(P->enc.kind, P->ci, P->ci.tile_words + P->span);
 }
 
 /* How far past the last output the launches read: a shared block stages
