@@ -470,16 +470,19 @@ __device__ __forceinline__ void stage_lanes(const DirectArgs &a, int b, int c0, 
     }
 }
 
-/* Lane sums of a word: its 16-bit lanes (Q = 2) or, of byte lanes, quarters
- * 0 and 2 into l[0] and 1 and 3 into l[1]. */
+/* Lane sums of two words (two channels): their 16-bit lanes (Q = 2) or, of
+ * byte lanes, quarters 0 and 2 into l[0] and 1 and 3 into l[1]. The two
+ * channels are summed before the running sum: ptxas fused word-by-word sums
+ * into IADD3s too, but this order gives a shorter loop (config 18: 2648
+ * instructions against 2672) and 2.5% on workload A's ranges (H100). */
 template <int Q>
-__device__ __forceinline__ void add_lanes(uint32_t (&l)[Q / 2], uint32_t x)
+__device__ __forceinline__ void add_lanes(uint32_t (&l)[Q / 2], uint32_t x, uint32_t y)
 {
     if constexpr (Q == 4) {
-        l[0] += x & 0x00FF00FFu;
-        l[1] += __byte_perm(x, 0, 0x4341);
+        l[0] += (x & 0x00FF00FFu) + (y & 0x00FF00FFu);
+        l[1] += __byte_perm(x, 0, 0x4341) + __byte_perm(y, 0, 0x4341);
     } else {
-        l[0] += x;
+        l[0] += x + y;
     }
 }
 
@@ -525,14 +528,14 @@ __global__ void __launch_bounds__(NW * 32, FIT_BLOCKS(NW * 32, MINB)) lane_kerne
                 sk[dd][0] = s.x, sk[dd][1] = s.y, sk[dd][2] = s.z, sk[dd][3] = s.w;
             }
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
+            for (int j = 0; j < 4; j += 2) {
                 const uint32_t *row = tile + (k + j) * a.rowlen + lane;
 #pragma unroll
                 for (int dd = 0; dd < DPW; dd++) {
-                    const uint32_t *p = row + sk[dd][j];
+                    const uint32_t *p = row + sk[dd][j], *q = row + a.rowlen + sk[dd][j + 1];
 #pragma unroll
                     for (int i = 0; i < NREG; i++)
-                        add_lanes<Q>(acc[dd][i], p[i * 32]);
+                        add_lanes<Q>(acc[dd][i], p[i * 32], q[i * 32]);
                 }
             }
         }
