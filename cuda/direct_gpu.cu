@@ -396,6 +396,14 @@ __device__ __forceinline__ const uint32_t *aligned_words(const void *p, unsigned
     return q;
 }
 
+/* Samples 4g .. 4g + 3 of a 16-bit row segment starting q (aligned down) plus
+ * sh bits, as two words: three aligned loads, two funnel shifts. */
+__device__ __forceinline__ uint2 code_words(const uint32_t *q, int g, unsigned sh)
+{
+    const uint32_t *r = q + 2 * g, l1 = __ldg(r + 1);
+    return make_uint2(__funnelshift_r(__ldg(r), l1, sh), __funnelshift_r(l1, __ldg(r + 2), sh));
+}
+
 /* Four lane words from group g of a row segment starting q (aligned down)
  * plus sh bits: word j = sample 4g + j | sample 4g + j + TWW << 16. The
  * samples are read as aligned 32-bit words and funnel-shifted into place
@@ -412,14 +420,9 @@ __device__ __forceinline__ uint4 lane_words(const uint32_t *q, int g, unsigned s
         return make_uint4(t01 & 0x00FF00FFu, (t01 >> 8) & 0x00FF00FFu, t23 & 0x00FF00FFu,
                           (t23 >> 8) & 0x00FF00FFu);
     } else {
-        const uint32_t *r = q + 2 * g;
-        const uint32_t l1 = __ldg(r + 1), h1 = __ldg(r + HI + 1);
-        const uint32_t lo01 = __funnelshift_r(__ldg(r), l1, sh);
-        const uint32_t lo23 = __funnelshift_r(l1, __ldg(r + 2), sh);
-        const uint32_t hi01 = __funnelshift_r(__ldg(r + HI), h1, sh);
-        const uint32_t hi23 = __funnelshift_r(h1, __ldg(r + HI + 2), sh);
-        return make_uint4(__byte_perm(lo01, hi01, 0x5410), __byte_perm(lo01, hi01, 0x7632),
-                          __byte_perm(lo23, hi23, 0x5410), __byte_perm(lo23, hi23, 0x7632));
+        const uint2 lo = code_words(q, g, sh), hi = code_words(q + HI, g, sh);
+        return make_uint4(__byte_perm(lo.x, hi.x, 0x5410), __byte_perm(lo.x, hi.x, 0x7632),
+                          __byte_perm(lo.y, hi.y, 0x5410), __byte_perm(lo.y, hi.y, 0x7632));
     }
 }
 
@@ -608,11 +611,9 @@ __device__ __forceinline__ void stage_floats(const DirectArgs &a, int b, int c0,
             unsigned sh;
             const uint32_t *q = aligned_words(src, sh);
             for (int g = lane; g < groups; g += 32) {
-                const uint32_t *r = q + 2 * g, l1 = __ldg(r + 1);
-                const uint32_t w01 = __funnelshift_r(__ldg(r), l1, sh);
-                const uint32_t w23 = __funnelshift_r(l1, __ldg(r + 2), sh);
-                dst[g] = make_float4(half_code(w01, 0x7610, off), half_code(w01, 0x7632, off),
-                                     half_code(w23, 0x7610, off), half_code(w23, 0x7632, off));
+                const uint2 w = code_words(q, g, sh);
+                dst[g] = make_float4(half_code(w.x, 0x7610, off), half_code(w.x, 0x7632, off),
+                                     half_code(w.y, 0x7610, off), half_code(w.y, 0x7632, off));
             }
         } else {
             for (int g = lane; g < groups; g += 32) {
