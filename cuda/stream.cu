@@ -37,6 +37,7 @@
 #include "engine.cuh"
 #include "cli.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,9 @@ using namespace ddgpu;
 
 #define DEFAULT_STEP ((int64_t)1 << 17)
 #define SMALLEST_PREFERRED ((int64_t)1 << 15)
-#define PINNED_OUT ((int64_t)256 << 20)  /* bytes of one output set, preferred most */
+#define PINNED_SET ((int64_t)256 << 20)  /* bytes of one buffer set, preferred most */
+#define PIN_RATE 4e9                      /* bytes/s pinned in set-up (H100 host, two sets) */
+#define GULP_COST 5e-4                    /* seconds of streaming a gulp adds (H100) */
 #define MAX_STEP ((int64_t)1 << 22)       /* keeps the time-tile grid within 65535 */
 
 static const GpuAlgo *const gpu_algorithms[] = { &direct_gpu, &tree_gpu, &subband_gpu };
@@ -213,21 +216,32 @@ static int device_bounds(const ddtk_gpu_stream *g, budget *b)
     return DDTK_OK;
 }
 
-/* The gulp to start from: DEFAULT_STEP, halved while one set of pinned output
- * buffers would pass PINNED_OUT. Pinning costs about half a second per GiB
- * before the first gulp, which a short input never earns back (htru 60 s, 1196
- * DMs on an H200: 1.03 s wall at 2^17 spectra, 0.55 s at 2^15, kernels 0.29 s
- * against 0.31 s). */
-static int64_t preferred_step(const ddtk_plan *p)
+/* Host bytes of one buffer set (a gulp's raw input and outputs) at step s. */
+static int64_t set_bytes(const ddtk_plan *p, int64_t s)
 {
-    int64_t s = DEFAULT_STEP;
-    for (;;) {
-        int64_t bytes = 0;
-        for (int k = 0; k < p->nlevels; k++)
-            bytes += (int64_t)p->lv[k].ndm * max_out(p, k, s) * 4;
-        if (s <= SMALLEST_PREFERRED || bytes <= PINNED_OUT)
+    int64_t bytes = ddtk_plan_raw_bytes(p, p->keep + s);
+    for (int k = 0; k < p->nlevels; k++)
+        bytes += (int64_t)p->lv[k].ndm * max_out(p, k, s) * 4;
+    return bytes;
+}
+
+/* The gulp to start from: DEFAULT_STEP, halved while one buffer set would
+ * pass PINNED_SET or, for an input of known length, the set that costs least.
+ * Set-up pins two sets before the first gulp, at about PIN_RATE, and every
+ * gulp adds about GULP_COST to the streaming (launches, waits between
+ * streams), so 2 B / PIN_RATE + GULP_COST * total / B is least for sets of
+ * B = sqrt(GULP_COST * PIN_RATE * total / 2) bytes (total: every gulp's set
+ * bytes). H100, workload A, tolerance list --scrunch auto (1196 DMs, 67 s):
+ * wall 0.41 s at 2^17 spectra, 0.35 s at 2^16, 0.30 s at 2^15; inputs past
+ * about 15 minutes keep the PINNED_SET bound. */
+static int64_t preferred_step(const ddtk_plan *p, const ddtk_source *src)
+{
+    for (int64_t s = DEFAULT_STEP;; s /= 2) {
+        double bytes = (double)set_bytes(p, s), most = (double)PINNED_SET;
+        if (src->nsamples > 0)
+            most = fmin(most, sqrt(GULP_COST * PIN_RATE * bytes * src->nsamples / s / 2));
+        if (s <= SMALLEST_PREFERRED || bytes <= most)
             return s;
-        s /= 2;
     }
 }
 
@@ -241,7 +255,7 @@ static int choose_step(const ddtk_gpu_stream *g, const ddtk_plan *p, const ddtk_
     int rc = device_bounds(g, &b);
     if (rc)
         return rc;
-    if (!ddtk_choose_step(p, src, preferred_step(p), MAX_STEP, fits, &b, step))
+    if (!ddtk_choose_step(p, src, preferred_step(p, src), MAX_STEP, fits, &b, step))
         return ddtk_fail(DDTK_EUSAGE, "%s: a GPU gulp of %lld spectra plus the maximum delay of "
                          "%d needs %.0f MiB of host and %.0f MiB of GPU memory (--max-mem %.0f MiB, "
                          "%.0f MiB for it on GPU %d)", src->name, (long long)*step, p->maxdelay,

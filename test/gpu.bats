@@ -323,6 +323,26 @@ same_files() {
     [[ "$output" == *"backend gpu"* || "$output" == *", gpu;"* ]]
 }
 
+# gulp_of ARGS...: the GPU gulp dd_direct -v reports
+gulp_of() {
+    dd_direct "$@" --backend gpu --dm-min 0 --dm-max 4 --dm-step 1 --discard -v 2>&1 \
+        | grep -oE "gulp [0-9]+ spectra" | cut -d' ' -f2
+}
+
+@test "gpu: the automatic gulp grows with the file's length (pinning against gulps), stdin 131072" {
+    need_gpu
+    # 8 channels, 5 DMs: 28 bytes a spectrum, so the balanced set is
+    # sqrt(1e6 * 28 * n) bytes: 1.2 MB (n 50000), 2.4 MB, 5.3 MB.
+    local n
+    for n in 50000 200000 1000000; do
+        fbsim -q --force -o n$n.fil --nchans 8 --fch1 1500 --foff -2 --tsamp 64e-6 --nsamples $n
+    done
+    [ "$(gulp_of n50000.fil)" -eq 32768 ]
+    [ "$(gulp_of n200000.fil)" -eq 65536 ]
+    [ "$(gulp_of n1000000.fil)" -eq 131072 ]
+    [ "$(gulp_of - < n50000.fil)" -eq 131072 ]
+}
+
 # ---- backend selection: runs with or without a GPU ----
 
 @test "backend: --backend gpu without a usable GPU exits 3 with one line" {
