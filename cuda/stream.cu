@@ -167,13 +167,25 @@ static int64_t max_out(const ddtk_plan *p, int k, int64_t step)
     return last > step >> k ? last : step >> k;
 }
 
+/* Bytes of a gulp's raw input, and of level k's host outputs for ndm DMs,
+ * at step s: every buffer's size comes from these (prefault matches by size). */
+static size_t raw_bytes(const ddtk_plan *p, int64_t s)
+{
+    return (size_t)ddtk_plan_raw_bytes(p, p->keep + s);
+}
+
+static size_t out_bytes(const ddtk_plan *p, int k, int64_t ndm, int64_t s)
+{
+    return (size_t)ndm * (size_t)max_out(p, k, s) * sizeof(float);
+}
+
 /* Host bytes of one buffer set (a gulp's raw input and outputs) at step s. */
 static int64_t set_bytes(const ddtk_plan *p, int64_t s)
 {
-    int64_t bytes = ddtk_plan_raw_bytes(p, p->keep + s);
+    size_t bytes = raw_bytes(p, s);
     for (int k = 0; k < p->nlevels; k++)
-        bytes += (int64_t)p->lv[k].ndm * max_out(p, k, s) * 4;
-    return bytes;
+        bytes += out_bytes(p, k, p->lv[k].ndm, s);
+    return (int64_t)bytes;
 }
 
 /* Memory bounds of a step: host (--max-mem) for the raw buffers and every
@@ -189,7 +201,7 @@ typedef struct budget {
 static int fits(const ddtk_plan *p, int64_t step, void *ctx)
 {
     budget *b = (budget *)ctx;
-    int64_t raw = ddtk_plan_raw_bytes(p, p->keep + step);
+    int64_t raw = (int64_t)raw_bytes(p, step);
     int ok = 1;
     b->host = set_bytes(p, step);
     b->worst = 0;
@@ -328,12 +340,13 @@ static void prefault(prefaulted *pre, const ddtk_plan *p, const ddtk_source *src
     pre->step = step = ddtk_round_up(step, p->align);
     size_t want[MAX_PREFAULTED];
     int n = 0;
-    for (int k = -1; k < (p->ngpu == 1 ? p->nlevels : 0); k++) {
-        size_t bytes = k < 0 ? (size_t)ddtk_plan_raw_bytes(p, p->keep + step)
-                             : (size_t)p->lv[k].ndm * max_out(p, k, step) * sizeof(float);
-        for (int set = 0; set < 2 && bytes; set++)
-            want[n++] = bytes;
-    }
+    want[n++] = raw_bytes(p, step);
+    want[n++] = raw_bytes(p, step);
+    for (int k = 0; p->ngpu == 1 && k < p->nlevels; k++)
+        if (p->lv[k].ndm) {
+            want[n++] = out_bytes(p, k, p->lv[k].ndm, step);
+            want[n++] = out_bytes(p, k, p->lv[k].ndm, step);
+        }
     for (pre->n = 0; pre->n < n; pre->n++) {
         const size_t bytes = want[pre->n], chunk = (size_t)2 << 20;
         uint8_t *q = (uint8_t *)ddtk_malloc_large(bytes, "host buffers");
@@ -375,7 +388,7 @@ static void unpin(void *p)
 static int allocate_set(const gpu_pipe *g, const ddtk_plan *p, int64_t step, gulp_set *s,
                         prefaulted *pre)
 {
-    size_t raw = (size_t)ddtk_plan_raw_bytes(p, p->keep + step);
+    size_t raw = raw_bytes(p, step);
     DDTK_CUDA(cudaStreamCreateWithFlags(&s->st, cudaStreamNonBlocking), "creating a stream");
     cudaEvent_t *ev[] = { &s->h2d0, &s->h2d1, &s->k0, &s->k1, &s->done, &s->unpacked };
     for (int i = 0; i < 6; i++)
@@ -397,7 +410,7 @@ static int allocate_set(const gpu_pipe *g, const ddtk_plan *p, int64_t step, gul
         if (!g->view[k].ndm)
             continue;
         size_t ndm = (size_t)g->view[k].ndm;
-        int rc = pin(pre, (void **)&s->hout[k], ndm * L->hpitch * sizeof(float),
+        int rc = pin(pre, (void **)&s->hout[k], out_bytes(p, k, g->view[k].ndm, step),
                      cudaHostRegisterDefault, "pinning outputs");
         if (rc)
             return rc;
@@ -567,8 +580,8 @@ static int allocate_job(ddtk_gpu_stream *s, const ddtk_plan *p, int i)
     gpu_pipe *g = &s->pipe[i < 2 ? 0 : (i - 2) / 2];
     DDTK_CUDA(cudaSetDevice(g->dev), "selecting the GPU");
     if (i < 2) {
-        size_t raw = (size_t)ddtk_plan_raw_bytes(p, p->keep + s->step);
-        return pin(&s->pre, (void **)&s->hraw[i], raw, cudaHostRegisterPortable, "pinning input");
+        return pin(&s->pre, (void **)&s->hraw[i], raw_bytes(p, s->step), cudaHostRegisterPortable,
+                   "pinning input");
     }
     return allocate_set(g, p, s->step, &g->set[i % 2], &s->pre);
 }
