@@ -16,10 +16,12 @@
 #define INPUT_BUFFER (4 << 20)
 /* Reads of a regular file this large go in PREAD_CHUNK parts to several
  * threads: one thread copies from the page cache at about 3.5 GB/s (the H100
- * host), which left the GPU waiting on a gulp's read. */
+ * host), which left the GPU waiting on a gulp's read. The parts are small
+ * enough that the GPU's shortest gulps (32 MiB for 1024 8-bit channels) keep
+ * every thread busy. */
 #define PREAD_MIN ((size_t)32 << 20)
-#define PREAD_CHUNK ((size_t)8 << 20)
-#define PREAD_THREADS 4
+#define PREAD_CHUNK ((size_t)2 << 20)
+#define PREAD_THREADS 8
 
 static int open_stream(ddtk_input *in, const char *path)
 {

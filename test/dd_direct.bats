@@ -60,7 +60,7 @@ data_of() {   # the samples of a .tim, without its header
 }
 
 @test "large reads of a file, in parts on several threads, give the pipe's bytes" {
-    # gulps of 40000 spectra of 1 KiB: reads of 39 MiB in 8 MiB parts; the last
+    # gulps of 40000 spectra of 1 KiB: reads of 39 MiB in 2 MiB parts; the last
     # read is short and ends in a partial spectrum
     fbsim -o big.fil --nchans 1024 --nbits 8 --tsamp 0.000064 --nsamples 90000 \
         --fch1 1500 --foff -0.25 --seed 3 --pulse 2.0,100,0.002,30
