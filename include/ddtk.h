@@ -218,11 +218,13 @@ typedef struct ddtk_outspec {
     int discard;                  /* --discard: compute, write nothing (benchmarks) */
 } ddtk_outspec;
 
+typedef struct ddtk_flusher ddtk_flusher;
 typedef struct ddtk_outset {
     int n, to_stdout;
     ddtk_outspec spec;
     ddtk_series_file *f;
     ddtk_series_meta meta;
+    ddtk_flusher *flusher;        /* writeback while the run computes (output.c) */
 } ddtk_outset;
 
 /*

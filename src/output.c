@@ -9,16 +9,21 @@
  * its outputs. Existing outputs are refused unless --force is given, also
  * when they appear while the run is going (another run on the same prefix).
  */
+#define _GNU_SOURCE               /* sync_file_range */
 #include "inf.h"
 #include "tempfile.h"
 #include "internal.h"
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <pwd.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -275,6 +280,84 @@ static size_t put_samples(ddtk_outset *o, ddtk_series_file *f, const float *x, i
     return put;
 }
 
+/* ---- writeback while the run computes ---------------------------------------- */
+
+/* Every WRITEBACK_PERIOD a thread of the output set hands the temporaries'
+ * written pages to the disk (sync_file_range starts their writeback and
+ * returns). Left to the page cache, writeback started at the commit's fsyncs
+ * and the disk idled while the run computed (H100 host, htru's 1196 8-bit
+ * files: 1.14-1.28 s, 0.93-1.05 s with this thread, dd of as many bytes
+ * 0.88-1.15 s). The writers never wait for the disk here: only this thread
+ * does, where its queue is full (writing from the writers' threads, they
+ * did, and nothing was gained). Errors come back from the commit's fsyncs. */
+#define WRITEBACK_PERIOD_NS 25000000L
+struct ddtk_flusher {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    atomic_int stop;            /* read unlocked between files: a stop is prompt */
+    int n;
+    int fd[];
+};
+
+static void *flush_loop(void *arg)
+{
+    ddtk_flusher *fl = arg;
+    pthread_mutex_lock(&fl->mu);
+    while (!fl->stop) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_nsec += WRITEBACK_PERIOD_NS;
+        t.tv_sec += t.tv_nsec / 1000000000L;
+        t.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&fl->cv, &fl->mu, &t);
+        pthread_mutex_unlock(&fl->mu);
+        for (int i = 0; i < fl->n && !fl->stop; i++)
+            sync_file_range(fl->fd[i], 0, 0, SYNC_FILE_RANGE_WRITE);
+        pthread_mutex_lock(&fl->mu);
+    }
+    pthread_mutex_unlock(&fl->mu);
+    return NULL;
+}
+
+/* Without a thread the outputs are only written later: nothing fails. */
+static void start_flusher(ddtk_outset *o)
+{
+    ddtk_flusher *fl = malloc(sizeof *fl + (size_t)o->n * sizeof fl->fd[0]);
+    if (!fl)
+        return;
+    fl->stop = 0;
+    fl->n = o->n;
+    for (int i = 0; i < o->n; i++)
+        fl->fd[i] = fileno(o->f[i].fp);
+    pthread_mutex_init(&fl->mu, NULL);
+    pthread_cond_init(&fl->cv, NULL);
+    if (pthread_create(&fl->thread, NULL, flush_loop, fl) != 0) {
+        pthread_cond_destroy(&fl->cv);
+        pthread_mutex_destroy(&fl->mu);
+        free(fl);
+        return;
+    }
+    o->flusher = fl;
+}
+
+/* Before the files are closed: the thread holds their descriptors. */
+static void stop_flusher(ddtk_outset *o)
+{
+    ddtk_flusher *fl = o->flusher;
+    if (!fl)
+        return;
+    pthread_mutex_lock(&fl->mu);
+    fl->stop = 1;
+    pthread_cond_signal(&fl->cv);
+    pthread_mutex_unlock(&fl->mu);
+    pthread_join(fl->thread, NULL);
+    pthread_cond_destroy(&fl->cv);
+    pthread_mutex_destroy(&fl->mu);
+    free(fl);
+    o->flusher = NULL;
+}
+
 /* ---- output sets ---------------------------------------------------------- */
 
 static char *name_for(const char *prefix, double dm, const char *ext)
@@ -439,6 +522,7 @@ int ddtk_outset_open(ddtk_outset *o, const double *dms, int ndm,
                            spec->prefix ? spec->prefix : spec->default_prefix))
         || (rc = create_files(o)))
         goto fail;
+    start_flusher(o);
     return DDTK_OK;
 fail:
     ddtk_outset_abort(o);
@@ -590,6 +674,7 @@ int ddtk_outset_close(ddtk_outset *o)
         o->f = NULL;
         return rc;
     }
+    stop_flusher(o);
     if ((rc = finish_files(o)) || (rc = commit_files(o))) {
         ddtk_outset_abort(o);
         return rc;
@@ -600,6 +685,7 @@ int ddtk_outset_close(ddtk_outset *o)
 
 void ddtk_outset_abort(ddtk_outset *o)
 {
+    stop_flusher(o);
     for (int i = 0; o->f && i < o->n && !o->to_stdout; i++) {
         ddtk_series_file *f = &o->f[i];
         ddtk_temp_discard(f->fp, &f->tmp);
