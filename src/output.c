@@ -282,14 +282,14 @@ static size_t put_samples(ddtk_outset *o, ddtk_series_file *f, const float *x, i
 
 /* ---- writeback while the run computes ---------------------------------------- */
 
-/* Every WRITEBACK_PERIOD a thread of the output set hands the temporaries'
- * written pages to the disk (sync_file_range starts their writeback and
- * returns). Left to the page cache, writeback started at the commit's fsyncs
- * and the disk idled while the run computed (H100 host, htru's 1196 8-bit
- * files: 1.14-1.28 s, 0.93-1.05 s with this thread, dd of as many bytes
- * 0.88-1.15 s). The writers never wait for the disk here: only this thread
- * does, where its queue is full (writing from the writers' threads, they
- * did, and nothing was gained). Errors come back from the commit's fsyncs. */
+/* Every 25 ms a thread of the output set hands the temporaries' written
+ * pages to the disk (sync_file_range starts their writeback and returns).
+ * Left to the page cache, writeback started at the commit's fsyncs and the
+ * disk idled while the run computed (H100 host, htru's 1196 8-bit files:
+ * 1.14-1.28 s, 0.93-1.05 s with this thread, dd of as many bytes 0.88-1.15
+ * s). Only this thread waits where the disk's queue is full: started from
+ * the writers' threads, the writeback held them up and gained nothing.
+ * Errors come back from the commit's fsyncs. */
 #define WRITEBACK_PERIOD_NS 25000000L
 struct ddtk_flusher {
     pthread_t thread;
