@@ -269,6 +269,18 @@ static int64_t preferred_step(const ddtk_plan *p, const ddtk_source *src)
     }
 }
 
+/* The step from preferred_step down that fits ctx's bounds, rounded to the
+ * plan's alignment: one rule for the buffers and the blocks prefaulted for
+ * them, which are matched by size. */
+static int gpu_step(const ddtk_plan *p, const ddtk_source *src,
+                    int (*fit)(const ddtk_plan *, int64_t, void *), void *ctx, int64_t *step)
+{
+    if (!ddtk_choose_step(p, src, preferred_step(p, src), MAX_STEP, fit, ctx, step))
+        return 0;
+    *step = ddtk_round_up(*step, p->align);
+    return 1;
+}
+
 static int choose_step(const ddtk_gpu_stream *g, const ddtk_plan *p, const ddtk_source *src,
                        int64_t *step)
 {
@@ -279,14 +291,13 @@ static int choose_step(const ddtk_gpu_stream *g, const ddtk_plan *p, const ddtk_
     int rc = device_bounds(g, &b);
     if (rc)
         return rc;
-    if (!ddtk_choose_step(p, src, preferred_step(p, src), MAX_STEP, fits, &b, step))
+    if (!gpu_step(p, src, fits, &b, step))
         return ddtk_fail(DDTK_EUSAGE, "%s: a GPU gulp of %lld spectra plus the maximum delay of "
                          "%d needs %.0f MiB of host and %.0f MiB of GPU memory (--max-mem %.0f MiB, "
                          "%.0f MiB for it on GPU %d)", src->name, (long long)*step, p->maxdelay,
                          2 * b.host / 1048576.0, 2 * b.dev[b.worst] / 1048576.0,
                          b.host_max / 1048576.0, b.dev_max[b.worst] / 0.8 / 1048576.0,
                          g->pipe[b.worst].dev);
-    *step = ddtk_round_up(*step, p->align);
     return DDTK_OK;
 }
 
@@ -336,18 +347,17 @@ static int host_fits(const ddtk_plan *p, int64_t step, void *ctx)
 static void prefault(prefaulted *pre, const ddtk_plan *p, const ddtk_source *src)
 {
     int64_t host_max = p->d.max_mem > 0 ? p->d.max_mem : DDTK_DEFAULT_MAX_MEM, step;
-    if (!ddtk_choose_step(p, src, preferred_step(p, src), MAX_STEP, host_fits, &host_max, &step))
+    if (!gpu_step(p, src, host_fits, &host_max, &step))
         return;
-    pre->step = step = ddtk_round_up(step, p->align);
+    pre->step = step;
     size_t want[MAX_PREFAULTED];
     int n = 0;
-    want[n++] = raw_bytes(p, step);
-    want[n++] = raw_bytes(p, step);
-    for (int k = 0; p->ngpu == 1 && k < p->nlevels; k++)
-        if (p->lv[k].ndm) {
-            want[n++] = out_bytes(p, k, p->lv[k].ndm, step);
-            want[n++] = out_bytes(p, k, p->lv[k].ndm, step);
-        }
+    for (int set = 0; set < 2; set++) {
+        want[n++] = raw_bytes(p, step);
+        for (int k = 0; p->ngpu == 1 && k < p->nlevels; k++)
+            if (p->lv[k].ndm)
+                want[n++] = out_bytes(p, k, p->lv[k].ndm, step);
+    }
     for (pre->n = 0; pre->n < n; pre->n++) {
         const size_t bytes = want[pre->n], chunk = (size_t)2 << 20;
         uint8_t *q = (uint8_t *)ddtk_malloc_large(bytes, "host buffers");
@@ -823,6 +833,15 @@ static int input_free(ddtk_gpu_stream *g, int set)
     return DDTK_OK;
 }
 
+/* n spectra into buf, the time added to the host's reads (-v). */
+static int read_gulp(ddtk_gpu_stream *g, ddtk_source *src, uint8_t *buf, int64_t n, int64_t *got)
+{
+    double t = ddtk_now();
+    int rc = src->read(src, buf, n, got);
+    g->t_read += ddtk_now() - t;
+    return rc;
+}
+
 /* The gulp loop: issue gulp i on every pipeline, read gulp i+1 while the GPUs
  * finish gulp i-1 and run gulp i, then write gulp i-1. Reading before the
  * wait keeps the host's read off the GPUs' critical path: read after it, a
@@ -832,9 +851,8 @@ static int run_gulps(ddtk_gpu_stream *g, const ddtk_plan *p, ddtk_source *src, d
     const int64_t cap = p->keep + g->step;
     const int serial = serial_gulps();
     int64_t got, fill = 0;
-    double t = ddtk_now();
-    int rc = src->read(src, g->hraw[0], cap, &got);
-    g->t_read = ddtk_now() - t;
+    g->t_read = 0;
+    int rc = read_gulp(g, src, g->hraw[0], cap, &got);
     for (int i = 0; !rc; i++) {
         const int cur = i & 1, last = src->eof;
         fill += got;
@@ -847,10 +865,8 @@ static int run_gulps(ddtk_gpu_stream *g, const ddtk_plan *p, ddtk_source *src, d
             return rc;
         if (!last) {
             fill -= g->step;
-            t = ddtk_now();
-            if ((rc = input_free(g, !cur)) || (rc = src->read(src, g->hraw[!cur], cap - fill, &got)))
+            if ((rc = input_free(g, !cur)) || (rc = read_gulp(g, src, g->hraw[!cur], cap - fill, &got)))
                 return rc;
-            g->t_read += ddtk_now() - t;
         }
         if (i && (rc = finish_all(g, !cur, w)))
             return rc;
