@@ -837,7 +837,7 @@ static int input_free(ddtk_gpu_stream *g, int set)
 static int read_gulp(ddtk_gpu_stream *g, ddtk_source *src, uint8_t *buf, int64_t n, int64_t *got)
 {
     double t = ddtk_now();
-    int rc = src->read(src, buf, n, got);
+    int rc = ddtk_source_pull(src, buf, n, got);
     g->t_read += ddtk_now() - t;
     return rc;
 }

@@ -4,8 +4,9 @@
  *
  * What a C program needs to dedisperse: SIGPROC headers and input streams,
  * DM lists and killfiles, dedispersion plans built from arrays and executed
- * on memory (ddtk_plan_execute) or streamed from an input into .tim / .dat
- * output sets (ddtk_plan_run), on the CPU or a GPU. Link with libddtk.a and
+ * on memory (ddtk_plan_execute) or streamed from any source into any sink
+ * (ddtk_plan_stream: SIGPROC inputs, memory, .tim / .dat output sets, a
+ * caller's callbacks), on the CPU or a GPU. Link with libddtk.a and
  * -lfftw3f -lfftw3f_omp -lm -fopenmp (plus -lcufft -lcudart -lstdc++ for a
  * CUDA build). examples/dedisperse_block.c shows a plan on an in-memory block.
  *
@@ -47,6 +48,14 @@ enum {
 
 /* The message of the last failure, one line naming the file and the problem. */
 const char *ddtk_errmsg(void);
+/* Record a message (printf-style) for ddtk_errmsg and return code: what a
+ * caller's source or sink (below) does when it fails, `return ddtk_fail(...)`.
+ * The message slot is per thread. */
+int ddtk_fail(int code, const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 /* ---- SIGPROC headers (sigproc.c) ----------------------------------------- */
 
@@ -384,14 +393,100 @@ typedef struct ddtk_run_stats {
                                      and the length rule */
     int ndm, nlive, nkilled;
     double wall, kernel, tobs;
-    double commit;                /* of wall: flushing, syncing and renaming the output
-                                     files (set by the tools, which commit them) */
+    double commit;                /* of wall: the sink's finish (flushing, syncing and
+                                     renaming output files) */
     double adds;                  /* sample-adds done (scrunched DMs count their own outputs) */
     const char *backend;
 } ddtk_run_stats;
 
-/* Stream a whole input (in the plan's format) through the plan into an output
- * set, in gulps of bounded memory; pad: --pad. */
+/* ---- streaming: sources and sinks (stream.c) -------------------------------- */
+
+/*
+ * A source gives raw spectra in the plan's format (nifs * nchans samples of
+ * nbits each per spectrum, packed as SIGPROC packs them). The library has
+ * two (ddtk_source_file, ddtk_source_memory); a caller makes its own by
+ * filling name, nsamples, read and ctx (memset the rest to 0).
+ */
+typedef struct ddtk_source ddtk_source;
+struct ddtk_source {
+    const char *name;             /* for messages */
+    int64_t nsamples;             /* spectra it holds; -1 when unknown until the end */
+    /* Up to n spectra into raw ((n * bits + 7) / 8 bytes): *got is the number
+     * of whole spectra given; fewer than n ends the source. n * bits is a
+     * multiple of 8 except perhaps on the last read. Returns DDTK_OK or a
+     * DDTK_E* code with its message set by ddtk_fail. */
+    int (*read)(ddtk_source *s, void *raw, int64_t n, int64_t *got);
+    void *ctx;                    /* the read function's own */
+    /* Kept by ddtk_plan_stream: bits per spectrum (set before the first read),
+     * spectra read so far, and the end (a short read; a read function may set
+     * it itself once it knows there is no more). */
+    int64_t bits;
+    int64_t samples_read;
+    int eof;
+};
+
+/* A SIGPROC input opened by ddtk_input_open (a file or stdin); the source
+ * reads through it and keeps no other state. */
+void ddtk_source_file(ddtk_source *s, ddtk_input *in);
+/* nsamples spectra at data, in the plan's format; the block is not copied. */
+void ddtk_source_memory(ddtk_source *s, const void *data, int64_t nsamples);
+
+/*
+ * A sink takes the dedispersed series: for each DM of the plan (index dm),
+ * its samples as they are made, float32, in order. Calls for one DM come in
+ * order, offset being the samples it has had so far; calls for different DMs
+ * may come at the same time from several threads unless serial is set. A
+ * caller makes its own by filling write (and pad, finish, length, serial,
+ * ctx as it needs) after a memset to 0.
+ */
+typedef struct ddtk_sink ddtk_sink;
+/* The caller's function of a callback sink (ddtk_sink_callback). */
+typedef int (*ddtk_series_fn)(void *ctx, int dm, int64_t offset, const float *x, int64_t n);
+struct ddtk_sink {
+    int (*write)(ddtk_sink *s, int dm, int64_t offset, const float *x, int64_t n);
+    /* n samples of value at the end of series dm (padding with the series
+     * mean: options.pad and the fft length rule); NULL: write is called with
+     * the values. */
+    int (*pad)(ddtk_sink *s, int dm, int64_t offset, float value, int64_t n);
+    /* Called once at the end of ddtk_plan_stream with the run's status (0:
+     * every series complete); returns the status to report. NULL: nothing. */
+    int (*finish)(ddtk_sink *s, int rc);
+    int length;                   /* DDTK_LEN_* rule the series end with (0 = exact here) */
+    int serial;                   /* 1: one call at a time */
+    void *ctx;
+    /* The library's sinks: memory, the series' stride; callback, the function. */
+    size_t stride;
+    ddtk_series_fn fn;
+};
+
+/* The series into an output set (ddtk_outset_open): .tim / .dat files or
+ * stdout, float32 or quantised, with the set's length rule. finish commits
+ * the set (ddtk_outset_close) after a good run, else removes it
+ * (ddtk_outset_abort). */
+void ddtk_sink_outset(ddtk_sink *s, ddtk_outset *out);
+/* Series dm at mem + dm * stride (stride >= its length: ddtk_plan_nout). */
+void ddtk_sink_memory(ddtk_sink *s, float *mem, size_t stride);
+/* Each DM's samples to fn(ctx, ...) as they are made (see the sink's write). */
+void ddtk_sink_callback(ddtk_sink *s, ddtk_series_fn fn, void *ctx);
+
+typedef struct ddtk_stream_options {
+    int pad;                      /* extend every series to the input length with its mean */
+    int quiet;                    /* no progress reports (ddtk_set_progress_handler) */
+} ddtk_stream_options;
+
+/*
+ * Stream a whole source through the plan into the sink, in gulps of bounded
+ * memory, then end each series by the sink's length rule and call its
+ * finish. options NULL: the defaults (all 0). stats, when not NULL, gets the
+ * run's figures (commit: the seconds of the sink's finish, within wall).
+ * A source no longer than the plan's maximum delay is bad data.
+ */
+int ddtk_plan_stream(ddtk_plan *plan, ddtk_source *source, ddtk_sink *sink,
+                     const ddtk_stream_options *options, ddtk_run_stats *stats);
+
+/* Stream a whole input (in the plan's format) into an output set that the
+ * caller then closes; pad: --pad. ddtk_plan_stream with the file source and
+ * the output set's sink, without its finish. */
 int ddtk_plan_run(ddtk_plan *plan, ddtk_input *in, ddtk_outset *out, int pad,
                   ddtk_run_stats *stats);
 

@@ -497,12 +497,14 @@ static int run_plan(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char 
     if (meta.nbits != 32 && !a->desc.quiet)
         ddtk_msg("--nbits-out %d: output value = sum / %g%s, rounded", meta.nbits, meta.scale,
                  a->downsamp ? " (times each DM's downsampling factor)" : "");
-    rc = ddtk_plan_run(plan, in, &out, a->pad, &stats);
-    /* The files count only once on disk: the real-time factor includes their commit. */
-    double t = ddtk_now();
-    rc = rc ? (ddtk_outset_abort(&out), rc) : ddtk_outset_close(&out);
-    stats.commit = ddtk_now() - t;
-    stats.wall += stats.commit;
+    /* The files count only once on disk: the sink's finish commits them, and
+     * the real-time factor includes it. */
+    ddtk_source src;
+    ddtk_sink sink;
+    ddtk_stream_options opt = { .pad = a->pad };
+    ddtk_source_file(&src, in);
+    ddtk_sink_outset(&sink, &out);
+    rc = ddtk_plan_stream(plan, &src, &sink, &opt, &stats);
     if (!rc && !a->desc.quiet)
         ddtk_print_summary(&stats, ddtk_plan_algorithm(plan));
     return rc;

@@ -97,38 +97,11 @@ struct ddtk_plan {
     double last_kernel;           /* kernel seconds of the last ddtk_plan_execute (tuner) */
 };
 
-/* ---- sources and sinks ------------------------------------------------------ */
+/* ---- sources (stream.c) ------------------------------------------------------- */
 
-/* Raw spectra in the plan's format, from a file (ddtk_input) or memory. */
-typedef struct ddtk_source {
-    const char *name;
-    int64_t nsamples;             /* -1 when unknown (stdin) */
-    int64_t samples_read;
-    int eof;
-    /* Up to n spectra into raw (n * bits a multiple of 8 unless it is the last read). */
-    int (*read)(struct ddtk_source *s, uint8_t *raw, int64_t n, int64_t *got);
-    void *ctx;                    /* file sources: the ddtk_input */
-    const uint8_t *data;          /* memory sources: the block, and bits per spectrum */
-    int64_t bits;
-} ddtk_source;
-
-void ddtk_source_file(ddtk_source *s, ddtk_input *in);
-void ddtk_source_memory(ddtk_source *s, const ddtk_plan *p, const void *data, int64_t nsamples);
+/* Read through src->read, keeping samples_read and eof (a short read ends it). */
+int ddtk_source_pull(ddtk_source *s, void *raw, int64_t n, int64_t *got);
 int64_t ddtk_plan_raw_bytes(const ddtk_plan *p, int64_t nspectra);
-
-/* Where the series go: files (an outset) or a caller's array. */
-typedef struct ddtk_sink {
-    int (*write)(struct ddtk_sink *s, int dm, const float *x, int64_t n);
-    int (*pad)(struct ddtk_sink *s, int dm, float value, int64_t n);
-    int length;                   /* DDTK_LEN_* the series end with (memory: exact) */
-    ddtk_outset *out;             /* file sink */
-    float *mem;                   /* memory sink: series dm at mem + dm * stride */
-    size_t stride;
-    int64_t *filled;
-} ddtk_sink;
-
-void ddtk_sink_outset(ddtk_sink *s, ddtk_outset *out);
-int ddtk_sink_memory(ddtk_sink *s, float *mem, size_t stride, int ndm);
 
 /* ---- the writer: level series -> plan DMs, --pad, work done ------------------ */
 
@@ -140,6 +113,7 @@ typedef struct ddtk_writer {
     int64_t *count;               /* samples computed per plan DM */
     float *held;                  /* even rule: each DM's latest sample, written when the
                                      next one comes or at the end if the length is even */
+    int64_t *given;               /* samples the sink has had per plan DM */
     ddtk_progress prog;
 } ddtk_writer;
 

@@ -16,8 +16,7 @@ DDTK_BEGIN_DECLS
 
 /* ---- errors and allocation (error.c) ------------------------------------- */
 
-/* Record a message (printf-style) and return code, for `return ddtk_fail(...)`. */
-int ddtk_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* ddtk_fail (ddtk.h) records a message and returns a code. */
 
 /* A failure on worker threads, carried to the thread that reports it: the
  * message slot is per thread. Of several failures the one of the lowest job

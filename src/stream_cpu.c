@@ -160,7 +160,7 @@ static void zero_dm(const ddtk_plan *p, ddtk_cpu_stream *s, int64_t col, int64_t
 static int read_gulp(const ddtk_plan *p, ddtk_cpu_stream *s, ddtk_source *src, int64_t fill,
                      int64_t n, int64_t *got)
 {
-    int rc = src->read(src, s->raw, n, got);
+    int rc = ddtk_source_pull(src, s->raw, n, got);
     if (rc || *got == 0)
         return rc;
     ddtk_unpack(&p->fmt, s->raw, *got, p->ch.row, p->pol, s->rows[0] + fill, s->stride[0]);

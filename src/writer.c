@@ -1,8 +1,6 @@
 /*
- * writer.c - the ends of a stream, shared by the CPU and GPU streaming
- * layers: sources (a SIGPROC input, or a block in memory), sinks (an output
- * set of files, or a caller's array), and the writer that maps each level's
- * series to the plan's DMs, keeps the --pad sums, checks the run's length,
+ * writer.c - the sink's end of a stream, shared by the CPU and GPU streaming
+ * layers: the writer that maps each level's series to the plan's DMs, keeps the --pad sums, checks the run's length,
  * ends each series by the sink's length rule (--pad, even, fft: the same for
  * every algorithm and backend), shows progress and fills the run statistics.
  */
@@ -12,87 +10,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- sources ------------------------------------------------------------------ */
-
-static int read_input(ddtk_source *s, uint8_t *raw, int64_t n, int64_t *got)
-{
-    ddtk_input *in = s->ctx;
-    int rc = ddtk_input_read(in, raw, n, got);
-    s->samples_read = in->samples_read;
-    s->eof = in->eof;
-    return rc;
-}
-
-void ddtk_source_file(ddtk_source *s, ddtk_input *in)
-{
-    memset(s, 0, sizeof *s);
-    s->name = in->name;
-    s->nsamples = in->nsamples;
-    s->read = read_input;
-    s->ctx = in;
-}
-
-static int read_memory(ddtk_source *s, uint8_t *raw, int64_t n, int64_t *got)
-{
-    int64_t left = s->nsamples - s->samples_read;
-    *got = n < left ? n : left;
-    int64_t first = s->samples_read * s->bits / 8;
-    int64_t last = ((s->samples_read + *got) * s->bits + 7) / 8;
-    memcpy(raw, s->data + first, (size_t)(last - first));
-    s->samples_read += *got;
-    s->eof = s->samples_read == s->nsamples;
-    return DDTK_OK;
-}
-
-void ddtk_source_memory(ddtk_source *s, const ddtk_plan *p, const void *data, int64_t nsamples)
-{
-    memset(s, 0, sizeof *s);
-    s->name = "input block";
-    s->nsamples = nsamples;
-    s->read = read_memory;
-    s->data = data;
-    s->bits = (int64_t)p->fmt.nchans * p->fmt.nifs * p->fmt.nbits;
-}
-
-/* ---- sinks ------------------------------------------------------------------------ */
-
-static int write_outset(ddtk_sink *s, int dm, const float *x, int64_t n)
-{
-    return ddtk_outset_write(s->out, dm, x, n);
-}
-
-static int pad_outset(ddtk_sink *s, int dm, float value, int64_t n)
-{
-    return ddtk_outset_pad(s->out, dm, value, n);
-}
-
-void ddtk_sink_outset(ddtk_sink *s, ddtk_outset *out)
-{
-    memset(s, 0, sizeof *s);
-    s->write = write_outset;
-    s->pad = pad_outset;
-    s->length = ddtk_outspec_length(&out->spec);
-    s->out = out;
-}
-
-static int write_memory(ddtk_sink *s, int dm, const float *x, int64_t n)
-{
-    memcpy(s->mem + (size_t)dm * s->stride + s->filled[dm], x, (size_t)n * sizeof *x);
-    s->filled[dm] += n;
-    return DDTK_OK;
-}
-
-int ddtk_sink_memory(ddtk_sink *s, float *mem, size_t stride, int ndm)
-{
-    memset(s, 0, sizeof *s);
-    s->write = write_memory;
-    s->length = DDTK_LEN_EXACT;
-    s->mem = mem;
-    s->stride = stride;
-    s->filled = ddtk_calloc((size_t)ndm, sizeof *s->filled, "output counts");
-    return s->filled ? DDTK_OK : DDTK_ESYS;
-}
 
 /* ---- the writer ------------------------------------------------------------------- */
 
@@ -106,11 +23,37 @@ int ddtk_writer_init(ddtk_writer *w, const ddtk_plan *p, ddtk_sink *sink, int pa
     w->length = sink->length;
     w->sums = ddtk_calloc((size_t)p->d.ndm, sizeof *w->sums, "output sums");
     w->count = ddtk_calloc((size_t)p->d.ndm, sizeof *w->count, "output counts");
+    w->given = ddtk_calloc((size_t)p->d.ndm, sizeof *w->given, "output counts");
     if (w->length == DDTK_LEN_EVEN && !(w->held = ddtk_calloc((size_t)p->d.ndm,
                                                               sizeof *w->held, "output tails")))
         return DDTK_ESYS;
     ddtk_progress_start(&w->prog, "samples", total, p->d.quiet || !show, p->d.verbose);
-    return w->sums && w->count ? DDTK_OK : DDTK_ESYS;
+    return w->sums && w->count && w->given ? DDTK_OK : DDTK_ESYS;
+}
+
+/* n samples more of series i to the sink, at the offset it has reached. */
+static int put(ddtk_writer *w, int i, const float *x, int64_t n)
+{
+    int rc = n > 0 ? w->sink->write(w->sink, i, w->given[i], x, n) : DDTK_OK;
+    w->given[i] += n;
+    return rc;
+}
+
+/* n samples of value: the sink's pad, else written from a block of them. */
+static int put_value(ddtk_writer *w, int i, float value, int64_t n)
+{
+    float block[1024];
+    if (w->sink->pad) {
+        int rc = w->sink->pad(w->sink, i, w->given[i], value, n);
+        w->given[i] += n;
+        return rc;
+    }
+    for (int j = 0; j < 1024; j++)
+        block[j] = value;
+    int rc = DDTK_OK;
+    for (int64_t left = n; !rc && left > 0; left -= 1024)
+        rc = put(w, i, block, left < 1024 ? left : 1024);
+    return rc;
 }
 
 /* The even rule on a stream (stdout, pipes): each series' latest sample is
@@ -121,9 +64,9 @@ static int write_holding(ddtk_writer *w, int i, const float *series, int64_t n)
     if (n == 0)
         return rc;
     if (w->count[i] > 0)
-        rc = w->sink->write(w->sink, i, &w->held[i], 1);
+        rc = put(w, i, &w->held[i], 1);
     if (!rc)
-        rc = w->sink->write(w->sink, i, series, n - 1);
+        rc = put(w, i, series, n - 1);
     w->held[i] = series[n - 1];
     return rc;
 }
@@ -142,7 +85,7 @@ static int write_series(ddtk_writer *w, int i, const float *series, int64_t n)
             s += series[t];
         w->sums[i] += s;
     }
-    int rc = w->held ? write_holding(w, i, series, n) : w->sink->write(w->sink, i, series, n);
+    int rc = w->held ? write_holding(w, i, series, n) : put(w, i, series, n);
     w->count[i] += n;
     return rc;
 }
@@ -155,7 +98,7 @@ int ddtk_writer_view(ddtk_writer *w, const ddtk_level *lv, const float *x, size_
 {
     ddtk_thread_error err;
     ddtk_thread_error_init(&err);
-#pragma omp parallel for schedule(dynamic, 4) if (lv->ndm > 1)
+#pragma omp parallel for schedule(dynamic, 4) if (lv->ndm > 1 && !w->sink->serial)
     for (int d = 0; d < lv->ndm; d++) {
         if (ddtk_thread_error_code(&err))
             continue;
@@ -185,12 +128,12 @@ static int end_series(ddtk_writer *w, int i, int64_t overlap, int64_t *written)
     else if (w->length == DDTK_LEN_FFT)
         len = ddtk_good_length(len);
     if (done < data && len >= data) {
-        rc = w->sink->write(w->sink, i, &w->held[i], 1);
+        rc = put(w, i, &w->held[i], 1);
         done = data;
     }
     float mean = data > 0 ? (float)(w->sums[i] / (double)data) : 0.0f;
     if (!rc && len > done)
-        rc = w->sink->pad(w->sink, i, mean, len - done);
+        rc = put_value(w, i, mean, len - done);
     *written = len;
     return rc;
 }
@@ -250,5 +193,6 @@ void ddtk_writer_free(ddtk_writer *w)
 {
     free(w->sums);
     free(w->count);
+    free(w->given);
     free(w->held);
 }

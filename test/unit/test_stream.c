@@ -1,0 +1,282 @@
+/*
+ * test_stream.c - the public streaming seam (ddtk_plan_stream): a source and
+ * a sink of the caller's own give the same bytes as the file path (a SIGPROC
+ * file in, .tim files out); the library's memory and callback sinks agree,
+ * with --pad; a failing source stops the run with its message, and the
+ * sink's finish sees the failure.
+ */
+#include "ddtk.h"
+#include "internal.h"
+#include "check.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NCHANS 32
+#define NSAMP 20000
+#define NDM 4
+static const double dms[NDM] = { 0.0, 10.0, 55.5, 120.0 };
+
+static char dir[] = "/tmp/ddtk_stream_XXXXXX";
+static char path[256];
+
+static void write_input(void)
+{
+    ddtk_sim s;
+    ddtk_sim_pulse pulse = { .t = 2.0, .dm = 55.5, .width = 0.002, .amp = 20 };
+    memset(&s, 0, sizeof s);
+    ddtk_header_init(&s.hdr);
+    s.hdr.nchans = NCHANS;
+    s.hdr.nbits = 8;
+    s.hdr.nifs = 1;
+    s.hdr.tsamp = 0.000256;
+    s.hdr.fch1 = 1500;
+    s.hdr.foff = -4;
+    s.hdr.data_type = 1;
+    s.hdr.nbeams = 1;
+    static const char *keys[] = { "source_name", "data_type", "fch1", "foff", "nchans",
+                                  "nbeams", "nbits", "tstart", "tsamp", "nifs" };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ddtk_header_mark(&s.hdr, keys[i]);
+    s.nsamples = NSAMP;
+    s.mean = s.sigma = NAN;
+    s.seed = 7;
+    s.kdm = DDTK_KDM_DEFAULT;
+    s.pulses = &pulse;
+    s.npulses = 1;
+    snprintf(path, sizeof path, "%s/in.fil", dir);
+    FILE *fp = fopen(path, "wb");
+    CHECK(fp && ddtk_sim_write(&s, fp, path) == DDTK_OK);
+    fclose(fp);
+    ddtk_header_free(&s.hdr);
+}
+
+static ddtk_plan *make_plan(const ddtk_input *in, double **freqs)
+{
+    ddtk_plan_desc d;
+    ddtk_plan *p = NULL;
+    ddtk_plan_desc_init(&d);
+    CHECK(ddtk_plan_desc_header(&d, &in->hdr, freqs) == DDTK_OK);
+    d.dms = dms;
+    d.ndm = NDM;
+    d.gulp = 4096;                /* several gulps */
+    d.backend = DDTK_BACKEND_CPU;
+    d.quiet = 1;
+    CHECK(ddtk_plan_create(&p, &d) == DDTK_OK);
+    return p;
+}
+
+/* ---- the caller's source: the file's samples from memory, a pipe's length ---- */
+
+typedef struct chunks {
+    const uint8_t *data;
+    int64_t bytes, pos;
+    int reads;
+    int fail_at;                  /* fail on this read (0: never) */
+} chunks;
+
+static int read_chunks(ddtk_source *s, void *raw, int64_t n, int64_t *got)
+{
+    chunks *c = s->ctx;
+    if (++c->reads == c->fail_at)
+        return ddtk_fail(DDTK_EDATA, "%s: the source broke on read %d", s->name, c->reads);
+    int64_t want = (n * s->bits + 7) / 8, left = c->bytes - c->pos;
+    int64_t have = want < left ? want : left;
+    memcpy(raw, c->data + c->pos, (size_t)have);
+    c->pos += have;
+    *got = have * 8 / s->bits;
+    return DDTK_OK;
+}
+
+/* ---- the caller's sink: one growing buffer per DM ---------------------------- */
+
+typedef struct series {
+    float *x[NDM];
+    int64_t n[NDM];
+    int bad_offset, finished, finish_rc;
+} series;
+
+static int write_series(ddtk_sink *s, int dm, int64_t offset, const float *x, int64_t n)
+{
+    series *c = s->ctx;
+    if (offset != c->n[dm])
+        c->bad_offset = 1;
+    c->x[dm] = realloc(c->x[dm], (size_t)(c->n[dm] + n) * sizeof *x);
+    memcpy(c->x[dm] + c->n[dm], x, (size_t)n * sizeof *x);
+    c->n[dm] += n;
+    return DDTK_OK;
+}
+
+static int finish_series(ddtk_sink *s, int rc)
+{
+    series *c = s->ctx;
+    c->finished++;
+    c->finish_rc = rc;
+    return rc;
+}
+
+static void series_free(series *c)
+{
+    for (int i = 0; i < NDM; i++)
+        free(c->x[i]);
+}
+
+/* The samples of a .tim file after its header. */
+static float *read_tim(const char *name, int64_t *n)
+{
+    ddtk_header h;
+    FILE *fp = fopen(name, "rb");
+    float *x = NULL;
+    *n = 0;
+    CHECK(fp != NULL);
+    if (!fp)
+        return NULL;
+    CHECK(ddtk_header_read(fp, name, &h) == DDTK_OK);
+    x = malloc((size_t)NSAMP * sizeof *x);
+    *n = (int64_t)fread(x, sizeof *x, NSAMP, fp);
+    ddtk_header_free(&h);
+    fclose(fp);
+    return x;
+}
+
+static void test_same_bytes(void)
+{
+    ddtk_input in;
+    ddtk_outset out;
+    ddtk_source src;
+    ddtk_sink sink;
+    ddtk_run_stats st;
+    double *freqs = NULL;
+    char prefix[300];
+    CHECK(ddtk_input_open(&in, path) == DDTK_OK);
+    ddtk_plan *p = make_plan(&in, &freqs);
+    if (!p)
+        return;
+    /* The file path: SIGPROC in, .tim files out, committed by the sink's finish. */
+    snprintf(prefix, sizeof prefix, "%s/f", dir);
+    ddtk_outspec spec = { .format = DDTK_FMT_TIM, .prefix = prefix };
+    ddtk_series_meta meta = { .in = &in.hdr, .tsamp = in.hdr.tsamp, .fref = 1500,
+                              .nchans = NCHANS, .notes = "" };
+    CHECK(ddtk_outset_open(&out, dms, NDM, &spec, &meta) == DDTK_OK);
+    ddtk_source_file(&src, &in);
+    ddtk_sink_outset(&sink, &out);
+    CHECK(ddtk_plan_stream(p, &src, &sink, NULL, &st) == DDTK_OK);
+    CHECK(st.nin == NSAMP && st.ndm == NDM && st.nout == NSAMP - ddtk_plan_max_delay(p));
+
+    /* The caller's own: the same samples from memory with no length given,
+     * into buffers, on the same plan (its second run). */
+    FILE *fp = fopen(path, "rb");
+    uint8_t *data = malloc((size_t)NSAMP * NCHANS);
+    CHECK(fp && fseek(fp, (long)in.hdr.header_bytes, SEEK_SET) == 0);
+    CHECK(fread(data, 1, (size_t)NSAMP * NCHANS, fp) == (size_t)NSAMP * NCHANS);
+    fclose(fp);
+    chunks c = { .data = data, .bytes = (int64_t)NSAMP * NCHANS };
+    series got;
+    memset(&got, 0, sizeof got);
+    ddtk_source mine = { .name = "generated", .nsamples = -1, .read = read_chunks, .ctx = &c };
+    ddtk_sink mysink = { .write = write_series, .finish = finish_series, .ctx = &got };
+    CHECK(ddtk_plan_stream(p, &mine, &mysink, NULL, NULL) == DDTK_OK);
+    CHECK(c.reads > 2 && mine.samples_read == NSAMP && mine.eof);
+    CHECK(!got.bad_offset && got.finished == 1 && got.finish_rc == 0);
+    for (int i = 0; i < NDM; i++) {
+        char name[400];
+        int64_t n;
+        snprintf(name, sizeof name, "%s_DM%.2f.tim", prefix, dms[i]);
+        float *x = read_tim(name, &n);
+        CHECK(n == ddtk_plan_nout(p, i, NSAMP) && got.n[i] == n);
+        CHECK(x && got.x[i] && memcmp(x, got.x[i], (size_t)n * sizeof *x) == 0);
+        free(x);
+    }
+    series_free(&got);
+
+    /* A source that fails: its code and message, and the sink's finish sees it. */
+    series none;
+    memset(&none, 0, sizeof none);
+    c = (chunks){ .data = data, .bytes = (int64_t)NSAMP * NCHANS, .fail_at = 3 };
+    mine.ctx = &c;
+    mysink.ctx = &none;
+    CHECK(ddtk_plan_stream(p, &mine, &mysink, NULL, NULL) == DDTK_EDATA);
+    CHECK(strcmp(ddtk_errmsg(), "generated: the source broke on read 3") == 0);
+    CHECK(none.finished == 1 && none.finish_rc == DDTK_EDATA);
+    series_free(&none);
+    free(data);
+    ddtk_plan_destroy(p);
+    free(freqs);
+    ddtk_input_close(&in);
+}
+
+/* The memory and callback sinks, padded to the input length with each
+ * series' mean: the same samples, and the padding where it should be. */
+typedef struct sums {
+    float *x;
+    int64_t n[NDM];
+    int calls;
+} sums;
+
+static int collect(void *ctx, int dm, int64_t offset, const float *x, int64_t n)
+{
+    sums *s = ctx;
+    memcpy(s->x + (size_t)dm * NSAMP + offset, x, (size_t)n * sizeof *x);
+    s->n[dm] = offset + n;
+    __atomic_add_fetch(&s->calls, 1, __ATOMIC_RELAXED);
+    return DDTK_OK;
+}
+
+static void test_memory_and_callback(void)
+{
+    ddtk_input in;
+    ddtk_source src;
+    ddtk_sink sink;
+    double *freqs = NULL;
+    ddtk_stream_options pad = { .pad = 1, .quiet = 1 };
+    CHECK(ddtk_input_open(&in, path) == DDTK_OK);
+    ddtk_plan *p = make_plan(&in, &freqs);
+    if (!p)
+        return;
+    float *mem = calloc((size_t)NDM * NSAMP, sizeof *mem);
+    sums cb = { .x = calloc((size_t)NDM * NSAMP, sizeof *mem) };
+    ddtk_source_file(&src, &in);
+    ddtk_sink_memory(&sink, mem, NSAMP);
+    CHECK(ddtk_plan_stream(p, &src, &sink, &pad, NULL) == DDTK_OK);
+    ddtk_input_close(&in);
+    CHECK(ddtk_input_open(&in, path) == DDTK_OK);
+    ddtk_source_file(&src, &in);
+    ddtk_sink_callback(&sink, collect, &cb);
+    CHECK(ddtk_plan_stream(p, &src, &sink, &pad, NULL) == DDTK_OK);
+    CHECK(cb.calls > NDM);
+    CHECK(memcmp(mem, cb.x, (size_t)NDM * NSAMP * sizeof *mem) == 0);
+    for (int i = 0; i < NDM; i++) {
+        int64_t nout = ddtk_plan_nout(p, i, NSAMP);
+        double mean = 0;
+        for (int64_t t = 0; t < nout; t++)
+            mean += mem[(size_t)i * NSAMP + t];
+        mean /= (double)nout;
+        CHECK(cb.n[i] == NSAMP);
+        CHECK(mem[(size_t)i * NSAMP + NSAMP - 1] == (float)mean);
+        CHECK(i == 0 || mem[(size_t)i * NSAMP + nout] == (float)mean);
+    }
+    free(mem);
+    free(cb.x);
+    ddtk_plan_destroy(p);
+    free(freqs);
+    ddtk_input_close(&in);
+}
+
+static void cleanup(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+int main(void)
+{
+    if (!mkdtemp(dir))
+        return 1;
+    write_input();
+    test_same_bytes();
+    test_memory_and_callback();
+    cleanup();
+    return check_result();
+}
