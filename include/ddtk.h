@@ -5,9 +5,10 @@
  * What a C program needs to dedisperse: SIGPROC headers and input streams,
  * DM lists and killfiles, dedispersion plans built from arrays and executed
  * on memory (ddtk_plan_execute) or streamed from an input into .tim / .dat
- * output sets (ddtk_plan_run), on the CPU or a GPU. Link with libddtk.a and
- * -lfftw3f -lfftw3f_omp -lm -fopenmp (plus -lcufft -lcudart -lstdc++ for a
- * CUDA build). examples/dedisperse_block.c shows a plan on an in-memory block.
+ * output sets (ddtk_plan_run), on the CPU or a GPU. Build with
+ * `pkg-config --cflags --libs ddtk` (the shared library, libddtk.so), or
+ * `pkg-config --static` for libddtk.a and its dependencies.
+ * examples/dedisperse_block.c shows a plan on an in-memory block.
  *
  * Style of use, as in FFTW and dedisp: create a plan, execute, destroy.
  * Functions that can fail return a DDTK_E* code (0 on success) and leave a
