@@ -6,7 +6,7 @@
 #   make fuzz       libFuzzer runs over the parsers (FUZZ_SECONDS each; clang)
 #   make demo       the built-in demo observation
 #   make bench      CPU benchmarks (bench/run, bench/scrunch, bench/fdas)
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local   (DESTDIR=... to stage it)
 #   make CUDA=0     CPU-only build even where nvcc exists
 
 PREFIX ?= /usr/local
@@ -23,7 +23,7 @@ CUDA ?= $(if $(NVCC),1,0)
 CUDA_ARCHS ?= 75 80 86 89 90
 NVCCFLAGS ?= -O3 -std=c++17 $(foreach a,$(CUDA_ARCHS),-gencode=arch=compute_$(a),code=sm_$(a)) \
 	-gencode=arch=compute_90,code=compute_90
-NVCCFLAGS += -Iinclude -Isrc -Xcompiler -Wall,-Wextra,-fopenmp
+NVCCFLAGS += -Iinclude -Isrc -Xcompiler -Wall,-Wextra,-fopenmp,-fPIC
 
 LIB_C := $(filter-out src/gpu_none.c src/%_gpu_none.c,$(wildcard src/*.c)) $(wildcard cpu/*.c)
 ifeq ($(CUDA),1)
@@ -45,9 +45,16 @@ EXAMPLES := $(patsubst examples/%.c,build/examples/%,$(wildcard examples/*.c))
 HEADERS := $(wildcard include/*.h src/*.h)
 # Switching CUDA=0/1 rebuilds everything: objects depend on this stamp.
 CONFIG_STAMP := build/config.cuda$(CUDA)
+# The shared library beside libddtk.a, from the same objects (built
+# position-independent): libddtk.so.VERSION, soname libddtk.so.MAJOR, and
+# only ddtk_ symbols exported (src/libddtk.map).
+SONAME = libddtk.so.$(firstword $(subst ., ,$(VERSION)))
+SHLIB = libddtk.so.$(VERSION)
+SHLIB_LINKS = $(SONAME) libddtk.so
+LIBDIR ?= $(PREFIX)/lib
 
 .PHONY: all test test-build unit bats demo bench install clean deps vecreport
-all: libddtk.a $(TOOLS) $(SCRIPT_TOOLS)
+all: libddtk.a $(SHLIB_LINKS) $(TOOLS) $(SCRIPT_TOOLS)
 
 $(CONFIG_STAMP):
 	@mkdir -p build && rm -f build/config.cuda* && touch $@
@@ -55,6 +62,10 @@ $(CONFIG_STAMP):
 build/%.o: %.c $(HEADERS) $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+
+# Library objects serve the shared library too. Without semantic
+# interposition GCC still inlines and calls the library's own functions directly.
+$(LIB_OBJ): CFLAGS += -fPIC -fno-semantic-interposition
 
 # Clamped before they are converted, the quantised samples never trap: without
 # traps to keep, GCC vectorises the conversion (output.c's quantise).
@@ -67,6 +78,16 @@ build/%.o: %.cu $(HEADERS) $(wildcard cuda/*.cuh) $(CONFIG_STAMP)
 libddtk.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
+
+$(SHLIB): $(LIB_OBJ) src/libddtk.map
+	$(CC) -shared -fopenmp -Wl,-soname,$(SONAME) -Wl,--version-script=src/libddtk.map \
+		-Wl,--no-undefined $(LIB_OBJ) -o $@ $(LDLIBS)
+
+$(SONAME): $(SHLIB)
+	ln -sf $< $@
+
+libddtk.so: $(SONAME)
+	ln -sf $< $@
 
 bin/%: tools/%.c libddtk.a $(HEADERS)
 	@mkdir -p bin
@@ -84,10 +105,16 @@ build/test/%: test/helpers/%.c libddtk.a $(HEADERS) $(wildcard test/helpers/*.h)
 	@mkdir -p build/test
 	$(CC) $(CFLAGS) $< -o $@ libddtk.a $(LDLIBS)
 
-# Examples see include/ only: they prove the installed headers are enough.
-build/examples/%: examples/%.c libddtk.a $(wildcard include/*.h)
+# Examples see include/ only, as <ddtk/...> (build/include/ddtk is include/):
+# they prove the installed headers are enough. test/install.bats builds them
+# again with pkg-config against an installed shared library.
+build/examples/%: examples/%.c libddtk.a $(wildcard include/*.h) build/include/ddtk
 	@mkdir -p build/examples
-	$(CC) -O2 -std=gnu11 -Wall -Wextra -fopenmp -Iinclude $< -o $@ libddtk.a $(LDLIBS)
+	$(CC) -O2 -std=gnu11 -Wall -Wextra -fopenmp -Ibuild/include $< -o $@ libddtk.a $(LDLIBS)
+
+build/include/ddtk:
+	@mkdir -p build/include
+	ln -sfn ../../include $@
 
 deps:
 	@scripts/ensure-deps
@@ -113,16 +140,23 @@ bench: deps
 vecreport:
 	$(CC) $(CFLAGS) -fopt-info-vec-optimized -c cpu/direct.c -o /dev/null
 
+# ddtk.pc: the shared library for pkg-config --libs, the static one's
+# dependencies (this build's LDLIBS) in Libs.private for --static.
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/ddtk \
-		$(DESTDIR)$(PREFIX)/share/man/man1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig \
+		$(DESTDIR)$(PREFIX)/include/ddtk $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(TOOLS) $(SCRIPT_TOOLS) $(DESTDIR)$(PREFIX)/bin
-	install -m 644 libddtk.a $(DESTDIR)$(PREFIX)/lib
+	install -m 644 libddtk.a $(DESTDIR)$(LIBDIR)
+	install -m 755 $(SHLIB) $(DESTDIR)$(LIBDIR)
+	ln -sf $(SHLIB) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libddtk.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+		-e 's|@LIBS_PRIVATE@|$(LDLIBS) -fopenmp|' src/ddtk.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/ddtk.pc
 	install -m 644 include/*.h $(DESTDIR)$(PREFIX)/include/ddtk
 	install -m 644 man/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1
 
 clean:
-	rm -rf build bin libddtk.a test/tmp
+	rm -rf build bin libddtk.a libddtk.so* test/tmp
 
 # The LD_PRELOAD shims (TEST_HELPERS, above) that fail one rename or fsync on
 # demand (test/commit.bats) and the pinning of GPU outputs (test/multigpu.bats).

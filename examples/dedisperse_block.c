@@ -6,11 +6,12 @@
  * output sample and exits non-zero unless they are the pulse's, or unless the
  * GPU's series differ from the CPU's.
  *
- * Build against an installed libddtk (CUDA builds add -lcufft -lcudart -lstdc++):
- *   cc -O2 dedisperse_block.c -o dedisperse_block -lddtk -lfftw3f -lfftw3f_omp -lm -fopenmp
- * with #include <ddtk/ddtk.h>; `make test` builds it from include/ alone.
+ * Build against an installed libddtk:
+ *   cc -O2 dedisperse_block.c -o dedisperse_block $(pkg-config --cflags --libs ddtk) -lm
+ * `make test` builds it from include/ alone, and test/install.bats so against
+ * an installed libddtk.so.
  */
-#include "ddtk.h"
+#include <ddtk/ddtk.h>
 
 #include <math.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
  *   cc -O2 stream_stats.c -o stream_stats -lddtk -lfftw3f -lfftw3f_omp -lm -fopenmp
  * with #include <ddtk/ddtk.h>; `make test` builds it from include/ alone.
  */
-#include "ddtk.h"
+#include <ddtk/ddtk.h>
 
 #include <math.h>
 #include <stdio.h>

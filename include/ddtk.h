@@ -6,9 +6,11 @@
  * DM lists and killfiles, dedispersion plans built from arrays and executed
  * on memory (ddtk_plan_execute) or streamed from any source into any sink
  * (ddtk_plan_stream: SIGPROC inputs, memory, .tim / .dat output sets, a
- * caller's callbacks), on the CPU or a GPU. Link with libddtk.a and
- * -lfftw3f -lfftw3f_omp -lm -fopenmp (plus -lcufft -lcudart -lstdc++ for a
- * CUDA build). examples/dedisperse_block.c shows a plan on an in-memory block.
+ * caller's callbacks), on the CPU or a GPU. Build with
+ * `pkg-config --cflags --libs ddtk` (the shared library, libddtk.so), or
+ * `pkg-config --static` for libddtk.a and its dependencies.
+ * examples/dedisperse_block.c shows a plan on an in-memory block,
+ * examples/stream_stats.c a source and a sink of a program's own.
  *
  * Style of use, as in FFTW and dedisp: create a plan, execute, destroy.
  * Functions that can fail return a DDTK_E* code (0 on success) and leave a
