@@ -70,6 +70,29 @@ static const char *plan_name(const ddtk_plan_desc *d)
     return d->name ? d->name : "plan";
 }
 
+static int field_check(const char *what, int v, int lo, int hi)
+{
+    if (v < lo || v > hi)
+        return ddtk_fail(DDTK_EUSAGE, "%s %d: expected %d to %d", what, v, lo, hi);
+    return DDTK_OK;
+}
+
+int ddtk_config_check(const ddtk_cpu_config *c, const ddtk_gpu_config *g)
+{
+    int rc = DDTK_OK;
+    if (c && !rc)
+        rc = field_check("cpu tile", c->time_tile, 0, DDTK_CPU_TILE_MAX);
+    if (c && !rc)
+        rc = field_check("cpu dms", c->dm_block, 0, DDTK_CPU_BLOCK_MAX);
+    if (c && !rc)
+        rc = field_check("cpu chans", c->chan_block, 0, DDTK_CPU_BLOCK_MAX);
+    if (g && !rc)
+        rc = field_check("gpu lane", g->lane_variant, -1, DDTK_GPU_VARIANT_MAX);
+    if (g && !rc)
+        rc = field_check("gpu float", g->float_variant, -1, DDTK_GPU_VARIANT_MAX);
+    return rc;
+}
+
 static int check_desc(const ddtk_plan_desc *d)
 {
     const char *name = plan_name(d);
@@ -90,7 +113,7 @@ static int check_desc(const ddtk_plan_desc *d)
         return ddtk_fail(DDTK_EUSAGE, "dispersion constant %g is not positive", d->kdm);
     if (d->algorithm < 0 || d->algorithm >= NALGORITHMS)
         return ddtk_fail(DDTK_EUSAGE, "unknown algorithm %d", d->algorithm);
-    return DDTK_OK;
+    return ddtk_config_check(&d->cpu, &d->gpu_config);
 }
 
 static void *copy_of(const void *src, size_t bytes, int *rc)
