@@ -70,29 +70,6 @@ static const char *plan_name(const ddtk_plan_desc *d)
     return d->name ? d->name : "plan";
 }
 
-static int field_check(const char *what, int v, int lo, int hi)
-{
-    if (v < lo || v > hi)
-        return ddtk_fail(DDTK_EUSAGE, "%s %d: expected %d to %d", what, v, lo, hi);
-    return DDTK_OK;
-}
-
-int ddtk_config_check(const ddtk_cpu_config *c, const ddtk_gpu_config *g)
-{
-    int rc = DDTK_OK;
-    if (c && !rc)
-        rc = field_check("cpu tile", c->time_tile, 0, DDTK_CPU_TILE_MAX);
-    if (c && !rc)
-        rc = field_check("cpu dms", c->dm_block, 0, DDTK_CPU_BLOCK_MAX);
-    if (c && !rc)
-        rc = field_check("cpu chans", c->chan_block, 0, DDTK_CPU_BLOCK_MAX);
-    if (g && !rc)
-        rc = field_check("gpu lane", g->lane_variant, -1, DDTK_GPU_VARIANT_MAX);
-    if (g && !rc)
-        rc = field_check("gpu float", g->float_variant, -1, DDTK_GPU_VARIANT_MAX);
-    return rc;
-}
-
 static int check_desc(const ddtk_plan_desc *d)
 {
     const char *name = plan_name(d);

@@ -125,7 +125,7 @@ int ddtk_wisdom_key(const ddtk_plan_desc *d, char *key, size_t n)
     return DDTK_OK;
 }
 
-/* ---- configurations as text --------------------------------------------------------- */
+/* ---- configurations: their ranges and their text ----------------------------------- */
 
 static int uses_gpu(const ddtk_plan_desc *d)
 {
@@ -143,6 +143,29 @@ void ddtk_config_text(const ddtk_plan_desc *d, char *s, size_t n)
         ddtk_cpu_config_resolve(&c);
         snprintf(s, n, "cpu tile %d dms %d chans %d", c.time_tile, c.dm_block, c.chan_block);
     }
+}
+
+static int field_check(const char *what, int v, int lo, int hi)
+{
+    if (v < lo || v > hi)
+        return ddtk_fail(DDTK_EUSAGE, "%s %d: expected %d to %d", what, v, lo, hi);
+    return DDTK_OK;
+}
+
+int ddtk_config_check(const ddtk_cpu_config *c, const ddtk_gpu_config *g)
+{
+    int rc = DDTK_OK;
+    if (c && !rc)
+        rc = field_check("cpu tile", c->time_tile, 0, DDTK_CPU_TILE_MAX);
+    if (c && !rc)
+        rc = field_check("cpu dms", c->dm_block, 0, DDTK_CPU_BLOCK_MAX);
+    if (c && !rc)
+        rc = field_check("cpu chans", c->chan_block, 0, DDTK_CPU_BLOCK_MAX);
+    if (g && !rc)
+        rc = field_check("gpu lane", g->lane_variant, -1, DDTK_GPU_VARIANT_MAX);
+    if (g && !rc)
+        rc = field_check("gpu float", g->float_variant, -1, DDTK_GPU_VARIANT_MAX);
+    return rc;
 }
 
 /* Parse ddtk_config_text's form into d: DDTK_OK, or DDTK_EDATA with the
@@ -306,19 +329,13 @@ static int wisdom_find(const wisdom *w, const char *key)
     return -1;
 }
 
-int ddtk_wisdom_apply(ddtk_plan_desc *d, const char *path, int *found)
+int ddtk_wisdom_lookup(const char *path, const char *key, ddtk_plan_desc *d, int *found)
 {
-    char key[1024];
     wisdom w;
     *found = 0;
-    int rc = ddtk_wisdom_key(d, key, sizeof key);
+    int rc = wisdom_read(path, &w);
     if (rc)
-        return rc;
-    rc = wisdom_read(path, &w);
-    if (rc < 0)
-        ddtk_msg("warning: %s: %s; using the default kernel configuration", path, ddtk_errmsg());
-    if (rc)
-        return DDTK_OK;
+        return rc < 0 ? DDTK_EDATA : DDTK_OK;
     int i = wisdom_find(&w, key);
     if (i >= 0) {
         char *copy = strdup(w.line[i]), *k, *config;
@@ -327,6 +344,18 @@ int ddtk_wisdom_apply(ddtk_plan_desc *d, const char *path, int *found)
         free(copy);
     }
     wisdom_free(&w);
+    return DDTK_OK;
+}
+
+int ddtk_wisdom_apply(ddtk_plan_desc *d, const char *path, int *found)
+{
+    char key[1024];
+    int rc = ddtk_wisdom_key(d, key, sizeof key);
+    *found = 0;
+    if (rc)
+        return rc;
+    if (ddtk_wisdom_lookup(path, key, d, found))
+        ddtk_msg("warning: %s: %s; using the default kernel configuration", path, ddtk_errmsg());
     return DDTK_OK;
 }
 
