@@ -221,7 +221,7 @@ $(SAN_DIR)/test/fault.so: test/fault/fault.c
 
 # ---- fuzzing ----------------------------------------------------------------------
 # make fuzz: libFuzzer harnesses (clang, with ASan+UBSan) for the header,
-# killfile, DM-list, plan and .inf parsers (test/fuzz/), each run for
+# killfile, DM-list, plan, .inf and wisdom parsers (test/fuzz/), each run for
 # FUZZ_SECONDS from its seed corpus (in FUZZ_JOBS processes); test/fuzz/run
 # says how many inputs each parser got and fails on a crash.
 FUZZ_CC ?= clang
@@ -229,15 +229,18 @@ FUZZ_SECONDS ?= 30
 FUZZ_JOBS ?= 1
 FUZZ_DIR := build/fuzz
 FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-	-fno-sanitize-recover=all -std=gnu11 -Wall -Wextra -Iinclude -Isrc
+	-fno-sanitize-recover=all -std=gnu11 -Wall -Wextra -fopenmp -Iinclude -Isrc
 FUZZ_LIB_C := src/error.c src/cli.c src/sigproc.c src/dmlist.c src/killfile.c src/inf.c \
 	src/plan.c src/delays.c src/tempfile.c
 FUZZ_OBJ := $(FUZZ_LIB_C:%.c=$(FUZZ_DIR)/obj/%.o)
-FUZZ_TARGETS := header killfile dmlist plan inf
+# The wisdom reader keys on the whole plan description and its harness runs
+# the CPU kernel: it links the whole CPU library.
+FUZZ_ALL_OBJ := $(SAN_LIB_C:%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_TARGETS := header killfile dmlist plan inf wisdom
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 
 .PHONY: fuzz fuzz-build
-.SECONDARY: $(FUZZ_OBJ)
+.SECONDARY: $(FUZZ_ALL_OBJ)
 fuzz-build: $(FUZZ_BINS)
 
 fuzz: fuzz-build
@@ -249,3 +252,7 @@ $(FUZZ_DIR)/obj/%.o: %.c $(HEADERS)
 
 $(FUZZ_DIR)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(FUZZ_OBJ)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) -o $@ -lm
+
+$(FUZZ_DIR)/fuzz_wisdom: test/fuzz/fuzz_wisdom.c test/fuzz/fuzz.h $(FUZZ_ALL_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_ALL_OBJ) -o $@ \
+		-lfftw3f -lfftw3f_omp -lm

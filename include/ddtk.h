@@ -290,6 +290,16 @@ typedef struct ddtk_gpu_config {
     int lane_variant, float_variant;
 } ddtk_gpu_config;
 
+/* The range of every configuration field, wherever it comes from (a caller's
+ * description, wisdom, DDTK_GPU_CONFIG): 0 (CPU) and -1 (GPU) select the
+ * default. Values past these would overflow the kernels' index arithmetic. */
+#define DDTK_CPU_TILE_MAX 65536
+#define DDTK_CPU_BLOCK_MAX 4096
+#define DDTK_GPU_VARIANT_MAX 1023
+/* DDTK_OK, or DDTK_EUSAGE naming the first field out of range as the
+ * configuration's text writes it ("cpu chans 5000: expected 0 to 4096"). */
+int ddtk_config_check(const ddtk_cpu_config *c, const ddtk_gpu_config *g);
+
 /*
  * The geometry of a dedispersion problem, as dedisp and FFTW plan it: the
  * channels, the sample time and format of the input, the DM trials, and the

@@ -383,7 +383,7 @@ static int gpu_config_from_env(ddtk_plan_desc *d)
     int v;
     if (!env || !*env)
         return DDTK_OK;
-    if (ddtk_opt_int("DDTK_GPU_CONFIG", env, 0, 1023, &v))
+    if (ddtk_opt_int("DDTK_GPU_CONFIG", env, 0, DDTK_GPU_VARIANT_MAX, &v))
         return DDTK_EUSAGE;
     if (d->nbits <= 8 && !d->zerodm)
         d->gpu_config.lane_variant = v;

@@ -90,7 +90,7 @@ static int check_desc(const ddtk_plan_desc *d)
         return ddtk_fail(DDTK_EUSAGE, "dispersion constant %g is not positive", d->kdm);
     if (d->algorithm < 0 || d->algorithm >= NALGORITHMS)
         return ddtk_fail(DDTK_EUSAGE, "unknown algorithm %d", d->algorithm);
-    return DDTK_OK;
+    return ddtk_config_check(&d->cpu, &d->gpu_config);
 }
 
 static void *copy_of(const void *src, size_t bytes, int *rc)

@@ -18,11 +18,13 @@
 #include "tempfile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Versions 2 to 4: the GPU lane and float kernels gained configurations,
  * which renumbered the cached kernel's variants after them; older files are
@@ -123,7 +125,7 @@ int ddtk_wisdom_key(const ddtk_plan_desc *d, char *key, size_t n)
     return DDTK_OK;
 }
 
-/* ---- configurations as text --------------------------------------------------------- */
+/* ---- configurations: their ranges and their text ----------------------------------- */
 
 static int uses_gpu(const ddtk_plan_desc *d)
 {
@@ -143,26 +145,58 @@ void ddtk_config_text(const ddtk_plan_desc *d, char *s, size_t n)
     }
 }
 
-/* Parse ddtk_config_text's form into d; -1 when it is not one. */
+static int field_check(const char *what, int v, int lo, int hi)
+{
+    if (v < lo || v > hi)
+        return ddtk_fail(DDTK_EUSAGE, "%s %d: expected %d to %d", what, v, lo, hi);
+    return DDTK_OK;
+}
+
+int ddtk_config_check(const ddtk_cpu_config *c, const ddtk_gpu_config *g)
+{
+    int rc = DDTK_OK;
+    if (c && !rc)
+        rc = field_check("cpu tile", c->time_tile, 0, DDTK_CPU_TILE_MAX);
+    if (c && !rc)
+        rc = field_check("cpu dms", c->dm_block, 0, DDTK_CPU_BLOCK_MAX);
+    if (c && !rc)
+        rc = field_check("cpu chans", c->chan_block, 0, DDTK_CPU_BLOCK_MAX);
+    if (g && !rc)
+        rc = field_check("gpu lane", g->lane_variant, -1, DDTK_GPU_VARIANT_MAX);
+    if (g && !rc)
+        rc = field_check("gpu float", g->float_variant, -1, DDTK_GPU_VARIANT_MAX);
+    return rc;
+}
+
+/* Parse ddtk_config_text's form into d: DDTK_OK, or DDTK_EDATA with the
+ * message set (not a configuration, or a field out of ddtk_config_check's range). */
 static int parse_config(const char *s, ddtk_plan_desc *d)
 {
     ddtk_cpu_config c;
     ddtk_gpu_config g;
     char end;
     if (sscanf(s, "cpu tile %d dms %d chans %d%c", &c.time_tile, &c.dm_block, &c.chan_block,
-               &end) == 3 && c.time_tile >= 0 && c.dm_block >= 0 && c.chan_block >= 0) {
+               &end) == 3) {
+        if (ddtk_config_check(&c, NULL))
+            return DDTK_EDATA;
         d->cpu = c;
-        return 0;
+        return DDTK_OK;
     }
-    if (sscanf(s, "gpu lane %d float %d%c", &g.lane_variant, &g.float_variant, &end) == 2
-        && g.lane_variant >= -1 && g.float_variant >= -1) {
+    if (sscanf(s, "gpu lane %d float %d%c", &g.lane_variant, &g.float_variant, &end) == 2) {
+        if (ddtk_config_check(NULL, &g))
+            return DDTK_EDATA;
         d->gpu_config = g;
-        return 0;
+        return DDTK_OK;
     }
-    return -1;
+    return ddtk_fail(DDTK_EDATA, "'%.40s' is not a kernel configuration", s);
 }
 
 /* ---- the file ----------------------------------------------------------------------- */
+
+/* A wisdom file holds a few hundred entries of about 200 bytes: anything far
+ * past these bounds is not one, and is refused before it is read. */
+#define WISDOM_MAX_BYTES (4 << 20)
+#define WISDOM_LINE_MAX 4096
 
 typedef struct wisdom {
     char **line;                  /* entries: "key\tconfig\trate" without the newline */
@@ -177,66 +211,112 @@ static void wisdom_free(wisdom *w)
     memset(w, 0, sizeof *w);
 }
 
-/* An entry's fields, split in place: 0, or -1 when the line is not an entry. */
+/* An entry's fields, split in place: DDTK_OK, or DDTK_EDATA with the message set. */
 static int split_entry(char *line, char **key, char **config, double *rate)
 {
     char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL, *end;
     if (!t1 || !t2 || t1 == line || strchr(t2 + 1, '\t'))
-        return -1;
+        return ddtk_fail(DDTK_EDATA, "not KEY<TAB>CONFIG<TAB>RATE");
     *t1 = *t2 = '\0';
     *key = line;
     *config = t1 + 1;
     *rate = strtod(t2 + 1, &end);
+    if (*end != '\0' || !(*rate > 0) || !isfinite(*rate))
+        return ddtk_fail(DDTK_EDATA, "rate '%.40s' is not a positive number", t2 + 1);
     ddtk_plan_desc probe;
-    return *end == '\0' && *rate > 0 && !parse_config(*config, &probe) ? 0 : -1;
+    return parse_config(*config, &probe);
 }
 
-static int entry_ok(const char *line)
+static int entry_check(const char *line)
 {
     char *copy = strdup(line), *key, *config;
     double rate;
-    int ok = copy && !split_entry(copy, &key, &config, &rate);
+    if (!copy)
+        return ddtk_fail(DDTK_ESYS, "out of memory");
+    int rc = split_entry(copy, &key, &config, &rate);
     free(copy);
-    return ok;
+    return rc;
 }
 
-/* Read path's entries. 1: no file; -1: not a wisdom file (*why says what). */
-static int wisdom_read(const char *path, wisdom *w, const char **why)
+/* Open path for reading without blocking on a FIFO: a regular file of at most
+ * WISDOM_MAX_BYTES, else NULL with the message set (*absent: no such file). */
+static FILE *wisdom_open(const char *path, int *absent)
 {
-    FILE *fp = fopen(path, "r");
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    int rc = 0, first = 1;
-    memset(w, 0, sizeof *w);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    FILE *fp = NULL;
+    *absent = fd < 0 && errno == ENOENT;
+    if (fd < 0)
+        return ddtk_fail(DDTK_ESYS, "%s", strerror(errno)), NULL;
+    if (fstat(fd, &st) != 0)
+        ddtk_fail(DDTK_ESYS, "%s", strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        ddtk_fail(DDTK_EDATA, "not a regular file");
+    else if (st.st_size > WISDOM_MAX_BYTES)
+        ddtk_fail(DDTK_EDATA, "larger than %d MiB: not a wisdom file", WISDOM_MAX_BYTES >> 20);
+    else if (!(fp = fdopen(fd, "r")))
+        ddtk_fail(DDTK_ESYS, "%s", strerror(errno));
     if (!fp)
-        return errno == ENOENT ? 1 : (*why = strerror(errno), -1);
-    while (!rc && (len = getline(&line, &cap, fp)) >= 0) {
-        line[strcspn(line, "\n")] = '\0';
-        if (first) {
-            if (older_version(line))
-                rc = (*why = "wisdom of an older ddtk (GPU variants renumbered; run ddtune "
-                             "again)", -1);
-            else if (strcmp(line, magic) != 0)
-                rc = (*why = "not a ddtk wisdom file", -1);
-            first = 0;
-        } else if (!entry_ok(line)) {
-            rc = (*why = "a damaged entry", -1);
+        close(fd);
+    return fp;
+}
+
+/* One line of fp into buf (WISDOM_LINE_MAX + 1 bytes) without its newline:
+ * 1, 0 at the end, or -1 with the message set (too long, a NUL, a read error). */
+static int read_line(FILE *fp, char *buf, int lineno)
+{
+    size_t len = 0;
+    int c;
+    while ((c = getc(fp)) != EOF && c != '\n') {
+        if (len == WISDOM_LINE_MAX)
+            return ddtk_fail(DDTK_EDATA, "line %d: longer than %d bytes", lineno,
+                             WISDOM_LINE_MAX), -1;
+        if (c == '\0')
+            return ddtk_fail(DDTK_EDATA, "line %d: a NUL byte", lineno), -1;
+        buf[len++] = (char)c;
+    }
+    buf[len] = '\0';
+    if (ferror(fp))
+        return ddtk_fail(DDTK_ESYS, "read error"), -1;
+    return c == EOF && len == 0 ? 0 : 1;
+}
+
+/* Read path's entries. 1: no file; -1: not a wisdom file (the message says why). */
+static int wisdom_read(const char *path, wisdom *w)
+{
+    char buf[WISDOM_LINE_MAX + 1];
+    int rc = 0, lineno = 0, absent, more;
+    memset(w, 0, sizeof *w);
+    FILE *fp = wisdom_open(path, &absent);
+    if (!fp)
+        return absent ? 1 : -1;
+    while (!rc && (more = read_line(fp, buf, ++lineno)) > 0) {
+        if (lineno == 1) {
+            if (older_version(buf))
+                rc = ddtk_fail(DDTK_EDATA, "wisdom of an older ddtk (GPU variants renumbered; "
+                               "run ddtune again)");
+            else if (strcmp(buf, magic) != 0)
+                rc = ddtk_fail(DDTK_EDATA, "not a ddtk wisdom file");
+        } else if (entry_check(buf)) {
+            char why[256];        /* ddtk_fail rewrites the message it is given */
+            snprintf(why, sizeof why, "%s", ddtk_errmsg());
+            rc = ddtk_fail(DDTK_EDATA, "line %d: %s", lineno, why);
         } else {
             char **grown = realloc(w->line, (size_t)(w->n + 1) * sizeof *grown);
-            if (!grown || !(grown[w->n] = strdup(line)))
-                rc = (*why = "out of memory", -1);
+            if (!grown || !(grown[w->n] = strdup(buf)))
+                rc = ddtk_fail(DDTK_ESYS, "out of memory");
             else
                 w->line = grown, w->n++;
         }
     }
-    if (!rc && first)
-        rc = (*why = "an empty file", -1);
-    free(line);
+    if (!rc && more < 0)
+        rc = DDTK_EDATA;
+    if (!rc && lineno == 1)
+        rc = ddtk_fail(DDTK_EDATA, "an empty file");
     fclose(fp);
     if (rc)
         wisdom_free(w);
-    return rc;
+    return rc ? -1 : 0;
 }
 
 /* The index of key's entry, or -1. */
@@ -249,20 +329,13 @@ static int wisdom_find(const wisdom *w, const char *key)
     return -1;
 }
 
-int ddtk_wisdom_apply(ddtk_plan_desc *d, const char *path, int *found)
+int ddtk_wisdom_lookup(const char *path, const char *key, ddtk_plan_desc *d, int *found)
 {
-    char key[1024];
-    const char *why = NULL;
     wisdom w;
     *found = 0;
-    int rc = ddtk_wisdom_key(d, key, sizeof key);
+    int rc = wisdom_read(path, &w);
     if (rc)
-        return rc;
-    rc = wisdom_read(path, &w, &why);
-    if (rc < 0)
-        ddtk_msg("warning: %s: %s; using the default kernel configuration", path, why);
-    if (rc)
-        return DDTK_OK;
+        return rc < 0 ? DDTK_EDATA : DDTK_OK;
     int i = wisdom_find(&w, key);
     if (i >= 0) {
         char *copy = strdup(w.line[i]), *k, *config;
@@ -271,6 +344,18 @@ int ddtk_wisdom_apply(ddtk_plan_desc *d, const char *path, int *found)
         free(copy);
     }
     wisdom_free(&w);
+    return DDTK_OK;
+}
+
+int ddtk_wisdom_apply(ddtk_plan_desc *d, const char *path, int *found)
+{
+    char key[1024];
+    int rc = ddtk_wisdom_key(d, key, sizeof key);
+    *found = 0;
+    if (rc)
+        return rc;
+    if (ddtk_wisdom_lookup(path, key, d, found))
+        ddtk_msg("warning: %s: %s; using the default kernel configuration", path, ddtk_errmsg());
     return DDTK_OK;
 }
 
@@ -313,14 +398,13 @@ static int wisdom_write(const char *path, const wisdom *w)
 int ddtk_wisdom_store(const char *path, const char *key, const char *config, double rate)
 {
     wisdom w;
-    const char *why;
     char *entry;
     int rc = make_parent(path);
     if (rc)
         return rc;
     int lock = ddtk_tempdir_lock(path);
-    if (wisdom_read(path, &w, &why) < 0)
-        ddtk_msg("warning: %s: %s; starting a new wisdom file", path, why);
+    if (wisdom_read(path, &w) < 0)
+        ddtk_msg("warning: %s: %s; starting a new wisdom file", path, ddtk_errmsg());
     if (asprintf(&entry, "%s\t%s\t%.4g", key, config, rate) < 0) {
         rc = ddtk_fail(DDTK_ESYS, "out of memory");
     } else {

@@ -54,7 +54,7 @@ setup() {
     cmp x.tim ref.tim
     printf '# ddtk wisdom 4\nhalf a line' > cache/wisdom
     run dd_direct a.fil --dm 40 -o y.tim -q
-    [ "$status" -eq 0 ] && [[ "$output" == *"a damaged entry"* ]]
+    [ "$status" -eq 0 ] && [[ "$output" == *"line 2: not KEY<TAB>CONFIG<TAB>RATE"* ]]
     cmp y.tim ref.tim
     for v in 1 2 3; do
         printf '# ddtk wisdom %s\nk\tcpu tile 512 dms 8 chans 16\t1e9\n' $v > cache/wisdom
@@ -100,4 +100,48 @@ setup() {
     [[ "$output" == *"kernel configuration: $best (wisdom)"* ]]
     dd_direct -q a.fil --dm-min 0 --dm-max 60 --dm-step 1 --backend cpu --prefix c/x
     for f in c/*.tim; do cmp "$f" "g/${f#c/}"; done
+}
+
+@test "wisdom values out of range are one warning and the defaults: same bytes, no crash (issue 32.1)" {
+    mkdir ref
+    dd_direct -q a.fil --dm-min 0 --dm-max 100 --prefix ref/x --no-wisdom --backend cpu
+    mkdir sref
+    dd_subband -q a.fil --dm-min 0 --dm-max 100 --prefix sref/x --no-wisdom --backend cpu
+    ddtune -q a.fil --dm-min 0 --dm-max 100 --budget 1 --backend cpu > /dev/null
+    key=$(tail -n +2 cache/wisdom | cut -f1)
+    [ -n "$key" ]
+    for cfg in "cpu tile 1 dms 2147483647 chans 2147483647" "cpu tile 1 dms 64 chans 2147483646" \
+               "cpu tile 1024 dms 64 chans 2147483647" "cpu tile 2147483647 dms 2147483647 chans 4" \
+               "cpu tile 1024 dms 64 chans -4"; do
+        printf '# ddtk wisdom 4\n%s\t%s\t1e9\n%s\t%s\t1e9\n' "$key" "$cfg" \
+            "${key/ direct / subband }" "$cfg" > cache/wisdom
+        for tool in direct subband; do
+            rm -rf o && mkdir o
+            run dd_$tool a.fil --dm-min 0 --dm-max 100 --prefix o/x -q --backend cpu
+            [ "$status" -eq 0 ]
+            [[ "$output" == "dd_$tool: warning: $DDTK_WISDOM: line 2: "*"expected "*"; using the default kernel configuration" ]]
+            r=ref && [ $tool = direct ] || r=sref
+            for f in $r/*.tim; do cmp "$f" "o/${f#$r/}"; done
+            [ "$(ls -A o | wc -l)" -eq "$(ls $r | wc -l)" ]
+        done
+    done
+}
+
+@test "the wisdom reader refuses FIFOs, devices, huge files and endless lines at once (issue 32.8)" {
+    dd_direct -q a.fil --dm 40 -o ref.tim --no-wisdom
+    mkfifo fifo
+    for w in fifo /dev/zero; do
+        run timeout 10 dd_direct a.fil --dm 40 -o "x${w//\/}.tim" -q --wisdom "$w"
+        [ "$status" -eq 0 ]
+        [ "$output" = "dd_direct: warning: $w: not a regular file; using the default kernel configuration" ]
+        cmp "x${w//\/}.tim" ref.tim
+    done
+    { printf '# ddtk wisdom 4\n'; head -c 300000 /dev/zero | tr '\0' x; } > long
+    run timeout 10 dd_direct a.fil --dm 40 -o y.tim -q --wisdom long
+    [ "$status" -eq 0 ] && [[ "$output" == *"long: line 2: longer than "*" bytes; using the default"* ]]
+    cmp y.tim ref.tim
+    truncate -s 100M big && printf '# ddtk wisdom 4\n' | dd of=big conv=notrunc status=none
+    run timeout 10 dd_direct a.fil --dm 40 -o z.tim -q --wisdom big
+    [ "$status" -eq 0 ] && [[ "$output" == *"big: larger than "*"; using the default"* ]]
+    cmp z.tim ref.tim
 }
