@@ -34,6 +34,11 @@ LIB_C += src/gpu_none.c $(wildcard src/*_gpu_none.c)
 endif
 
 LIB_OBJ := $(LIB_C:%.c=build/%.o) $(LIB_CU:%.cu=build/%.o)
+# The command-line layer (option parsing, stderr handlers, progress bars, the
+# dd_* main) is not libddtk: its own archive, linked into tools and tests.
+CLI_C := $(wildcard tools/cli/*.c)
+CLI_LIB := build/libddtkcli.a
+CLI_FLAGS := -Itools/cli
 TOOLS := $(patsubst tools/%.c,bin/%,$(wildcard tools/*.c))
 # Shell tools: scripts/NAME with the library's version filled in.
 SCRIPT_TOOLS := bin/ddsurvey
@@ -42,7 +47,7 @@ UNIT_TESTS := $(patsubst test/unit/%.c,build/test/%,$(wildcard test/unit/*.c))
 TEST_HELPERS := $(patsubst test/helpers/%.c,build/test/%,$(wildcard test/helpers/*.c)) \
                 build/test/fault.so build/test/cudafault.so
 EXAMPLES := $(patsubst examples/%.c,build/examples/%,$(wildcard examples/*.c))
-HEADERS := $(wildcard include/*.h src/*.h)
+HEADERS := $(wildcard include/*.h src/*.h tools/cli/*.h)
 # Switching CUDA=0/1 rebuilds everything: objects depend on this stamp.
 CONFIG_STAMP := build/config.cuda$(CUDA)
 # The shared library beside libddtk.a, from the same objects (built
@@ -89,21 +94,25 @@ $(SONAME): $(SHLIB)
 libddtk.so: $(SONAME)
 	ln -sf $< $@
 
-bin/%: tools/%.c libddtk.a $(HEADERS)
+$(CLI_LIB): $(CLI_C:%.c=build/%.o)
+	rm -f $@
+	ar rcs $@ $^
+
+bin/%: tools/%.c libddtk.a $(CLI_LIB) $(HEADERS)
 	@mkdir -p bin
-	$(CC) $(CFLAGS) $< -o $@ libddtk.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(CLI_FLAGS) $< -o $@ $(CLI_LIB) libddtk.a $(LDLIBS)
 
 bin/%: scripts/% include/ddtk.h
 	@mkdir -p $(dir $@)
 	sed 's/@DDTK_VERSION@/$(VERSION)/' $< > $@.tmp && chmod 755 $@.tmp && mv $@.tmp $@
 
-build/test/%: test/unit/%.c libddtk.a $(HEADERS) $(wildcard test/unit/*.h test/helpers/*.h)
+build/test/%: test/unit/%.c libddtk.a $(CLI_LIB) $(HEADERS) $(wildcard test/unit/*.h test/helpers/*.h)
 	@mkdir -p build/test
-	$(CC) $(CFLAGS) $< -o $@ libddtk.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(CLI_FLAGS) $< -o $@ $(CLI_LIB) libddtk.a $(LDLIBS)
 
-build/test/%: test/helpers/%.c libddtk.a $(HEADERS) $(wildcard test/helpers/*.h)
+build/test/%: test/helpers/%.c libddtk.a $(CLI_LIB) $(HEADERS) $(wildcard test/helpers/*.h)
 	@mkdir -p build/test
-	$(CC) $(CFLAGS) $< -o $@ libddtk.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(CLI_FLAGS) $< -o $@ $(CLI_LIB) libddtk.a $(LDLIBS)
 
 # Examples see include/ only, as <ddtk/...> (build/include/ddtk is include/):
 # they prove the installed headers are enough. test/install.bats builds them
@@ -175,6 +184,7 @@ SAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 SAN_LIB_C := $(filter-out src/gpu_none.c src/%_gpu_none.c,$(wildcard src/*.c)) \
 	$(wildcard cpu/*.c) src/gpu_none.c $(wildcard src/*_gpu_none.c)
 SAN_OBJ := $(SAN_LIB_C:%.c=$(SAN_DIR)/%.o)
+SAN_CLI := $(SAN_DIR)/libddtkcli.a
 SAN_TOOLS := $(patsubst tools/%.c,$(SAN_DIR)/bin/%,$(wildcard tools/*.c)) \
 	$(SCRIPT_TOOLS:bin/%=$(SAN_DIR)/bin/%)
 SAN_UNITS := $(patsubst test/unit/%.c,$(SAN_DIR)/test/%,$(wildcard test/unit/*.c))
@@ -199,21 +209,25 @@ $(SAN_DIR)/libddtk.a: $(SAN_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
+$(SAN_CLI): $(CLI_C:%.c=$(SAN_DIR)/%.o)
+	rm -f $@
+	ar rcs $@ $^
+
 $(SAN_DIR)/bin/%: scripts/% include/ddtk.h
 	@mkdir -p $(dir $@)
 	sed 's/@DDTK_VERSION@/$(VERSION)/' $< > $@.tmp && chmod 755 $@.tmp && mv $@.tmp $@
 
-$(SAN_DIR)/bin/%: tools/%.c $(SAN_DIR)/libddtk.a $(HEADERS)
+$(SAN_DIR)/bin/%: tools/%.c $(SAN_DIR)/libddtk.a $(SAN_CLI) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(SAN_CC) $(SAN_CFLAGS) $< -o $@ $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lm
+	$(SAN_CC) $(SAN_CFLAGS) $(CLI_FLAGS) $< -o $@ $(SAN_CLI) $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lm
 
-$(SAN_DIR)/test/%: test/unit/%.c $(SAN_DIR)/libddtk.a $(HEADERS)
+$(SAN_DIR)/test/%: test/unit/%.c $(SAN_DIR)/libddtk.a $(SAN_CLI) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(SAN_CC) $(SAN_CFLAGS) $< -o $@ $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lm
+	$(SAN_CC) $(SAN_CFLAGS) $(CLI_FLAGS) $< -o $@ $(SAN_CLI) $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lm
 
-$(SAN_DIR)/test/%: test/helpers/%.c $(SAN_DIR)/libddtk.a $(HEADERS)
+$(SAN_DIR)/test/%: test/helpers/%.c $(SAN_DIR)/libddtk.a $(SAN_CLI) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(SAN_CC) $(SAN_CFLAGS) $< -o $@ $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lm
+	$(SAN_CC) $(SAN_CFLAGS) $(CLI_FLAGS) $< -o $@ $(SAN_CLI) $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lm
 
 $(SAN_DIR)/test/fault.so: test/fault/fault.c
 	@mkdir -p $(dir $@)
@@ -230,7 +244,7 @@ FUZZ_JOBS ?= 1
 FUZZ_DIR := build/fuzz
 FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	-fno-sanitize-recover=all -std=gnu11 -Wall -Wextra -fopenmp -Iinclude -Isrc
-FUZZ_LIB_C := src/error.c src/cli.c src/sigproc.c src/dmlist.c src/killfile.c src/inf.c \
+FUZZ_LIB_C := src/error.c src/report.c src/sigproc.c src/dmlist.c src/killfile.c src/inf.c \
 	src/plan.c src/delays.c src/tempfile.c
 FUZZ_OBJ := $(FUZZ_LIB_C:%.c=$(FUZZ_DIR)/obj/%.o)
 # The wisdom reader keys on the whole plan description and its harness runs

@@ -61,7 +61,7 @@ void ddtk_direct_cpu(const float *in, size_t istride, int nchan, int64_t nout,
     const int64_t ntiles = (nout + time_tile - 1) / time_tile;
     const int nblocks = (ndm + dm_block - 1) / dm_block;
 
-#pragma omp parallel for collapse(2) schedule(dynamic)
+#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(ddtk_threads())
     for (int blk = 0; blk < nblocks; blk++) {
         for (int64_t tile = 0; tile < ntiles; tile++) {
             const int d0 = blk * dm_block, d1 = d0 + dm_block < ndm ? d0 + dm_block : ndm;

@@ -22,7 +22,6 @@
  */
 #include "fdas_impl.h"
 #include "internal.h"
-#include "cli.h"
 #include "fdas_math.h"
 
 #include <complex.h>
@@ -130,7 +129,7 @@ static int plan_rfft(ddtk_fdas_plan *p)
 {
     planner_enter();
     pthread_once(&threads_once, init_threads);
-    fftwf_plan_with_nthreads(p->cfg.threads > 0 ? p->cfg.threads : omp_get_max_threads());
+    fftwf_plan_with_nthreads(p->cfg.threads > 0 ? p->cfg.threads : ddtk_threads());
     p->rfft = fftwf_plan_dft_r2c_1d((int)p->n, p->work, (fftwf_complex *)p->spec,
                                     FFTW_ESTIMATE);
     fftwf_plan_with_nthreads(1);
@@ -225,11 +224,11 @@ static int rednoise(const ddtk_fdas_plan *p, float complex *spec)
 static void demean(ddtk_fdas_plan *p, const float *x)
 {
     double sum = 0;
-    #pragma omp parallel for reduction(+ : sum)
+    #pragma omp parallel for reduction(+ : sum) num_threads(ddtk_threads())
     for (int64_t i = 0; i < p->n; i++)
         sum += x[i];
     float mean = (float)(sum / p->n);
-    #pragma omp parallel for
+    #pragma omp parallel for num_threads(ddtk_threads())
     for (int64_t i = 0; i < p->n; i++)
         p->work[i] = x[i] - mean;
 }
@@ -237,7 +236,7 @@ static void demean(ddtk_fdas_plan *p, const float *x)
 static void spread_spectrum(ddtk_fdas_plan *p)
 {
     float complex *src = (float complex *)p->spec, *dst = (float complex *)p->spread;
-    #pragma omp parallel for
+    #pragma omp parallel for num_threads(ddtk_threads())
     for (int64_t k = 0; k < p->nbins; k++) {
         dst[p->res * k] = src[k];
         if (p->res == 2)
@@ -509,7 +508,7 @@ int ddtk_fdas_cpu_search(ddtk_fdas_plan *p, const float *x)
     p->spec_on_host = 1;
     double corr = 0, sum = 0;
     int nthreads = 1;
-    #pragma omp parallel reduction(+ : corr, sum)
+    #pragma omp parallel reduction(+ : corr, sum) num_threads(ddtk_threads())
     {
         int me = omp_get_thread_num(), nt = omp_get_num_threads();
         thread_state st;

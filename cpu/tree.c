@@ -53,7 +53,7 @@ void ddtk_tree_combine_cpu(const float *const *src, int nsb, int ndm, int64_t no
                            size_t ostride)
 {
     const int64_t ntiles = (nout + TIME_TILE - 1) / TIME_TILE;
-#pragma omp parallel for schedule(dynamic)
+#pragma omp parallel for schedule(dynamic) num_threads(ddtk_threads())
     for (int64_t tile = 0; tile < ntiles; tile++) {
         const int64_t t0 = tile * TIME_TILE;
         const int64_t tn = t0 + TIME_TILE < nout ? TIME_TILE : nout - t0;

@@ -15,7 +15,6 @@
 #include "fdas_corr.cuh"
 #include "fdas_harm.cuh"
 #include "internal.h"
-#include "cli.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -179,12 +178,10 @@ static double blk_bytes(const ddtk_fdas_plan *p, int64_t nblk)
     return (double)nblk * p->fftlen * sizeof(cufftComplex);
 }
 
-/* DDTK_FDAS_GPU_MEM (MiB) caps the plane and its work buffers (a tuning and test knob). */
-static double mem_cap(void)
+/* cfg.gpu_mem caps the plane and its work buffers (a tuning and test knob). */
+static double mem_cap(const ddtk_fdas_plan *p)
 {
-    const char *s = getenv("DDTK_FDAS_GPU_MEM");
-    double v = s ? atof(s) : 0;
-    return v > 0 ? v * MIB : INFINITY;
+    return p->cfg.gpu_mem > 0 ? (double)p->cfg.gpu_mem : INFINITY;
 }
 
 /* The whole plane if it fits, else the widest tile (a multiple of 2 blocks) that does. */
@@ -193,7 +190,7 @@ static int plan_tiles(ddtk_fdas_plan *p, gpu_state *g, size_t fixed)
     size_t free_b = 0, total_b = 0;
     DDTK_CUDA(cudaMemGetInfo(&free_b, &total_b), "memory query");
     /* 256 MiB stays free for the cuFFT work areas */
-    double avail = fmin((double)free_b - (double)fixed - 256 * MIB, mem_cap());
+    double avail = fmin((double)free_b - (double)fixed - 256 * MIB, mem_cap(p));
     int64_t width = p->width, nblk = (p->plane_len + width - 1) / width;
     g->tile = 0;
     g->blk_cap = (int)nblk;
@@ -263,7 +260,7 @@ static int alloc_all(ddtk_fdas_plan *p, gpu_state *g)
     if (g->tile)
         tile_views(p, g);
     if (g->tile && p->cfg.verbose)
-        ddtk_msg("GPU: the %.0f MiB plane does not fit; tiles of %lld positions (%.0f MiB)",
+        ddtk_report(DDTK_MSG_VERBOSE, "GPU: the %.0f MiB plane does not fit; tiles of %lld positions (%.0f MiB)",
                  4.0 * p->numz * p->plane_len / MIB, (long long)g->tile, 4.0 * plane / MIB);
     return DDTK_OK;
 }
@@ -477,7 +474,7 @@ static int fetch_hits(ddtk_fdas_plan *p, gpu_state *g)
     unsigned long long n = 0;
     DDTK_CUDA(cudaMemcpy(&n, g->nhits, sizeof n, cudaMemcpyDeviceToHost), "hit count");
     if (n > MAX_HITS)
-        ddtk_msg("warning: %llu plane hits; only the first %d kept (raise --sigma)", n, MAX_HITS);
+        ddtk_report(DDTK_MSG_WARNING, "%llu plane hits; only the first %d kept (raise --sigma)", n, MAX_HITS);
     n = n > MAX_HITS ? MAX_HITS : n;
     p->hits.n = 0;
     if (n > (unsigned long long)p->hits.cap) {

@@ -36,7 +36,6 @@
  */
 #include "check.cuh"
 #include "engine.cuh"
-#include "cli.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -225,17 +224,16 @@ static int fits(const ddtk_plan *p, int64_t step, void *ctx)
     return ok && 2 * b->host <= b->host_max;
 }
 
-/* DDTK_GPU_MEM (MiB) caps the device memory of the gulp buffers (a test knob). */
-static int64_t device_budget(size_t free_b)
+/* The plan's gpu_mem caps the device memory of the gulp buffers (a test knob). */
+static int64_t device_budget(const ddtk_plan *p, size_t free_b)
 {
-    const char *s = getenv("DDTK_GPU_MEM");
-    int64_t cap = s ? (int64_t)(atof(s) * 1048576.0) : 0, have = (int64_t)(free_b * 0.8);
+    int64_t cap = p->d.gpu_mem, have = (int64_t)(free_b * 0.8);
     return cap > 0 && cap < have ? cap : have;
 }
 
 /* Each pipeline may take 80% of its device's free memory, shared equally by
  * pipelines on one device (--gpu 0,0). */
-static int device_bounds(const ddtk_gpu_stream *g, budget *b)
+static int device_bounds(const ddtk_gpu_stream *g, const ddtk_plan *p, budget *b)
 {
     for (int i = 0; i < g->npipe; i++) {
         size_t free_b = 0, total_b = 0;
@@ -244,7 +242,7 @@ static int device_bounds(const ddtk_gpu_stream *g, budget *b)
             same += g->pipe[j].dev == g->pipe[i].dev;
         DDTK_CUDA(cudaSetDevice(g->pipe[i].dev), "selecting the GPU");
         DDTK_CUDA(cudaMemGetInfo(&free_b, &total_b), "reading free GPU memory");
-        b->dev_max[i] = device_budget(free_b) / same;
+        b->dev_max[i] = device_budget(p, free_b) / same;
     }
     return DDTK_OK;
 }
@@ -288,7 +286,7 @@ static int choose_step(const ddtk_gpu_stream *g, const ddtk_plan *p, const ddtk_
     memset(&b, 0, sizeof b);
     b.g = g;
     b.host_max = p->d.max_mem > 0 ? p->d.max_mem : DDTK_DEFAULT_MAX_MEM;
-    int rc = device_bounds(g, &b);
+    int rc = device_bounds(g, p, &b);
     if (rc)
         return rc;
     if (!gpu_step(p, src, fits, &b, step))
@@ -365,7 +363,7 @@ static void prefault(prefaulted *pre, const ddtk_plan *p, const ddtk_source *src
             break;
         pre->p[pre->n] = q;
         pre->bytes[pre->n] = bytes;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(ddtk_threads())
         for (size_t at = 0; at < bytes; at += chunk)
             memset(q + at, 0, bytes - at < chunk ? bytes - at : chunk);
     }
@@ -525,7 +523,7 @@ static void report_plan(const ddtk_gpu_stream *s, const ddtk_plan *p)
     for (int i = 0; i < s->npipe; i++) {
         const gpu_pipe *g = &s->pipe[i];
         if (s->npipe > 1)
-            ddtk_msg("GPU %d (%s): DMs %d to %d of %d (%g to %g pc cm^-3)", g->dev, g->prop.name,
+            ddtk_report(DDTK_MSG_VERBOSE, "GPU %d (%s): DMs %d to %d of %d (%g to %g pc cm^-3)", g->dev, g->prop.name,
                      g->dm0, g->dm1 - 1, p->d.ndm, p->dms[g->dm0], p->dms[g->dm1 - 1]);
         for (int k = 0; k < g->nlevels; k++) {
             char level[64] = "", what[512];
@@ -535,7 +533,7 @@ static void report_plan(const ddtk_gpu_stream *s, const ddtk_plan *p)
                 snprintf(level, sizeof level, ", scrunched x%d (%d DMs)", 1 << k,
                          g->view[k].ndm);
             s->algo->report(g->lv[k].state, what, sizeof what);
-            ddtk_msg("GPU %d (%s, compute capability %d.%d)%s: %s; gulp %lld spectra", g->dev,
+            ddtk_report(DDTK_MSG_VERBOSE, "GPU %d (%s, compute capability %d.%d)%s: %s; gulp %lld spectra", g->dev,
                      g->prop.name, g->prop.major, g->prop.minor, level, what, (long long)s->step);
         }
     }
@@ -610,7 +608,7 @@ static int make_pipes(ddtk_gpu_stream *s, const ddtk_plan *p)
     for (int j = 0; j < p->ngpu; j++) {
         if (first[j] == first[j + 1]) {
             if (p->d.verbose)
-                ddtk_msg("GPU %d: no DMs (%d GPUs for %d DMs)", p->gpus[j], p->ngpu, p->d.ndm);
+                ddtk_report(DDTK_MSG_VERBOSE, "GPU %d: no DMs (%d GPUs for %d DMs)", p->gpus[j], p->ngpu, p->d.ndm);
             continue;
         }
         gpu_pipe *g = &s->pipe[s->npipe++];
@@ -810,15 +808,6 @@ static int finish_all(ddtk_gpu_stream *g, int set, ddtk_writer *w)
     return DDTK_OK;
 }
 
-/* DDTK_GPU_SERIAL=1 (a benchmark knob) finishes each gulp before the next is
- * read, so the kernel events time the kernels alone: otherwise the next
- * gulp's copies and unpacking share the GPU with them. */
-static int serial_gulps(void)
-{
-    const char *s = getenv("DDTK_GPU_SERIAL");
-    return s && *s && strcmp(s, "0") != 0;
-}
-
 /* Before gulp i+1 is read into a raw buffer, gulp i-1 (the last to use it)
  * must have copied it to every GPU. */
 static int input_free(ddtk_gpu_stream *g, int set)
@@ -849,7 +838,10 @@ static int read_gulp(ddtk_gpu_stream *g, ddtk_source *src, uint8_t *buf, int64_t
 static int run_gulps(ddtk_gpu_stream *g, const ddtk_plan *p, ddtk_source *src, ddtk_writer *w)
 {
     const int64_t cap = p->keep + g->step;
-    const int serial = serial_gulps();
+    /* gpu_serial (a benchmark knob) finishes each gulp before the next is
+     * read, so the kernel events time the kernels alone: otherwise the next
+     * gulp's copies and unpacking share the GPU with them. */
+    const int serial = p->d.gpu_serial;
     int64_t got, fill = 0;
     g->t_read = 0;
     int rc = read_gulp(g, src, g->hraw[0], cap, &got);
@@ -891,7 +883,7 @@ static void report_times(const ddtk_gpu_stream *g, const ddtk_plan *p, double se
         if (g->npipe > 1)
             snprintf(who, sizeof who, "GPU %d", pp->dev);
         if (p->d.verbose)
-            ddtk_msg("%s times: set-up %.4f s (waiting for contexts %.4f s, device plans "
+            ddtk_report(DDTK_MSG_VERBOSE, "%s times: set-up %.4f s (waiting for contexts %.4f s, device plans "
                      "%.4f s, buffers %.4f s; all GPUs), H2D %.4f s, overlap copy + unpack%s "
                      "(with waits on the other stream) %.4f s, kernels %.4f s, D2H %.4f s, "
                      "streaming %.4f s (first read to last output; the host's reads %.4f s), "
@@ -904,7 +896,7 @@ static void report_times(const ddtk_gpu_stream *g, const ddtk_plan *p, double se
                                     i ? ", " : "", pp->dev, pp->t_kernel);
     }
     if (g->npipe > 1 && !p->d.quiet)
-        ddtk_msg("kernels on %d GPUs: %s (the summary's kernel time is the slowest)", g->npipe,
+        ddtk_report(DDTK_MSG_INFO, "kernels on %d GPUs: %s (the summary's kernel time is the slowest)", g->npipe,
                  line);
 }
 
@@ -937,6 +929,6 @@ extern "C" int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *
     if (!rc)
         report_times(g, p, t1 - t0, part, t2 - t1, ddtk_now() - t0);
     if (!rc && p->d.verbose && g->algo->stage_times)
-        ddtk_msg("GPU kernels: stage 1 %.4f s, stage 2 %.4f s (all GPUs)", stages[0], stages[1]);
+        ddtk_report(DDTK_MSG_VERBOSE, "GPU kernels: stage 1 %.4f s, stage 2 %.4f s (all GPUs)", stages[0], stages[1]);
     return rc;
 }

@@ -60,7 +60,6 @@
  */
 #include "check.cuh"
 #include "engine.cuh"
-#include "cli.h"
 #include "tree.h"
 
 #include <stdlib.h>
@@ -69,7 +68,7 @@
 namespace ddgpu {
 
 #define TILE 256                  /* stage-1 outputs per block and row */
-#define GROUP_MAX 128             /* rows per shared-memory pass (DDTK_TREE_GROUP) */
+#define GROUP_MAX 128             /* rows per shared-memory pass (the plan's tree_group) */
 #define MAX_PASSES 24
 #define COMBINE_DMS 8             /* stage-2 DMs per block */
 #define COMBINE_THREADS 256
@@ -291,16 +290,15 @@ static int log2i(int n)
     return l;
 }
 
-/* Rows per pass: $DDTK_TREE_GROUP (bench/tree), else GROUP_MAX, halved while
- * a pass does not fit the device's shared memory. */
-static int group_max(const cudaDeviceProp &prop, int *gmax)
+/* Rows per pass: the plan's tree_group (bench/tree), else GROUP_MAX, halved
+ * while a pass does not fit the device's shared memory. */
+static int group_max(const ddtk_plan *p, const cudaDeviceProp &prop, int *gmax)
 {
-    const char *env = getenv("DDTK_TREE_GROUP");
-    *gmax = GROUP_MAX;
-    if (env && *env && (ddtk_opt_int("DDTK_TREE_GROUP", env, 2, 1024, gmax)
-                        || (*gmax & (*gmax - 1))))
-        return ddtk_fail(DDTK_EUSAGE, "DDTK_TREE_GROUP=%s: must be a power of two from 2 "
-                         "to 1024", env);
+    int want = p->d.tree_group;
+    *gmax = want ? want : GROUP_MAX;
+    if (want && (want < 2 || want > 1024 || (want & (want - 1))))
+        return ddtk_fail(DDTK_EUSAGE, "tree group %d: must be a power of two from 2 to 1024",
+                         want);
     while (*gmax > 2 && smem_bytes(*gmax) > prop.sharedMemPerBlockOptin)
         *gmax /= 2;
     return DDTK_OK;
@@ -422,7 +420,7 @@ static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
     L->enc = enc;
     L->ndm = lv->ndm;
     int gmax;
-    int rc = group_max(prop, &gmax);
+    int rc = group_max(p, prop, &gmax);
     if (rc)
         return rc;
     if (log2i(g->cps) > MAX_PASSES)

@@ -59,6 +59,29 @@ int ddtk_fail(int code, const char *fmt, ...)
 #endif
     ;
 
+/* ---- messages and progress (report.c) ----------------------------------- */
+
+/*
+ * The library never prints: what it has to say goes to the handler a program
+ * sets (none: silence). Levels: a warning (the run goes on, but something in
+ * the input or the set-up is off), a note (something done on the caller's
+ * behalf), information a run gives unless quiet, and the detail of a verbose
+ * plan (ddtk_plan_desc.verbose). text is one line without a newline. The
+ * handlers are process-wide; set them before work starts. Messages may come
+ * from any thread.
+ */
+enum { DDTK_MSG_WARNING = 0, DDTK_MSG_NOTE = 1, DDTK_MSG_INFO = 2, DDTK_MSG_VERBOSE = 3 };
+typedef void (*ddtk_message_fn)(void *ctx, int level, const char *text);
+void ddtk_set_message_handler(ddtk_message_fn fn, void *ctx);
+
+/* Progress of a run (ddtk_plan_stream unless quiet): START, then UPDATE after
+ * each gulp, then END, with `what` is counted ("samples"), done so far and
+ * total (-1 when the source does not know its length). */
+enum { DDTK_PROGRESS_START = 0, DDTK_PROGRESS_UPDATE = 1, DDTK_PROGRESS_END = 2 };
+typedef void (*ddtk_progress_fn)(void *ctx, int stage, const char *what, int64_t done,
+                                 int64_t total);
+void ddtk_set_progress_handler(ddtk_progress_fn fn, void *ctx);
+
 /* ---- SIGPROC headers (sigproc.c) ----------------------------------------- */
 
 #define DDTK_MAX_STRING 4096
@@ -267,6 +290,9 @@ int ddtk_tim_header_write(FILE *fp, const ddtk_series_meta *m, double dm);
 #define DDTK_INF_NOTE_MAX 98
 void ddtk_inf_print(FILE *fp, const char *basename, const ddtk_series_meta *m, double dm,
                     int64_t nsamples, int64_t nvalid);
+/* The name .inf files give as "Data analyzed by" (the string is kept, not
+ * copied); NULL or unset: the login name of the password database. */
+void ddtk_set_analyst(const char *name);
 
 /* ---- dedispersion plans (engine.c) ---------------------------------------- */
 
@@ -324,6 +350,9 @@ typedef struct ddtk_plan_desc {
     int algorithm;                /* DDTK_ALGO_* */
     int tree_method;              /* tree: 0 piecewise-linear sub-bands, 1 frequency-padded */
     int tree_chans;               /* tree: channels per sub-band (power of two); 0: default */
+    int tree_group;               /* tree on a GPU: rows per shared-memory pass (a power of
+                                     two 2..1024); 0: 128 ($DDTK_TREE_GROUP); either is halved
+                                     while a pass does not fit the device */
     int backend, gpu;             /* DDTK_BACKEND_*, GPU index */
     /* Several GPUs sharing the DMs (--gpu LIST): gpus[0 .. ngpus-1], an index
      * twice being two pipelines on one GPU (for tests); DDTK_GPUS_ALL: every
@@ -333,6 +362,10 @@ typedef struct ddtk_plan_desc {
     int threads;                  /* CPU threads; 0: OpenMP's default */
     int64_t gulp;                 /* spectra per gulp; 0: automatic */
     int64_t max_mem;              /* host memory bound for the gulp buffers; 0: 2 GiB */
+    int64_t gpu_mem;              /* bound on each GPU's gulp buffers (bytes); 0: 80% of its
+                                     free memory (the tools: $DDTK_GPU_MEM, in MiB) */
+    int gpu_serial;               /* 1: each GPU gulp ends before the next is read, so kernel
+                                     times are the kernels' alone ($DDTK_GPU_SERIAL) */
     ddtk_cpu_config cpu;
     ddtk_gpu_config gpu_config;
     int quiet, verbose;           /* progress bar and plan reports on stderr */
@@ -512,9 +545,10 @@ int ddtk_plan_run(ddtk_plan *plan, ddtk_input *in, ddtk_outset *out, int pad,
  * DM count rounded up to a power of two, DMs below or past the diagonal DM,
  * time scrunching).
  */
-/* $DDTK_WISDOM, else $XDG_CACHE_HOME/ddtk/wisdom, else ~/.cache/ddtk/wisdom
- * (allocated; NULL when none can be named). */
-char *ddtk_wisdom_path(void);
+/* The wisdom file: file, else xdg/ddtk/wisdom, else home/.cache/ddtk/wisdom
+ * (allocated; NULL when none can be named); the tools pass $DDTK_WISDOM,
+ * $XDG_CACHE_HOME and $HOME. */
+char *ddtk_wisdom_path(const char *file, const char *xdg, const char *home);
 int ddtk_wisdom_key(const ddtk_plan_desc *d, char *key, size_t n);
 /* Set d->cpu (CPU) or d->gpu_config (GPU) from the file's entry for d's key;
  * *found = 1 when there was one. A missing file holds no wisdom; a damaged or
@@ -554,10 +588,6 @@ int ddtk_backend_resolve(int backend, int gpu, int verbose, int *use_gpu);
 /* Most GPUs one run may use (the "more than 64" of --gpu), and --gpu all. */
 #define DDTK_MAX_GPUS 64
 #define DDTK_GPUS_ALL (-1)
-/* --gpu LIST: "N", "N,M,..." (DDTK_MAX_GPUS at most; an index may repeat)
- * or "all" (*ngpus = DDTK_GPUS_ALL) into gpus[DDTK_MAX_GPUS]; a usage error
- * names opt. Touches no GPU. */
-int ddtk_gpus_parse(const char *opt, const char *arg, int *gpus, int *ngpus);
 /* The backend policy for a GPU list (gpus, ngpus as in ddtk_plan_desc; gpu
  * when ngpus is 0): the devices of the run in list[*n]. all is every visible
  * GPU, or GPU 0 when fewer than two are (so it fails or falls back as --gpu 0

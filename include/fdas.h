@@ -34,6 +34,8 @@ typedef struct ddtk_fdas_config {
     double flo, fhi;              /* fundamental range in Hz; fhi <= 0: Nyquist */
     int harm_remove;              /* drop harmonically related candidates */
     int backend, gpu, threads;    /* DDTK_BACKEND_*, GPU index, OpenMP threads */
+    int64_t gpu_mem;              /* GPU: bound on the plane and its work buffers (bytes);
+                                     0: none (the tools: $DDTK_FDAS_GPU_MEM, in MiB) */
     int verbose;
 } ddtk_fdas_config;
 

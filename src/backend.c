@@ -7,11 +7,7 @@
  * device, index out of range) as a system error; cpu never touches CUDA.
  */
 #include "internal.h"
-#include "cli.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include <string.h>
 
@@ -26,47 +22,12 @@ int ddtk_backend_resolve(int backend, int gpu, int verbose, int *use_gpu)
     if (backend == DDTK_BACKEND_GPU && !*use_gpu)
         return ddtk_fail(DDTK_ESYS, "--backend gpu: %s", why);
     if (*use_gpu && verbose)
-        ddtk_msg("using GPU %d: %s", gpu, name);
+        ddtk_report(DDTK_MSG_VERBOSE, "using GPU %d: %s", gpu, name);
     else if (backend == DDTK_BACKEND_AUTO && verbose) {
-        int n = 1;
-#ifdef _OPENMP
-        n = omp_get_max_threads();
-#endif
-        ddtk_msg("note: --backend auto uses the CPU (%d thread%s): %s", n, n == 1 ? "" : "s",
+        int n = ddtk_threads();
+        ddtk_report(DDTK_MSG_NOTE, "--backend auto uses the CPU (%d thread%s): %s", n, n == 1 ? "" : "s",
                  why);
     }
-    return DDTK_OK;
-}
-
-int ddtk_gpus_parse(const char *opt, const char *arg, int *gpus, int *ngpus)
-{
-    if (strcmp(arg, "all") == 0) {
-        *ngpus = DDTK_GPUS_ALL;
-        return DDTK_OK;
-    }
-    int n = 0;
-    for (const char *s = arg;; n++) {
-        const char *comma = strchr(s, ',');
-        size_t len = comma ? (size_t)(comma - s) : strlen(s);
-        char item[16];
-        int64_t v = -1;
-        if (n == DDTK_MAX_GPUS)
-            return ddtk_bad_option(opt, arg, "more than 64 GPUs");
-        if (len > 0 && len < sizeof item) {
-            memcpy(item, s, len);
-            item[len] = '\0';
-            if (ddtk_parse_int64(item, &v))
-                v = -1;
-        }
-        if (v < 0 || v > 1023)
-            return ddtk_bad_option(opt, arg, "expected a GPU index 0..1023, a comma-separated "
-                                   "list of them, or all");
-        gpus[n] = (int)v;
-        if (!comma)
-            break;
-        s = comma + 1;
-    }
-    *ngpus = n + 1;
     return DDTK_OK;
 }
 

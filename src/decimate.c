@@ -10,7 +10,6 @@
 #include "decimate.h"
 #include "inf.h"
 #include "internal.h"
-#include "cli.h"
 #include "tempfile.h"
 
 #include <errno.h>
@@ -105,7 +104,7 @@ static int choose_scale(job *j)
     double top = ldexp(1.0, h->nbits) - 1;
     j->scale = ddtk_integer_scale(j->o->mean ? top : top * (double)j->o->n, out_nbits(j));
     if (!j->o->quiet)
-        ddtk_msg("--nbits-out %d: output value = %s / %g, rounded", out_nbits(j),
+        ddtk_report(DDTK_MSG_INFO, "--nbits-out %d: output value = %s / %g, rounded", out_nbits(j),
                  j->o->mean ? "mean" : "sum", j->scale);
     return DDTK_OK;
 }
@@ -266,13 +265,13 @@ static void report(const job *j)
 {
     const ddtk_decimate_opts *o = j->o;
     if (j->remainder && !o->keep)
-        ddtk_msg("%s: %lld trailing sample%s (less than one group of %lld) dropped; "
+        ddtk_report(DDTK_MSG_INFO, "%s: %lld trailing sample%s (less than one group of %lld) dropped; "
                  "--keep-remainder keeps them", j->in.name, (long long)j->remainder,
                  j->remainder == 1 ? "" : "s", (long long)o->n);
     else if (j->remainder)
-        ddtk_msg("%s: last output sample made from a partial group of %lld", j->in.name,
+        ddtk_report(DDTK_MSG_INFO, "%s: last output sample made from a partial group of %lld", j->in.name,
                  (long long)j->remainder);
-    ddtk_msg("%s: %lld samples -> %lld (%s of %lld), tsamp %.9g -> %.9g s, %d-bit output",
+    ddtk_report(DDTK_MSG_INFO, "%s: %lld samples -> %lld (%s of %lld), tsamp %.9g -> %.9g s, %d-bit output",
              j->in.name, (long long)j->in.samples_read, (long long)j->nout,
              o->mean ? "mean" : "sum", (long long)o->n, j->in.hdr.tsamp,
              j->in.hdr.tsamp * (double)o->n, out_nbits(j));

@@ -11,15 +11,11 @@
  */
 #include "engine.h"
 #include "internal.h"
-#include "cli.h"
 #include "dmplan.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 /* Indexed by DDTK_ALGO_*. */
 static const ddtk_algo *const algorithms[] = { &ddtk_algo_direct, &ddtk_algo_tree,
@@ -190,10 +186,6 @@ static int set_keep(ddtk_plan *p)
 
 static int plan_backend(ddtk_plan *p)
 {
-#ifdef _OPENMP
-    if (p->d.threads > 0)
-        omp_set_num_threads(p->d.threads);
-#endif
     if (!p->algo->gpu) {
         if (p->d.backend == DDTK_BACKEND_GPU)
             return ddtk_fail(DDTK_EUSAGE, "--backend gpu: the %s algorithm has no GPU kernel "
@@ -219,12 +211,14 @@ int ddtk_plan_create(ddtk_plan **plan, const ddtk_plan_desc *d)
     if (!(p = ddtk_calloc(1, sizeof *p, "plan")))
         return DDTK_ESYS;
     p->algo = algorithms[d->algorithm];
+    int threads = ddtk_threads_set(d->threads);
     if (!(rc = copy_desc(p, d)) && !(rc = plan_backend(p))
         && !(rc = ddtk_resolve_pol(&p->fmt, d->pol, plan_name(d), &p->pol))
         && !(rc = ddtk_channels_from_freqs(&p->ch, d->nchans, p->freqs, d->chan_bw, p->kill,
                                            d->fref))
         && !(rc = build_levels(p)))
         rc = set_keep(p);
+    ddtk_threads_set(threads);
     if (rc) {
         ddtk_plan_destroy(p);
         return rc;

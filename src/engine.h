@@ -17,7 +17,6 @@
 #define DDTK_ENGINE_H
 
 #include "internal.h"
-#include "cli.h"
 
 DDTK_BEGIN_DECLS
 
@@ -114,7 +113,8 @@ typedef struct ddtk_writer {
     float *held;                  /* even rule: each DM's latest sample, written when the
                                      next one comes or at the end if the length is even */
     int64_t *given;               /* samples the sink has had per plan DM */
-    ddtk_progress prog;
+    int progress;                 /* reports progress (ddtk_report_progress) */
+    int64_t total;                /* input spectra, -1 when unknown */
 } ddtk_writer;
 
 /* show: progress for runs of files (not with the plan's quiet); total: input

@@ -6,12 +6,10 @@
 #include "fdas_buffer.h"
 #include "fdas_impl.h"
 #include "internal.h"
-#include "cli.h"
 #include "fdas_math.h"
 
 #include <complex.h>
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -163,8 +161,7 @@ void ddtk_fdas_plan_destroy(ddtk_fdas_plan *p)
 int ddtk_fdas_execute(ddtk_fdas_plan *p, const float *x)
 {
     double t0 = ddtk_now(), t;
-    if (p->cfg.threads > 0)
-        omp_set_num_threads(p->cfg.threads);
+    int threads = ddtk_threads_set(p->cfg.threads);
     memset(&p->times, 0, sizeof p->times);
     p->hits.n = 0;
     p->hits.sorted = 0;
@@ -174,6 +171,7 @@ int ddtk_fdas_execute(ddtk_fdas_plan *p, const float *x)
         rc = ddtk_fdas_candidates_build(p);
     p->times.candidates += ddtk_now() - t;
     p->times.total = ddtk_now() - t0;
+    ddtk_threads_set(threads);
     return rc;
 }
 

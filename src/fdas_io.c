@@ -7,7 +7,6 @@
 #include "fdas_buffer.h"
 #include "inf.h"
 #include "internal.h"
-#include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,6 @@
  */
 #include "inf.h"
 #include "internal.h"
-#include "cli.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -167,7 +166,7 @@ int ddtk_dat_open(ddtk_input *in, const char *path, ddtk_inf *inf, char **inf_te
     in->bits_per_spectrum = 32;
     in->nsamples = dat_samples(in->fp);
     if (in->nsamples >= 0 && in->nsamples != inf->nsamples)
-        ddtk_msg("warning: %s: %lld samples, but its .inf says %lld; using the file size", path,
+        ddtk_report(DDTK_MSG_WARNING, "%s: %lld samples, but its .inf says %lld; using the file size", path,
                  (long long)in->nsamples, (long long)inf->nsamples);
     return DDTK_OK;
 }

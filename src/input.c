@@ -5,7 +5,6 @@
  * seeking. Everything is counted in 64 bits.
  */
 #include "internal.h"
-#include "cli.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -58,10 +57,10 @@ static void count_samples(ddtk_input *in)
     in->nsamples = spectra_in(bytes, in->bits_per_spectrum);
     int64_t used = ddtk_input_bytes(in, in->nsamples);
     if (bytes > used && in->nsamples > 0)
-        ddtk_msg("warning: %s: %lld trailing bytes after the last whole spectrum are ignored",
+        ddtk_report(DDTK_MSG_WARNING, "%s: %lld trailing bytes after the last whole spectrum are ignored",
                  in->name, (long long)(bytes - used));
     if (ddtk_header_has(&in->hdr, "nsamples") && in->hdr.nsamples != in->nsamples)
-        ddtk_msg("warning: %s: header nsamples %d disagrees with the file size (%lld samples); "
+        ddtk_report(DDTK_MSG_WARNING, "%s: header nsamples %d disagrees with the file size (%lld samples); "
                  "using the file size", in->name, in->hdr.nsamples, (long long)in->nsamples);
 }
 
@@ -157,7 +156,7 @@ int ddtk_input_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)
     }
     *got = (int64_t)(have * 8 / (size_t)in->bits_per_spectrum);
     if (in->eof && (int64_t)have > ddtk_input_bytes(in, *got) && in->samples_read + *got > 0)
-        ddtk_msg("warning: %s: %lld trailing bytes after the last whole spectrum are ignored",
+        ddtk_report(DDTK_MSG_WARNING, "%s: %lld trailing bytes after the last whole spectrum are ignored",
                  in->name, (long long)((int64_t)have - ddtk_input_bytes(in, *got)));
     in->samples_read += *got;
     return DDTK_OK;

@@ -40,6 +40,22 @@ void *ddtk_calloc(size_t n, size_t size, const char *what);
  * aligned, and on 2 MiB pages where the kernel allows it; freed with free(). */
 void *ddtk_malloc_large(size_t bytes, const char *what);
 
+/* ---- messages, progress and the clock (report.c) ------------------------- */
+
+/* A message of level DDTK_MSG_* to the caller's handler (ddtk_set_message_handler). */
+void ddtk_report(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ddtk_report_progress(int stage, const char *what, int64_t done, int64_t total);
+/* Seconds on the monotonic clock. */
+double ddtk_now(void);
+
+/* ---- threads (threads.c) ---------------------------------------------------- */
+
+/* The threads of this calling thread's parallel regions: n (0: OpenMP's
+ * default) until set again; returns the count it replaces, to restore. */
+int ddtk_threads_set(int n);
+/* The count to give num_threads(): the one set, else OpenMP's default. */
+int ddtk_threads(void);
+
 /* ---- unpacking (unpack.c) ----------------------------------------------- */
 
 /*

@@ -13,7 +13,6 @@
 #include "inf.h"
 #include "tempfile.h"
 #include "internal.h"
-#include "cli.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -119,13 +118,20 @@ static void format_epoch(double mjd, char *out, size_t n)
     snprintf(out, n, "%.0f%s", whole, frac + 1);
 }
 
+/* Set by the program (the tools: $USER, as the shell sees it); kept, not copied. */
+static const char *analyst;
+
+void ddtk_set_analyst(const char *name)
+{
+    analyst = name;
+}
+
 /* PRESTO (backend_common.c) takes the user's login name from the password
- * database; $USER first, as the shell sees it. */
+ * database; the name the program set first. */
 static const char *analyzer(void)
 {
-    const char *user = getenv("USER");
-    if (user && *user)
-        return user;
+    if (analyst && *analyst)
+        return analyst;
     const struct passwd *pw = getpwuid(geteuid());
     return pw ? pw->pw_name : NULL;
 }
@@ -425,7 +431,7 @@ static int name_outputs(ddtk_outset *o, const char *output, const char *prefix)
     }
     for (int i = 1; i < o->n; i++)
         if (fabs(o->f[i].dm - o->f[i - 1].dm) < 0.01) {
-            ddtk_msg("warning: DM step %.4g is below 0.01: file names (%%.2f) cannot tell "
+            ddtk_report(DDTK_MSG_WARNING, "DM step %.4g is below 0.01: file names (%%.2f) cannot tell "
                      "these DMs apart", fabs(o->f[i].dm - o->f[i - 1].dm));
             break;
         }

@@ -7,7 +7,6 @@
  */
 #include "engine.h"
 #include "internal.h"
-#include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -166,7 +165,9 @@ int ddtk_plan_stream(ddtk_plan *p, ddtk_source *src, ddtk_sink *sink,
     src->bits = (int64_t)p->fmt.nchans * p->fmt.nifs * p->fmt.nbits;
     src->samples_read = 0;
     src->eof = 0;
+    int threads = ddtk_threads_set(p->d.threads);
     int rc = run(p, src, sink, options ? options : &defaults, st);
+    ddtk_threads_set(threads);
     double t1 = ddtk_now();
     if (sink->finish)
         rc = sink->finish(sink, rc);

@@ -15,7 +15,6 @@
  */
 #include "engine.h"
 #include "internal.h"
-#include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -173,7 +172,7 @@ static int read_gulp(const ddtk_plan *p, ddtk_cpu_stream *s, ddtk_source *src, i
 static void halve(const float *src, size_t sstride, int64_t n, float *dst, size_t dstride,
                   int nrows)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(ddtk_threads())
     for (int r = 0; r < nrows; r++) {
         const float *a = src + (size_t)r * sstride;
         float *d = dst + (size_t)r * dstride;

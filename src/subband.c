@@ -335,7 +335,7 @@ static void report(const ddtk_plan *p, const ddtk_level *lv, const sb_state *s)
         return;
     ddtk_subband_info in;
     ddtk_plan_subband_info(p, &in);
-    ddtk_msg("sub-band: %d sub-bands of up to %d channels, N'DM %d, %d nominal DMs; "
+    ddtk_report(DDTK_MSG_VERBOSE, "sub-band: %d sub-bands of up to %d channels, N'DM %d, %d nominal DMs; "
              "predicted extra smearing <= %.3g ms (%.1f%% of direct), work 1/%.1f of direct",
              in.nsub, in.chans_per_sub, in.dm_group, in.nnominal, in.max_extra * 1e3,
              in.max_ratio * 100, in.work_ratio);
@@ -379,11 +379,7 @@ static int create(const ddtk_plan *p, ddtk_level *lv)
 /* One intermediate buffer per thread: threads take whole groups. */
 static int buffers(void)
 {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
+    return ddtk_threads();
 }
 
 static size_t buffer_stride(const sb_state *s, int64_t most)
@@ -444,7 +440,8 @@ static void cpu_gulp(const ddtk_plan *p, const ddtk_level *lv, const float *rows
                      int64_t nout, float *out, size_t ostride)
 {
     sb_state *s = lv->state;
-#pragma omp parallel for schedule(dynamic) if (s->ngroups >= s->nbuf && s->nbuf > 1)
+#pragma omp parallel for schedule(dynamic) if (s->ngroups >= s->nbuf && s->nbuf > 1) \
+    num_threads(ddtk_threads())
     for (int g = 0; g < s->ngroups; g++) {
         int t = 0;
 #ifdef _OPENMP

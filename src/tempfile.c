@@ -15,7 +15,6 @@
 #define _GNU_SOURCE               /* renameat2 */
 #include "tempfile.h"
 #include "internal.h"
-#include "cli.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -331,7 +330,7 @@ int ddtk_temp_sweep(const char *path, int (*owned)(const char *name, const void 
             && n++ == 0)
             snprintf(first, sizeof first, "%s", e->d_name);
     if (n)
-        ddtk_msg("note: removed %d stale temporar%s of dead runs in %s (%s%s)", n,
+        ddtk_report(DDTK_MSG_NOTE, "removed %d stale temporar%s of dead runs in %s (%s%s)", n,
                  n == 1 ? "y" : "ies", dir, first, n > 1 ? ", ..." : "");
     if (d)
         closedir(d);

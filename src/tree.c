@@ -402,7 +402,7 @@ static void stage1(ddtk_tree_level *t, const float *rows, size_t stride, int64_t
 {
     const int cps = t->g.cps, chunk = chunk_of(t);
     const int64_t nchunk = (nout + t->maxoff + chunk - 1) / chunk;
-#pragma omp parallel for collapse(2) schedule(dynamic)
+#pragma omp parallel for collapse(2) schedule(dynamic) num_threads(ddtk_threads())
     for (int s = 0; s < t->nslot; s++)
         for (int64_t c = 0; c < nchunk; c++) {
             int64_t t0 = c * chunk, want = nout + t->slot_off[s] - t0;
@@ -424,10 +424,7 @@ static void stage1(ddtk_tree_level *t, const float *rows, size_t stride, int64_t
 static void cpu_sizes(const ddtk_tree_level *t, int64_t most, size_t *s1, size_t *work)
 {
     const int cps = t->g.cps;
-    int threads = 1;
-#ifdef _OPENMP
-    threads = omp_get_max_threads();
-#endif
+    int threads = ddtk_threads();
     *s1 = (size_t)t->nslot * cps * (size_t)ddtk_round_up(most + t->maxoff, 16);
     *work = (size_t)threads * 2 * cps * (size_t)(chunk_of(t) + cps - 1);
 }

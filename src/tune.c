@@ -16,7 +16,6 @@
  * series are compared with the default's: a configuration may change speed,
  * never a byte.
  */
-#include "cli.h"
 #include "engine.h"
 #include "internal.h"
 

@@ -11,7 +11,6 @@
  * no wisdom: a configuration changes speed only, so defaults are always safe.
  */
 #define _GNU_SOURCE               /* asprintf */
-#include "cli.h"
 #include "dmplan.h"
 #include "engine.h"
 #include "internal.h"
@@ -41,13 +40,11 @@ static int older_version(const char *line)
     return 0;
 }
 
-char *ddtk_wisdom_path(void)
+char *ddtk_wisdom_path(const char *file, const char *xdg, const char *home)
 {
-    const char *env = getenv("DDTK_WISDOM"), *xdg = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
     char *s = NULL;
-    if (env && *env)
-        return strdup(env);
+    if (file && *file)
+        return strdup(file);
     if (xdg && *xdg && asprintf(&s, "%s/ddtk/wisdom", xdg) < 0)
         s = NULL;
     else if (!(xdg && *xdg) && home && *home && asprintf(&s, "%s/.cache/ddtk/wisdom", home) < 0)
@@ -355,7 +352,7 @@ int ddtk_wisdom_apply(ddtk_plan_desc *d, const char *path, int *found)
     if (rc)
         return rc;
     if (ddtk_wisdom_lookup(path, key, d, found))
-        ddtk_msg("warning: %s: %s; using the default kernel configuration", path, ddtk_errmsg());
+        ddtk_report(DDTK_MSG_WARNING, "%s: %s; using the default kernel configuration", path, ddtk_errmsg());
     return DDTK_OK;
 }
 
@@ -404,7 +401,7 @@ int ddtk_wisdom_store(const char *path, const char *key, const char *config, dou
         return rc;
     int lock = ddtk_tempdir_lock(path);
     if (wisdom_read(path, &w) < 0)
-        ddtk_msg("warning: %s: %s; starting a new wisdom file", path, ddtk_errmsg());
+        ddtk_report(DDTK_MSG_WARNING, "%s: %s; starting a new wisdom file", path, ddtk_errmsg());
     if (asprintf(&entry, "%s\t%s\t%.4g", key, config, rate) < 0) {
         rc = ddtk_fail(DDTK_ESYS, "out of memory");
     } else {

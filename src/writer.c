@@ -6,7 +6,6 @@
  */
 #include "engine.h"
 #include "internal.h"
-#include "cli.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +26,10 @@ int ddtk_writer_init(ddtk_writer *w, const ddtk_plan *p, ddtk_sink *sink, int pa
     if (w->length == DDTK_LEN_EVEN && !(w->held = ddtk_calloc((size_t)p->d.ndm,
                                                               sizeof *w->held, "output tails")))
         return DDTK_ESYS;
-    ddtk_progress_start(&w->prog, "samples", total, p->d.quiet || !show, p->d.verbose);
+    w->progress = show && !p->d.quiet;
+    w->total = total;
+    if (w->progress)
+        ddtk_report_progress(DDTK_PROGRESS_START, "samples", 0, total);
     return w->sums && w->count && w->given ? DDTK_OK : DDTK_ESYS;
 }
 
@@ -98,7 +100,8 @@ int ddtk_writer_view(ddtk_writer *w, const ddtk_level *lv, const float *x, size_
 {
     ddtk_thread_error err;
     ddtk_thread_error_init(&err);
-#pragma omp parallel for schedule(dynamic, 4) if (lv->ndm > 1 && !w->sink->serial)
+#pragma omp parallel for schedule(dynamic, 4) if (lv->ndm > 1 && !w->sink->serial) \
+    num_threads(ddtk_threads())
     for (int d = 0; d < lv->ndm; d++) {
         if (ddtk_thread_error_code(&err))
             continue;
@@ -111,7 +114,8 @@ int ddtk_writer_view(ddtk_writer *w, const ddtk_level *lv, const float *x, size_
 
 void ddtk_writer_gulp(ddtk_writer *w, const ddtk_source *src)
 {
-    ddtk_progress_update(&w->prog, src->samples_read);
+    if (w->progress)
+        ddtk_report_progress(DDTK_PROGRESS_UPDATE, "samples", src->samples_read, w->total);
 }
 
 /* The end of series i (overlap: its resolution's maximum delay): --pad
@@ -170,7 +174,8 @@ int ddtk_writer_finish(ddtk_writer *w, const ddtk_source *src, int rc, ddtk_run_
 {
     const ddtk_plan *p = w->p;
     int64_t nout = w->count[p->lv[p->first].index[0]];
-    ddtk_progress_end(&w->prog);
+    if (w->progress)
+        ddtk_report_progress(DDTK_PROGRESS_END, "samples", src->samples_read, w->total);
     if (!rc)
         rc = check_run_length(w, src, nout);
     int64_t nlen = nout;

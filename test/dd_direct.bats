@@ -218,3 +218,18 @@ data_of() {   # the samples of a .tim, without its header
     run dd_direct burst.fil --dm-min 0 --dm-max 40 --dm-step 2 --discard
     [ "$status" -eq 0 ] && [[ "$output" == *"samples in"* ]] && [[ "$output" != *committing* ]]
 }
+
+@test "--dm-max alone starts at DM 0: the same files as --dm-min 0, with a step or a tolerance" {
+    make_burst
+    mkdir a b c d
+    dd_direct burst.fil --dm-max 20 --dm-step 5 --prefix a/x -q
+    dd_direct burst.fil --dm-min 0 --dm-max 20 --dm-step 5 --prefix b/x -q
+    [ "$(ls a)" = "$(ls b)" ]
+    [ "$(ls a | head -1)" = x_DM0.00.tim ] && [ "$(ls a | wc -l)" -eq 5 ]
+    for f in a/*.tim; do cmp "$f" "b/${f#a/}"; done
+    dd_direct burst.fil --dm-max 80 --prefix c/x -q
+    dd_direct burst.fil --dm-min 0 --dm-max 80 --prefix d/x -q
+    [ "$(ls c)" = "$(ls d)" ] && [ "$(ls c | wc -l)" -gt 5 ]
+    run_err "--dm-min needs --dm-max" dd_direct burst.fil --dm-min 10 -q
+    [ "$status" -eq 2 ]
+}

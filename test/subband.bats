@@ -229,3 +229,12 @@ LIST
     same_dirs d s "$(ls d | wc -l)"
     grep -q "stage 1 [0-9.]* s, stage 2 [0-9.]* s (GPU seconds)" s.err
 }
+
+@test "--dm-max alone starts at DM 0, as in dd_direct and dd_tree" {
+    make_burst
+    mkdir a b
+    dd_subband burst.fil --dm-max 100 --prefix a/x -q
+    dd_subband burst.fil --dm-min 0 --dm-max 100 --prefix b/x -q
+    [ "$(ls a | head -1)" = x_DM0.00.tim ] && [ "$(ls a | wc -l)" -gt 5 ]
+    same_dirs a b "$(ls a | wc -l)"
+}

@@ -145,3 +145,9 @@ setup() {
     [ "$status" -eq 0 ] && [[ "$output" == *"big: larger than "*"; using the default"* ]]
     cmp z.tim ref.tim
 }
+
+@test "ddtune --dm-max alone tunes the set-up of DM 0 to the maximum" {
+    run ddtune a.fil --dm-max 60 --dm-step 1 --budget 1 --backend cpu --no-wisdom
+    [ "$status" -eq 0 ]
+    [[ "$output" == *" | direct nchans 64 nbits 8 ndm 64 "* ]]
+}

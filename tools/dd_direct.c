@@ -10,8 +10,8 @@
 
 static void help(void)
 {
-    printf("Usage: dd_direct [FILE|-] (--dm DM[,DM...] | --dm-min A --dm-max B [--dm-step S]\n"
-           "                 | --dm-list F | --plan F) [--scrunch auto|none]\n"
+    printf("Usage: dd_direct [FILE|-] (--dm DM[,DM...] | [--dm-min A] --dm-max B\n"
+           "                 [--dm-step S] | --dm-list F | --plan F) [--scrunch auto|none]\n"
            "                 [-o FILE | --prefix P] [--format tim|dat] [options]\n"
            "Direct dedispersion of a SIGPROC filterbank: sums every channel at its delay\n"
            "for each DM trial, writing one time series per DM.\n\n%s", ddtk_ddcli_help);

@@ -22,8 +22,8 @@ static const struct option sub_options[] = {
 
 static void help(void)
 {
-    printf("Usage: dd_subband [FILE|-] (--dm DM[,DM...] | --dm-min A --dm-max B [--dm-step S]\n"
-           "                  | --dm-list F | --plan F) [--nsub N] [--dm-group M]\n"
+    printf("Usage: dd_subband [FILE|-] (--dm DM[,DM...] | [--dm-min A] --dm-max B\n"
+           "                  [--dm-step S] | --dm-list F | --plan F) [--nsub N] [--dm-group M]\n"
            "                  [--sub-dm D] [--max-smear-ratio R] [options]\n"
            "Sub-band dedispersion of a SIGPROC filterbank: each sub-band is dedispersed at\n"
            "a nominal DM per group of M trial DMs, then the sub-band series at every trial\n"

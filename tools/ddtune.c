@@ -17,8 +17,8 @@ static const struct option options[] = {
 
 static void help(void)
 {
-    printf("Usage: ddtune [FILE|-] (--dm DM[,DM...] | --dm-min A --dm-max B [--dm-step S]\n"
-           "              | --dm-list F | --plan F) [--budget SECONDS] [--wisdom FILE]\n"
+    printf("Usage: ddtune [FILE|-] (--dm DM[,DM...] | [--dm-min A] --dm-max B\n"
+           "              [--dm-step S] | --dm-list F | --plan F) [--budget SECONDS] [--wisdom FILE]\n"
            "              [--backend cpu|gpu|auto] [--threads N] [options]\n"
            "Times configurations of the direct kernel for the set-up of FILE's header\n"
            "(only the header is read) and this DM list, on synthetic data in memory, and\n"
@@ -45,7 +45,7 @@ static int option(int code, const char *arg, void *ctx)
 static int tune(ddtk_ddargs *a, ddtk_input *in, void *ctx)
 {
     const double budget = *(const double *)ctx;
-    char *path = a->no_wisdom ? NULL : a->wisdom ? strdup(a->wisdom) : ddtk_wisdom_path();
+    char *path = a->no_wisdom ? NULL : a->wisdom ? strdup(a->wisdom) : ddtk_cli_wisdom_path();
     char key[1024];
     int rc = ddtk_ddargs_describe(a, in, DDTK_ALGO_DIRECT);
     if (!rc)

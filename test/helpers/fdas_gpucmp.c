@@ -18,6 +18,8 @@ static int run(const ddtk_fdas_series *s, int backend, int argc, char **argv,
     ddtk_fdas_config cfg;
     ddtk_fdas_config_init(&cfg);
     cfg.backend = backend;
+    const char *mem = getenv("DDTK_FDAS_GPU_MEM");   /* as fdas reads it */
+    cfg.gpu_mem = mem ? (int64_t)(atof(mem) * 1048576.0) : 0;
     if (argc > 2)
         cfg.zmax = atof(argv[2]);
     if (argc > 3)

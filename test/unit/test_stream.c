@@ -3,7 +3,8 @@
  * a sink of the caller's own give the same bytes as the file path (a SIGPROC
  * file in, .tim files out); the library's memory and callback sinks agree,
  * with --pad; a failing source stops the run with its message, and the
- * sink's finish sees the failure.
+ * sink's finish sees the failure. Messages and progress reach the caller's
+ * handlers, and with none set the library writes nothing to stderr.
  */
 #include "ddtk.h"
 #include "internal.h"
@@ -52,7 +53,7 @@ static void write_input(void)
     ddtk_header_free(&s.hdr);
 }
 
-static ddtk_plan *make_plan(const ddtk_input *in, double **freqs)
+static ddtk_plan *make_plan_q(const ddtk_input *in, double **freqs, int quiet)
 {
     ddtk_plan_desc d;
     ddtk_plan *p = NULL;
@@ -62,9 +63,14 @@ static ddtk_plan *make_plan(const ddtk_input *in, double **freqs)
     d.ndm = NDM;
     d.gulp = 4096;                /* several gulps */
     d.backend = DDTK_BACKEND_CPU;
-    d.quiet = 1;
+    d.quiet = quiet;
     CHECK(ddtk_plan_create(&p, &d) == DDTK_OK);
     return p;
+}
+
+static ddtk_plan *make_plan(const ddtk_input *in, double **freqs)
+{
+    return make_plan_q(in, freqs, 1);
 }
 
 /* ---- the caller's source: the file's samples from memory, a pipe's length ---- */
@@ -263,6 +269,91 @@ static void test_memory_and_callback(void)
     ddtk_input_close(&in);
 }
 
+/* ---- messages and progress go to the caller's handlers, or nowhere ---------- */
+
+typedef struct heard {
+    int n, level;
+    char text[512];
+    int stages[3];
+    int64_t done, total;
+} heard;
+
+static void on_message(void *ctx, int level, const char *text)
+{
+    heard *h = ctx;
+    h->n++;
+    h->level = level;
+    snprintf(h->text, sizeof h->text, "%s", text);
+}
+
+static void on_progress(void *ctx, int stage, const char *what, int64_t done, int64_t total)
+{
+    heard *h = ctx;
+    if (stage >= 0 && stage < 3 && strcmp(what, "samples") == 0)
+        h->stages[stage]++;
+    h->done = done;
+    h->total = total;
+}
+
+static void test_messages(void)
+{
+    char longer[300], cmd[1024], errs[300];
+    ddtk_input in;
+    heard h;
+    memset(&h, 0, sizeof h);
+    snprintf(longer, sizeof longer, "%s/longer.fil", dir);
+    snprintf(cmd, sizeof cmd, "cp %s %s && printf abc >> %s", path, longer, longer);
+    CHECK(system(cmd) == 0);
+    /* No handler: the warning (3 trailing bytes) goes nowhere, stderr stays empty. */
+    snprintf(errs, sizeof errs, "%s/stderr", dir);
+    fflush(stderr);
+    int saved = dup(2);
+    CHECK(freopen(errs, "w", stderr) != NULL);
+    CHECK(ddtk_input_open(&in, longer) == DDTK_OK);
+    ddtk_input_close(&in);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    FILE *fp = fopen(errs, "r");
+    CHECK(fp && fgetc(fp) == EOF);
+    if (fp)
+        fclose(fp);
+    /* With one: the warning, its level apart from its text. */
+    ddtk_set_message_handler(on_message, &h);
+    CHECK(ddtk_input_open(&in, longer) == DDTK_OK);
+    ddtk_input_close(&in);
+    CHECK(h.n == 1 && h.level == DDTK_MSG_WARNING);
+    CHECK(strncmp(h.text, longer, strlen(longer)) == 0 && strstr(h.text, "3 trailing bytes"));
+    CHECK(!strstr(h.text, "warning"));
+    /* Progress of a run that is not quiet: start, updates, end at the input's length. */
+    double *freqs = NULL;
+    ddtk_source src;
+    ddtk_sink sink;
+    ddtk_set_progress_handler(on_progress, &h);
+    CHECK(ddtk_input_open(&in, path) == DDTK_OK);
+    ddtk_plan *p = make_plan_q(&in, &freqs, 0);
+    float *mem = calloc((size_t)NDM * NSAMP, sizeof *mem);
+    ddtk_source_file(&src, &in);
+    ddtk_sink_memory(&sink, mem, NSAMP);
+    CHECK(p && ddtk_plan_stream(p, &src, &sink, NULL, NULL) == DDTK_OK);
+    CHECK(h.stages[0] == 1 && h.stages[1] >= 2 && h.stages[2] == 1);
+    CHECK(h.done == NSAMP && h.total == NSAMP);
+    /* options.quiet: none. */
+    ddtk_stream_options quiet = { .quiet = 1 };
+    memset(h.stages, 0, sizeof h.stages);
+    ddtk_input_close(&in);
+    CHECK(ddtk_input_open(&in, path) == DDTK_OK);
+    ddtk_source_file(&src, &in);
+    CHECK(p && ddtk_plan_stream(p, &src, &sink, &quiet, NULL) == DDTK_OK);
+    CHECK(h.stages[0] == 0 && h.stages[1] == 0 && h.stages[2] == 0);
+    ddtk_set_message_handler(NULL, NULL);
+    ddtk_set_progress_handler(NULL, NULL);
+    free(mem);
+    ddtk_plan_destroy(p);
+    free(freqs);
+    ddtk_input_close(&in);
+}
+
 static void cleanup(void)
 {
     char cmd[128];
@@ -277,6 +368,7 @@ int main(void)
     write_input();
     test_same_bytes();
     test_memory_and_callback();
+    test_messages();
     cleanup();
     return check_result();
 }

@@ -1,5 +1,6 @@
 /*
- * progress.c - progress on stderr and the end-of-run summary line.
+ * progress.c - progress on stderr (a tool's own, or the library's through
+ * ddtk_cli_progress) and the end-of-run summary line.
  *
  * A bar when stderr is a terminal; otherwise, with -v, a plain line every few
  * seconds; nothing with -q.
@@ -7,19 +8,11 @@
 #include "ddtk.h"
 #include "cli.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #define PLAIN_INTERVAL 5.0
 #define BAR_INTERVAL 0.2
 #define BAR_WIDTH 40
-
-double ddtk_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void ddtk_progress_start(ddtk_progress *p, const char *what, int64_t total,
                          int quiet, int verbose)
@@ -70,6 +63,21 @@ void ddtk_progress_end(ddtk_progress *p)
         draw_bar(p, ddtk_now() - p->start);
         fputc('\n', stderr);
     }
+}
+
+/* One bar or line at a time: the library reports the progress of one run. */
+static ddtk_progress shown;
+int ddtk_cli_verbose;
+
+void ddtk_cli_progress(void *ctx, int stage, const char *what, int64_t done, int64_t total)
+{
+    (void)ctx;
+    if (stage == DDTK_PROGRESS_START)
+        ddtk_progress_start(&shown, what, total, 0, ddtk_cli_verbose);
+    else if (stage == DDTK_PROGRESS_UPDATE)
+        ddtk_progress_update(&shown, done);
+    else
+        ddtk_progress_end(&shown);
 }
 
 void ddtk_print_summary(const ddtk_run_stats *s, const char *algorithm)

@@ -1,12 +1,15 @@
 /*
- * cli.h - the command-line plumbing every tool shares (cli.c, progress.c):
- * the getopt_long loop and option values, the program name and messages,
- * progress on a terminal and the run summary. Not installed.
+ * cli.h - the command-line layer every tool shares (cli.c, progress.c), above
+ * libddtk and outside it (build/libddtkcli.a): the getopt_long loop and option
+ * values, the program name and messages, the handlers that print the
+ * library's messages and progress on stderr, progress on a terminal and the
+ * run summary. Not installed.
  */
 #ifndef DDTK_CLI_H
 #define DDTK_CLI_H
 
 #include "ddtk.h"
+#include "internal.h"
 
 DDTK_BEGIN_DECLS
 
@@ -40,8 +43,15 @@ int ddtk_opt_int64(const char *opt, const char *arg, int64_t lo, int64_t hi, int
 int ddtk_opt_choice(const char *opt, const char *arg, const char *const *names, int *v);
 /* The single input operand left after the options (NULL: stdin). */
 int ddtk_one_input(int argc, char **argv, const char **input);
+/* --gpu LIST: "N", "N,M,..." (DDTK_MAX_GPUS at most; an index may repeat)
+ * or "all" (*ngpus = DDTK_GPUS_ALL) into gpus[DDTK_MAX_GPUS]; a usage error
+ * names opt. Touches no GPU. */
+int ddtk_gpus_parse(const char *opt, const char *arg, int *gpus, int *ngpus);
 
 extern const char *ddtk_progname;
+/* The wisdom file of the environment: $DDTK_WISDOM, $XDG_CACHE_HOME, $HOME
+ * (ddtk_wisdom_path). */
+char *ddtk_cli_wisdom_path(void);
 /* Set the name messages start with, and check stdout at exit: a tool that
  * returns 0 but whose stdout could not be written exits 3 with one line. */
 void ddtk_set_progname(const char *argv0);
@@ -50,11 +60,16 @@ void ddtk_set_progname(const char *argv0);
 int ddtk_exit_status(int rc);
 /* Print "prog: message" to stderr. */
 void ddtk_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The handlers ddtk_set_progname installs: the library's messages as
+ * "prog: [warning: |note: ]text" on stderr, and its progress as a bar on a
+ * terminal, else (with ddtk_cli_verbose) a line every few seconds. */
+void ddtk_cli_message(void *ctx, int level, const char *text);
+void ddtk_cli_progress(void *ctx, int stage, const char *what, int64_t done, int64_t total);
+extern int ddtk_cli_verbose;
 int ddtk_parse_double(const char *s, double *v);
 int ddtk_parse_int64(const char *s, int64_t *v);
 /* "512M", "2G", "1048576" */
 int ddtk_parse_size(const char *s, int64_t *v);
-double ddtk_now(void);
 
 typedef struct ddtk_progress {
     double start, last;

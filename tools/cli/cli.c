@@ -1,6 +1,8 @@
 /*
- * cli.c - command-line helpers shared by every tool: messages, number parsing,
- * and the check at exit that what a tool wrote to stdout got out.
+ * cli.c - command-line helpers shared by every tool: messages (the tool's
+ * own, and the library's through the handler installed with the program
+ * name), number and --gpu list parsing, and the check at exit that what a
+ * tool wrote to stdout got out.
  */
 #include "internal.h"
 #include "cli.h"
@@ -39,6 +41,9 @@ void ddtk_set_progname(const char *argv0)
     static int registered;
     const char *slash = strrchr(argv0, '/');
     ddtk_progname = slash ? slash + 1 : argv0;
+    ddtk_set_message_handler(ddtk_cli_message, NULL);
+    ddtk_set_progress_handler(ddtk_cli_progress, NULL);
+    ddtk_set_analyst(getenv("USER"));
     if (!registered++)
         on_exit(check_stdout, NULL);
 }
@@ -138,6 +143,18 @@ void ddtk_msg(const char *fmt, ...)
     fputc('\n', stderr);
 }
 
+char *ddtk_cli_wisdom_path(void)
+{
+    return ddtk_wisdom_path(getenv("DDTK_WISDOM"), getenv("XDG_CACHE_HOME"), getenv("HOME"));
+}
+
+void ddtk_cli_message(void *ctx, int level, const char *text)
+{
+    (void)ctx;
+    ddtk_msg("%s%s", level == DDTK_MSG_WARNING ? "warning: " : level == DDTK_MSG_NOTE ? "note: "
+                     : "", text);
+}
+
 int ddtk_parse_double(const char *s, double *v)
 {
     char *end;
@@ -172,5 +189,37 @@ int ddtk_parse_size(const char *s, int64_t *v)
     if (end == s || *end || errno || !(x > 0) || x * unit > 9e18)
         return DDTK_EUSAGE;
     *v = (int64_t)(x * unit);
+    return DDTK_OK;
+}
+
+int ddtk_gpus_parse(const char *opt, const char *arg, int *gpus, int *ngpus)
+{
+    if (strcmp(arg, "all") == 0) {
+        *ngpus = DDTK_GPUS_ALL;
+        return DDTK_OK;
+    }
+    int n = 0;
+    for (const char *s = arg;; n++) {
+        const char *comma = strchr(s, ',');
+        size_t len = comma ? (size_t)(comma - s) : strlen(s);
+        char item[16];
+        int64_t v = -1;
+        if (n == DDTK_MAX_GPUS)
+            return ddtk_bad_option(opt, arg, "more than 64 GPUs");
+        if (len > 0 && len < sizeof item) {
+            memcpy(item, s, len);
+            item[len] = '\0';
+            if (ddtk_parse_int64(item, &v))
+                v = -1;
+        }
+        if (v < 0 || v > 1023)
+            return ddtk_bad_option(opt, arg, "expected a GPU index 0..1023, a comma-separated "
+                                   "list of them, or all");
+        gpus[n] = (int)v;
+        if (!comma)
+            break;
+        s = comma + 1;
+    }
+    *ngpus = n + 1;
     return DDTK_OK;
 }

@@ -63,10 +63,10 @@ static const struct option common_options[] = {
     "\n" \
     "DM trials (one of):\n" \
     "  --dm DM[,DM...]          explicit DMs (pc cm^-3)\n" \
-    "  --dm-min A --dm-max B --dm-step S   linear range, A and B included\n" \
-    "  --dm-min A --dm-max B [--tol T] [--pulse-width W]\n" \
+    "  [--dm-min A] --dm-max B --dm-step S   linear range, A and B included\n" \
+    "  [--dm-min A] --dm-max B [--tol T] [--pulse-width W]\n" \
     "                           tolerance-spaced list (dedisperse_all/dedisp recurrence;\n" \
-    "                           defaults T=1.25, W=40 us)\n" \
+    "                           defaults T=1.25, W=40 us); A is 0 unless given\n" \
     "  --dm-list FILE           one DM per line\n" \
     "  --plan FILE              a ddplan plan (TSV: dm_lo dm_hi dm_step downsamp ndm);\n" \
     "                           DMs of a row with downsamp f are dedispersed at f*tsamp\n" \
@@ -241,7 +241,7 @@ static int common_option(ddtk_ddargs *a, int code, const char *arg)
         break;
     }
     case 'q': a->desc.quiet = 1; break;
-    case 'v': a->desc.verbose = 1; break;
+    case 'v': a->desc.verbose = ddtk_cli_verbose = 1; break;
     default: return -1;
     }
     return DDTK_OK;
@@ -337,17 +337,19 @@ int ddtk_ddargs_resolve(ddtk_ddargs *a, const ddtk_header *h)
     if (a->plan_file && (rc = read_plan(a)))
         return rc;
     if (have_range) {
-        if (isnan(a->dm_min) || isnan(a->dm_max))
-            return ddtk_fail(DDTK_EUSAGE, "--dm-min and --dm-max go together");
+        /* --dm-max alone starts at DM 0, in every tool (dd_tree's rule). */
+        double lo = isnan(a->dm_min) ? 0 : a->dm_min;
+        if (isnan(a->dm_max))
+            return ddtk_fail(DDTK_EUSAGE, "--dm-min needs --dm-max");
         if (!isnan(a->dm_step) && a->tol_given)
             return ddtk_fail(DDTK_EUSAGE, "--dm-step and --tol/--pulse-width exclude each other");
         if (!isnan(a->dm_step))
-            rc = ddtk_dmlist_range(&a->dms, a->dm_min, a->dm_max, a->dm_step);
+            rc = ddtk_dmlist_range(&a->dms, lo, a->dm_max, a->dm_step);
         else {
             ddtk_channels ch;
             if ((rc = ddtk_channels_init(&ch, h, NULL, 0)))
                 return rc;
-            rc = ddtk_dmlist_tol(&a->dms, a->dm_min, a->dm_max, h->tsamp, a->pulse_width,
+            rc = ddtk_dmlist_tol(&a->dms, lo, a->dm_max, h->tsamp, a->pulse_width,
                                  a->tol, 0.5 * (ch.fmin + ch.fmax), ch.chan_bw, h->nchans);
             ddtk_channels_free(&ch);
         }
@@ -406,7 +408,7 @@ static int tune_budget(double *budget)
  * entry for this set-up), then DDTK_GPU_CONFIG; -v says which ran and why. */
 static int configure(ddtk_ddargs *a)
 {
-    char *path = a->no_wisdom ? NULL : a->wisdom ? strdup(a->wisdom) : ddtk_wisdom_path();
+    char *path = a->no_wisdom ? NULL : a->wisdom ? strdup(a->wisdom) : ddtk_cli_wisdom_path();
     const char *from = "built-in defaults";
     int found = 0, rc = DDTK_OK;
     double budget;
@@ -431,6 +433,22 @@ static int configure(ddtk_ddargs *a)
     return rc;
 }
 
+/* The environment's knobs (dd_direct(1), ENVIRONMENT), read here once into
+ * the plan's description: the library reads no environment. */
+static int environment(ddtk_ddargs *a, int algorithm)
+{
+    const char *mem = getenv("DDTK_GPU_MEM"), *serial = getenv("DDTK_GPU_SERIAL");
+    const char *group = getenv("DDTK_TREE_GROUP");
+    int *g = &a->desc.tree_group;
+    a->desc.gpu_mem = mem ? (int64_t)(atof(mem) * 1048576.0) : 0;
+    a->desc.gpu_serial = serial && *serial && strcmp(serial, "0") != 0;
+    if (algorithm == DDTK_ALGO_TREE && group && *group
+        && (ddtk_opt_int("DDTK_TREE_GROUP", group, 2, 1024, g) || (*g & (*g - 1))))
+        return ddtk_fail(DDTK_EUSAGE, "DDTK_TREE_GROUP=%s: must be a power of two from 2 "
+                         "to 1024", group);
+    return DDTK_OK;
+}
+
 int ddtk_ddargs_describe(ddtk_ddargs *a, const ddtk_input *in, int algorithm)
 {
     int rc = ddtk_ddargs_resolve(a, &in->hdr);
@@ -445,6 +463,7 @@ int ddtk_ddargs_describe(ddtk_ddargs *a, const ddtk_input *in, int algorithm)
         a->desc.ndm = a->dms.n;
         a->desc.downsamp = a->downsamp;
         a->desc.algorithm = algorithm;
+        rc = environment(a, algorithm);
     }
     return rc;
 }

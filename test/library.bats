@@ -1,0 +1,51 @@
+#!/usr/bin/env bats
+# library.bats - libddtk on its own: the installed headers compile alone as
+# C99 and as C++ with every warning, and the library's objects reach for no
+# stderr, command-line parser, environment or process-wide thread setting
+# (messages and progress go through the caller's handlers; the tools read
+# the environment into the plan).
+
+load common
+
+ROOT=$BATS_TEST_DIRNAME/..
+# The library beside the tools under test (bin/ -> ., build/sanitize/bin -> build/sanitize).
+LIB=$(dirname "$BIN")/libddtk.a
+
+@test "each installed header compiles alone as C99 and as C++, -Wall -Wextra -pedantic clean" {
+    command -v g++ >/dev/null || skip "no g++"
+    for h in "$ROOT"/include/*.h; do
+        printf '#include "%s"\nint main(void) { return 0; }\n' "$(basename "$h")" > t.c
+        cp t.c t.cpp
+        gcc -std=c99 -Wall -Wextra -pedantic -Werror -I"$ROOT/include" -c t.c -o t.o \
+            || { echo "C99: $h"; return 1; }
+        g++ -std=c++11 -Wall -Wextra -pedantic -Werror -I"$ROOT/include" -c t.cpp -o t.o \
+            || { echo "C++: $h"; return 1; }
+    done
+}
+
+@test "the library's objects refer to no stderr, getopt_long, getenv or omp_set_num_threads" {
+    [ -f "$LIB" ] || skip "no $LIB"
+    [ "$(nm "$LIB" | grep -c ' U ')" -gt 100 ]     # nm reads the archive
+    run bash -c "nm -A '$LIB' | grep -E ' U (stderr|getopt_long|getenv|secure_getenv|omp_set_num_threads)\$'"
+    [ "$status" -eq 1 ] || { echo "$output"; return 1; }
+    [ -z "$output" ]
+}
+
+@test "the command-line layer is outside the library: no option parsing or tool names in it" {
+    [ -f "$LIB" ] || skip "no $LIB"
+    run bash -c "nm -A --defined-only '$LIB' | grep -E ' T ddtk_(getopt|opt_|ddargs|ddtool|msg|set_progname|progress_|print_summary)'"
+    [ -z "$output" ] || { echo "$output"; return 1; }
+}
+
+@test "every DDTK_ variable a program reads is in a man page's ENVIRONMENT section" {
+    vars=$(grep -rhoE 'getenv\("DDTK_[A-Z_]+"\)' "$ROOT"/tools "$ROOT"/src "$ROOT"/cpu "$ROOT"/cuda \
+        | sed 's/getenv("\(.*\)")/\1/' | sort -u)
+    [ "$(echo "$vars" | wc -l)" -ge 6 ]
+    for v in $vars; do
+        found=0
+        for m in "$ROOT"/man/man1/*.1; do
+            sed -n '/^\.SH ENVIRONMENT/,/^\.SH /p' "$m" | grep -q "$v" && found=1
+        done
+        [ "$found" -eq 1 ] || { echo "$v is in no ENVIRONMENT section"; return 1; }
+    done
+}
