@@ -76,7 +76,7 @@ extern "C" int ddtk_gpu_usable(int index, char *name, size_t n, char *why, size_
         if (count == 0)
             snprintf(why, nwhy, "no usable GPU (no CUDA devices)");
         else
-            snprintf(why, nwhy, "--gpu %d: only %d GPU%s visible", index, count,
+            snprintf(why, nwhy, "GPU index %d: only %d GPU%s visible", index, count,
                      count == 1 ? "" : "s");
         return 0;
     }

@@ -201,7 +201,7 @@ static int plan_tiles(ddtk_fdas_plan *p, gpu_state *g, size_t fixed)
     while ((need = 4.0 * tile_floats(p, w, NULL) + blk_bytes(p, w / width + 2)) > avail) {
         if (w <= step)
             return ddtk_fail(DDTK_ESYS, "GPU: %.0f MiB of device memory is too little for "
-                             "one plane tile of %d templates (%.0f MiB); use --backend cpu",
+                             "one plane tile of %d templates (%.0f MiB); use the CPU backend",
                              fmax(avail, 0) / MIB, p->numz, need / MIB);
         w = (w / 2 + step - 1) / step * step;
     }
@@ -260,8 +260,9 @@ static int alloc_all(ddtk_fdas_plan *p, gpu_state *g)
     if (g->tile)
         tile_views(p, g);
     if (g->tile && p->cfg.verbose)
-        ddtk_report(DDTK_MSG_VERBOSE, "GPU: the %.0f MiB plane does not fit; tiles of %lld positions (%.0f MiB)",
-                 4.0 * p->numz * p->plane_len / MIB, (long long)g->tile, 4.0 * plane / MIB);
+        ddtk_report(DDTK_MSG_VERBOSE, "GPU: the %.0f MiB plane does not fit; tiles of %lld "
+                    "positions (%.0f MiB)", 4.0 * p->numz * p->plane_len / MIB,
+                    (long long)g->tile, 4.0 * plane / MIB);
     return DDTK_OK;
 }
 
@@ -309,7 +310,7 @@ static int upload_constants(ddtk_fdas_plan *p, gpu_state *g)
                   cudaMemcpyHostToDevice), "upload red-noise blocks");
     if (corr_dispatch(L, NULL, 0) != cudaSuccess)
         return ddtk_fail(DDTK_ESYS, "GPU: %d-point blocks need %zu KiB of shared memory, more "
-                         "than this GPU gives a block; lower --zmax or use --backend cpu", L,
+                         "than this GPU gives a block; lower zmax or use the CPU backend", L,
                          fdas::corr_smem(L) / 1024);
     return DDTK_OK;
 }
@@ -474,7 +475,8 @@ static int fetch_hits(ddtk_fdas_plan *p, gpu_state *g)
     unsigned long long n = 0;
     DDTK_CUDA(cudaMemcpy(&n, g->nhits, sizeof n, cudaMemcpyDeviceToHost), "hit count");
     if (n > MAX_HITS)
-        ddtk_report(DDTK_MSG_WARNING, "%llu plane hits; only the first %d kept (raise --sigma)", n, MAX_HITS);
+        ddtk_report(DDTK_MSG_WARNING, "%llu plane hits; only the first %d kept (raise the "
+                    "threshold)", n, MAX_HITS);
     n = n > MAX_HITS ? MAX_HITS : n;
     p->hits.n = 0;
     if (n > (unsigned long long)p->hits.cap) {

@@ -117,7 +117,7 @@ static int start_device(gpu_pipe *g)
     int n = 0;
     DDTK_CUDA(cudaGetDeviceCount(&n), "counting GPUs");
     if (g->dev >= n)
-        return ddtk_fail(DDTK_ESYS, "--gpu %d: only %d GPU%s visible", g->dev, n,
+        return ddtk_fail(DDTK_ESYS, "GPU index %d: only %d GPU%s visible", g->dev, n,
                          n == 1 ? "" : "s");
     DDTK_CUDA(cudaSetDevice(g->dev), "selecting the GPU");
     DDTK_CUDA(cudaGetDeviceProperties(&g->prop, g->dev), "reading the GPU's properties");
@@ -291,8 +291,9 @@ static int choose_step(const ddtk_gpu_stream *g, const ddtk_plan *p, const ddtk_
         return rc;
     if (!gpu_step(p, src, fits, &b, step))
         return ddtk_fail(DDTK_EUSAGE, "%s: a GPU gulp of %lld spectra plus the maximum delay of "
-                         "%d needs %.0f MiB of host and %.0f MiB of GPU memory (--max-mem %.0f MiB, "
-                         "%.0f MiB for it on GPU %d)", src->name, (long long)*step, p->maxdelay,
+                         "%d needs %.0f MiB of host and %.0f MiB of GPU memory (memory bound "
+                         "%.0f MiB, %.0f MiB for it on GPU %d)", src->name, (long long)*step,
+                         p->maxdelay,
                          2 * b.host / 1048576.0, 2 * b.dev[b.worst] / 1048576.0,
                          b.host_max / 1048576.0, b.dev_max[b.worst] / 0.8 / 1048576.0,
                          g->pipe[b.worst].dev);
@@ -523,8 +524,9 @@ static void report_plan(const ddtk_gpu_stream *s, const ddtk_plan *p)
     for (int i = 0; i < s->npipe; i++) {
         const gpu_pipe *g = &s->pipe[i];
         if (s->npipe > 1)
-            ddtk_report(DDTK_MSG_VERBOSE, "GPU %d (%s): DMs %d to %d of %d (%g to %g pc cm^-3)", g->dev, g->prop.name,
-                     g->dm0, g->dm1 - 1, p->d.ndm, p->dms[g->dm0], p->dms[g->dm1 - 1]);
+            ddtk_report(DDTK_MSG_VERBOSE, "GPU %d (%s): DMs %d to %d of %d (%g to %g pc cm^-3)",
+                        g->dev, g->prop.name, g->dm0, g->dm1 - 1, p->d.ndm, p->dms[g->dm0],
+                        p->dms[g->dm1 - 1]);
         for (int k = 0; k < g->nlevels; k++) {
             char level[64] = "", what[512];
             if (!g->lv[k].state)
@@ -533,8 +535,9 @@ static void report_plan(const ddtk_gpu_stream *s, const ddtk_plan *p)
                 snprintf(level, sizeof level, ", scrunched x%d (%d DMs)", 1 << k,
                          g->view[k].ndm);
             s->algo->report(g->lv[k].state, what, sizeof what);
-            ddtk_report(DDTK_MSG_VERBOSE, "GPU %d (%s, compute capability %d.%d)%s: %s; gulp %lld spectra", g->dev,
-                     g->prop.name, g->prop.major, g->prop.minor, level, what, (long long)s->step);
+            ddtk_report(DDTK_MSG_VERBOSE, "GPU %d (%s, compute capability %d.%d)%s: %s; gulp "
+                        "%lld spectra", g->dev, g->prop.name, g->prop.major, g->prop.minor, level,
+                        what, (long long)s->step);
         }
     }
 }
@@ -608,7 +611,8 @@ static int make_pipes(ddtk_gpu_stream *s, const ddtk_plan *p)
     for (int j = 0; j < p->ngpu; j++) {
         if (first[j] == first[j + 1]) {
             if (p->d.verbose)
-                ddtk_report(DDTK_MSG_VERBOSE, "GPU %d: no DMs (%d GPUs for %d DMs)", p->gpus[j], p->ngpu, p->d.ndm);
+                ddtk_report(DDTK_MSG_VERBOSE, "GPU %d: no DMs (%d GPUs for %d DMs)", p->gpus[j],
+                            p->ngpu, p->d.ndm);
             continue;
         }
         gpu_pipe *g = &s->pipe[s->npipe++];
@@ -883,21 +887,20 @@ static void report_times(const ddtk_gpu_stream *g, const ddtk_plan *p, double se
         if (g->npipe > 1)
             snprintf(who, sizeof who, "GPU %d", pp->dev);
         if (p->d.verbose)
-            ddtk_report(DDTK_MSG_VERBOSE, "%s times: set-up %.4f s (waiting for contexts %.4f s, device plans "
-                     "%.4f s, buffers %.4f s; all GPUs), H2D %.4f s, overlap copy + unpack%s "
-                     "(with waits on the other stream) %.4f s, kernels %.4f s, D2H %.4f s, "
-                     "streaming %.4f s (first read to last output; the host's reads %.4f s), "
-                     "wall %.4f s", who, setup,
-                     part[0], part[1], part[2], pp->t_h2d,
-                     pp->nlevels > 1 ? " + halving" : "", pp->t_unpack, pp->t_kernel,
-                     pp->t_d2h, streaming, g->t_read, wall);
+            ddtk_report(DDTK_MSG_VERBOSE, "%s times: set-up %.4f s (waiting for contexts %.4f s, "
+                        "device plans %.4f s, buffers %.4f s; all GPUs), H2D %.4f s, overlap "
+                        "copy + unpack%s (with waits on the other stream) %.4f s, kernels %.4f "
+                        "s, D2H %.4f s, streaming %.4f s (first read to last output; the host's "
+                        "reads %.4f s), wall %.4f s", who, setup, part[0], part[1], part[2],
+                        pp->t_h2d, pp->nlevels > 1 ? " + halving" : "", pp->t_unpack,
+                        pp->t_kernel, pp->t_d2h, streaming, g->t_read, wall);
         if (len < sizeof line)
             len += (size_t)snprintf(line + len, sizeof line - len, "%sGPU %d %.3f s",
                                     i ? ", " : "", pp->dev, pp->t_kernel);
     }
     if (g->npipe > 1 && !p->d.quiet)
-        ddtk_report(DDTK_MSG_INFO, "kernels on %d GPUs: %s (the summary's kernel time is the slowest)", g->npipe,
-                 line);
+        ddtk_report(DDTK_MSG_INFO, "kernels on %d GPUs: %s (the summary's kernel time is the "
+                    "slowest)", g->npipe, line);
 }
 
 extern "C" int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *w,
@@ -929,6 +932,7 @@ extern "C" int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *
     if (!rc)
         report_times(g, p, t1 - t0, part, t2 - t1, ddtk_now() - t0);
     if (!rc && p->d.verbose && g->algo->stage_times)
-        ddtk_report(DDTK_MSG_VERBOSE, "GPU kernels: stage 1 %.4f s, stage 2 %.4f s (all GPUs)", stages[0], stages[1]);
+        ddtk_report(DDTK_MSG_VERBOSE, "GPU kernels: stage 1 %.4f s, stage 2 %.4f s (all GPUs)",
+                    stages[0], stages[1]);
     return rc;
 }

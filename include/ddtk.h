@@ -75,7 +75,7 @@ typedef void (*ddtk_message_fn)(void *ctx, int level, const char *text);
 void ddtk_set_message_handler(ddtk_message_fn fn, void *ctx);
 
 /* Progress of a run (ddtk_plan_stream unless quiet): START, then UPDATE after
- * each gulp, then END, with `what` is counted ("samples"), done so far and
+ * each gulp, then END, with what is counted ("samples"), done so far and
  * total (-1 when the source does not know its length). */
 enum { DDTK_PROGRESS_START = 0, DDTK_PROGRESS_UPDATE = 1, DDTK_PROGRESS_END = 2 };
 typedef void (*ddtk_progress_fn)(void *ctx, int stage, const char *what, int64_t done,
@@ -359,7 +359,8 @@ typedef struct ddtk_plan_desc {
      * visible GPU; 0: gpu alone. Outputs are those of one GPU, byte for byte. */
     const int *gpus;
     int ngpus;
-    int threads;                  /* CPU threads; 0: OpenMP's default */
+    int threads;                  /* CPU threads of the plan's work (the process's OpenMP
+                                     setting is left alone); 0: OpenMP's default */
     int64_t gulp;                 /* spectra per gulp; 0: automatic */
     int64_t max_mem;              /* host memory bound for the gulp buffers; 0: 2 GiB */
     int64_t gpu_mem;              /* bound on each GPU's gulp buffers (bytes); 0: 80% of its
@@ -368,7 +369,7 @@ typedef struct ddtk_plan_desc {
                                      times are the kernels' alone ($DDTK_GPU_SERIAL) */
     ddtk_cpu_config cpu;
     ddtk_gpu_config gpu_config;
-    int quiet, verbose;           /* progress bar and plan reports on stderr */
+    int quiet, verbose;           /* no progress; plan reports (DDTK_MSG_VERBOSE) */
     /* DDTK_ALGO_SUBBAND (subband.c): 0 / < 0 selects from the smearing budget. */
     int nsub;                     /* sub-bands (live channels split as evenly as possible) */
     int dm_group;                 /* N'DM: trial DMs per nominal DM */

@@ -20,13 +20,13 @@ int ddtk_backend_resolve(int backend, int gpu, int verbose, int *use_gpu)
     if (backend != DDTK_BACKEND_CPU)
         *use_gpu = ddtk_gpu_usable(gpu, name, sizeof name, why, sizeof why);
     if (backend == DDTK_BACKEND_GPU && !*use_gpu)
-        return ddtk_fail(DDTK_ESYS, "--backend gpu: %s", why);
+        return ddtk_fail(DDTK_ESYS, "backend gpu: %s", why);
     if (*use_gpu && verbose)
         ddtk_report(DDTK_MSG_VERBOSE, "using GPU %d: %s", gpu, name);
     else if (backend == DDTK_BACKEND_AUTO && verbose) {
         int n = ddtk_threads();
-        ddtk_report(DDTK_MSG_NOTE, "--backend auto uses the CPU (%d thread%s): %s", n, n == 1 ? "" : "s",
-                 why);
+        ddtk_report(DDTK_MSG_NOTE, "backend auto uses the CPU (%d thread%s): %s", n,
+                    n == 1 ? "" : "s", why);
     }
     return DDTK_OK;
 }

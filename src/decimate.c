@@ -98,14 +98,14 @@ static int choose_scale(job *j)
     if (out_nbits(j) == 32)
         return DDTK_OK;
     if (h->nbits > 16 || j->dat || h->signed_data)
-        return ddtk_fail(DDTK_EUSAGE, "--nbits-out %d: %s holds %s data; integer output needs "
+        return ddtk_fail(DDTK_EUSAGE, "output bits %d: %s holds %s data; integer output needs "
                          "unsigned integer input", j->o->nbits_out, j->in.name,
                          h->signed_data ? "signed" : "float");
     double top = ldexp(1.0, h->nbits) - 1;
     j->scale = ddtk_integer_scale(j->o->mean ? top : top * (double)j->o->n, out_nbits(j));
     if (!j->o->quiet)
-        ddtk_report(DDTK_MSG_INFO, "--nbits-out %d: output value = %s / %g, rounded", out_nbits(j),
-                 j->o->mean ? "mean" : "sum", j->scale);
+        ddtk_report(DDTK_MSG_INFO, "output bits %d: output value = %s / %g, rounded",
+                    out_nbits(j), j->o->mean ? "mean" : "sum", j->scale);
     return DDTK_OK;
 }
 
@@ -137,14 +137,15 @@ static int open_output(job *j)
     struct stat st;
     j->out_name = j->o->output ? j->o->output : "stdout";
     if (j->dat && (!j->o->output || !ddtk_ends_with(j->o->output, ".dat")))
-        return ddtk_fail(DDTK_EUSAGE, "%s: .dat input needs -o FILE.dat (its .inf goes beside it)",
+        return ddtk_fail(DDTK_EUSAGE, "%s: .dat input needs an output name FILE.dat (its "
+                         ".inf goes beside it)",
                          j->in.name);
     if (!j->o->output) {
         j->out = stdout;
         return DDTK_OK;
     }
     if (!j->o->force && stat(j->o->output, &st) == 0)
-        return ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", j->o->output);
+        return ddtk_fail(DDTK_EUSAGE, "%s: exists (overwriting it needs force)", j->o->output);
     j->out = ddtk_temp_create(j->o->output, &j->tmp);
     return j->out ? DDTK_OK : DDTK_ESYS;
 }
@@ -265,16 +266,16 @@ static void report(const job *j)
 {
     const ddtk_decimate_opts *o = j->o;
     if (j->remainder && !o->keep)
-        ddtk_report(DDTK_MSG_INFO, "%s: %lld trailing sample%s (less than one group of %lld) dropped; "
-                 "--keep-remainder keeps them", j->in.name, (long long)j->remainder,
-                 j->remainder == 1 ? "" : "s", (long long)o->n);
+        ddtk_report(DDTK_MSG_INFO, "%s: %lld trailing sample%s (less than one group of %lld) "
+                    "dropped; the remainder can be kept", j->in.name, (long long)j->remainder,
+                    j->remainder == 1 ? "" : "s", (long long)o->n);
     else if (j->remainder)
-        ddtk_report(DDTK_MSG_INFO, "%s: last output sample made from a partial group of %lld", j->in.name,
-                 (long long)j->remainder);
-    ddtk_report(DDTK_MSG_INFO, "%s: %lld samples -> %lld (%s of %lld), tsamp %.9g -> %.9g s, %d-bit output",
-             j->in.name, (long long)j->in.samples_read, (long long)j->nout,
-             o->mean ? "mean" : "sum", (long long)o->n, j->in.hdr.tsamp,
-             j->in.hdr.tsamp * (double)o->n, out_nbits(j));
+        ddtk_report(DDTK_MSG_INFO, "%s: last output sample made from a partial group of %lld",
+                    j->in.name, (long long)j->remainder);
+    ddtk_report(DDTK_MSG_INFO, "%s: %lld samples -> %lld (%s of %lld), tsamp %.9g -> %.9g s, "
+                "%d-bit output", j->in.name, (long long)j->in.samples_read, (long long)j->nout,
+                o->mean ? "mean" : "sum", (long long)o->n, j->in.hdr.tsamp,
+                j->in.hdr.tsamp * (double)o->n, out_nbits(j));
 }
 
 /* Open the input; reads of whole bytes, of CHUNK_VALUES values at most. */

@@ -20,7 +20,7 @@ typedef struct ddtk_decimate_opts {
 } ddtk_decimate_opts;
 
 /* Decimate o->input into o->output (a .dat input writes a .dat and its .inf).
- * Unless quiet, notes the integer scale and ends with a summary on stderr. */
+ * Unless quiet, notes the integer scale and ends with a summary, as messages (ddtk_report). */
 int ddtk_decimate_file(const ddtk_decimate_opts *o);
 
 #endif

@@ -57,7 +57,7 @@ int ddtk_channels_from_freqs(ddtk_channels *ch, int nchans, const double *freqs,
     ch->fref = fref > 0 ? fref : ch->fmax;
     if (ch->fref < ch->fmax) {
         ddtk_channels_free(ch);
-        return ddtk_fail(DDTK_EUSAGE, "--ref-freq %.6f MHz is below the highest channel "
+        return ddtk_fail(DDTK_EUSAGE, "reference frequency %.6f MHz is below the highest channel "
                          "(%.6f MHz): delays would be negative", fref, ch->fmax);
     }
     return DDTK_OK;

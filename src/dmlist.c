@@ -40,10 +40,11 @@ int ddtk_dmlist_parse(ddtk_dmlist *l, const char *text)
         errno = 0;
         double v = strtod(p, &end);
         if (end == p || errno || (*end && *end != ','))
-            return ddtk_fail(DDTK_EUSAGE, "--dm '%s': not a DM or comma-separated DM list", text);
+            return ddtk_fail(DDTK_EUSAGE, "DM list '%s': not a DM or comma-separated DM list",
+                             text);
         int rc = ddtk_dmlist_push(l, v);
         if (rc)
-            return ddtk_fail(rc, "--dm '%s': DM %g is not a finite number >= 0", text, v);
+            return ddtk_fail(rc, "DM list '%s': DM %g is not a finite number >= 0", text, v);
         if (!*end)
             return DDTK_OK;
         p = end + 1;
@@ -55,7 +56,7 @@ int ddtk_dmlist_range(ddtk_dmlist *l, double lo, double hi, double step)
     if (!isfinite(lo) || !isfinite(hi) || lo < 0 || hi < lo)
         return ddtk_fail(DDTK_EUSAGE, "DM range %g..%g: need 0 <= dm-min <= dm-max", lo, hi);
     if (!(step > 0) || !isfinite(step))
-        return ddtk_fail(DDTK_EUSAGE, "--dm-step %g: need a step > 0", step);
+        return ddtk_fail(DDTK_EUSAGE, "DM step of %g: need a step > 0", step);
     double n = floor((hi - lo) / step * (1 + 1e-12)) + 1;
     if (n > DDTK_MAX_DMS)
         return ddtk_fail(DDTK_EUSAGE, "DM range %g..%g in steps of %g gives %.0f DMs (over 10^7)",
@@ -131,12 +132,12 @@ static int tol_walk(const tol_step *t, double lo, double hi, ddtk_dmlist *l)
     while (!rc && p < hi) {
         double x = tol_next(t, p);
         if (!(x > p))
-            return ddtk_fail(DDTK_EUSAGE, "tolerance DM list does not advance at DM %g", p);
+            return ddtk_fail(DDTK_EUSAGE, "the tolerance DM list does not advance at DM %g", p);
         if (x > hi)
             break;
         if (++n > DDTK_MAX_DMS)
             return ddtk_fail(DDTK_EUSAGE, "the tolerance DM list for %g..%g has over 10^7 DMs; "
-                             "raise --tol or narrow the range", lo, hi);
+                             "raise the tolerance or narrow the range", lo, hi);
         if (l)
             rc = ddtk_dmlist_push(l, x);
         p = x;
@@ -151,9 +152,9 @@ int ddtk_dmlist_tol(ddtk_dmlist *l, double lo, double hi, double tsamp,
     if (!isfinite(lo) || !isfinite(hi) || lo < 0 || hi < lo)
         return ddtk_fail(DDTK_EUSAGE, "DM range %g..%g: need 0 <= dm-min <= dm-max", lo, hi);
     if (!(tol > 1) || !isfinite(tol))
-        return ddtk_fail(DDTK_EUSAGE, "--tol %g: the tolerance must be > 1", tol);
+        return ddtk_fail(DDTK_EUSAGE, "tolerance %g: the tolerance must be > 1", tol);
     if (!(pulse_width_us >= 0) || !isfinite(pulse_width_us))
-        return ddtk_fail(DDTK_EUSAGE, "--pulse-width %g: need a width >= 0 (microseconds)",
+        return ddtk_fail(DDTK_EUSAGE, "pulse width %g: need a width >= 0 (microseconds)",
                          pulse_width_us);
     double ts = tsamp * 1e6, f = fcentre_mhz * 1e-3;
     double a = 8.3 * fabs(chan_bw_mhz) / (f * f * f);

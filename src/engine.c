@@ -188,7 +188,7 @@ static int plan_backend(ddtk_plan *p)
 {
     if (!p->algo->gpu) {
         if (p->d.backend == DDTK_BACKEND_GPU)
-            return ddtk_fail(DDTK_EUSAGE, "--backend gpu: the %s algorithm has no GPU kernel "
+            return ddtk_fail(DDTK_EUSAGE, "backend gpu: the %s algorithm has no GPU kernel "
                              "in this build", p->algo->name);
         p->use_gpu = 0;
         return DDTK_OK;

@@ -29,9 +29,9 @@ static int check_config(const ddtk_fdas_config *c, int64_t n, double tsamp)
 {
     int h = c->numharm;
     if (h != 1 && h != 2 && h != 4 && h != 8 && h != 16 && h != 32)
-        return ddtk_fail(DDTK_EUSAGE, "--numharm %d: expected 1, 2, 4, 8, 16 or 32", h);
+        return ddtk_fail(DDTK_EUSAGE, "harmonics %d: expected 1, 2, 4, 8, 16 or 32", h);
     if (!(c->zmax >= 0) || c->zmax > 1200)
-        return ddtk_fail(DDTK_EUSAGE, "--zmax %g: expected 0 to 1200", c->zmax);
+        return ddtk_fail(DDTK_EUSAGE, "zmax %g: expected 0 to 1200", c->zmax);
     if (!(tsamp > 0) || !isfinite(tsamp))
         return ddtk_fail(DDTK_EDATA, "sample time %g: must be > 0", tsamp);
     if (n < 64)
@@ -51,7 +51,7 @@ static int plan_ranges(ddtk_fdas_plan *p)
     p->rlo = fmax(1.0, c->flo * p->T);
     p->rhi = c->fhi > 0 ? fmin(c->fhi * p->T, nyq) : nyq;
     if (!(p->rhi > p->rlo))
-        return ddtk_fail(DDTK_EUSAGE, "--flo %g --fhi %g: empty frequency range for a "
+        return ddtk_fail(DDTK_EUSAGE, "flo %g fhi %g: empty frequency range for a "
                          "%.6g s observation", c->flo, c->fhi, p->T);
     p->plane_len = 2 * p->nbins;
     p->plo = (int64_t)floor(2 * p->rlo);

@@ -52,7 +52,7 @@ int ddtk_gpu_fallback_shapes(void)
 int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *w, double *kernel)
 {
     (void)p, (void)src, (void)w, (void)kernel;
-    return ddtk_fail(DDTK_ESYS, "--backend gpu: no usable GPU (ddtk was built without CUDA)");
+    return ddtk_fail(DDTK_ESYS, "backend gpu: no usable GPU (ddtk was built without CUDA)");
 }
 
 void ddtk_gpu_stream_free(ddtk_gpu_stream *s)

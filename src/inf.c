@@ -166,7 +166,7 @@ int ddtk_dat_open(ddtk_input *in, const char *path, ddtk_inf *inf, char **inf_te
     in->bits_per_spectrum = 32;
     in->nsamples = dat_samples(in->fp);
     if (in->nsamples >= 0 && in->nsamples != inf->nsamples)
-        ddtk_report(DDTK_MSG_WARNING, "%s: %lld samples, but its .inf says %lld; using the file size", path,
-                 (long long)in->nsamples, (long long)inf->nsamples);
+        ddtk_report(DDTK_MSG_WARNING, "%s: %lld samples, but its .inf says %lld; using the file "
+                    "size", path, (long long)in->nsamples, (long long)inf->nsamples);
     return DDTK_OK;
 }

@@ -57,11 +57,12 @@ static void count_samples(ddtk_input *in)
     in->nsamples = spectra_in(bytes, in->bits_per_spectrum);
     int64_t used = ddtk_input_bytes(in, in->nsamples);
     if (bytes > used && in->nsamples > 0)
-        ddtk_report(DDTK_MSG_WARNING, "%s: %lld trailing bytes after the last whole spectrum are ignored",
-                 in->name, (long long)(bytes - used));
+        ddtk_report(DDTK_MSG_WARNING, "%s: %lld trailing bytes after the last whole spectrum "
+                    "are ignored", in->name, (long long)(bytes - used));
     if (ddtk_header_has(&in->hdr, "nsamples") && in->hdr.nsamples != in->nsamples)
-        ddtk_report(DDTK_MSG_WARNING, "%s: header nsamples %d disagrees with the file size (%lld samples); "
-                 "using the file size", in->name, in->hdr.nsamples, (long long)in->nsamples);
+        ddtk_report(DDTK_MSG_WARNING, "%s: header nsamples %d disagrees with the file size "
+                    "(%lld samples); using the file size", in->name, in->hdr.nsamples,
+                    (long long)in->nsamples);
 }
 
 int ddtk_input_open(ddtk_input *in, const char *path)
@@ -156,8 +157,9 @@ int ddtk_input_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)
     }
     *got = (int64_t)(have * 8 / (size_t)in->bits_per_spectrum);
     if (in->eof && (int64_t)have > ddtk_input_bytes(in, *got) && in->samples_read + *got > 0)
-        ddtk_report(DDTK_MSG_WARNING, "%s: %lld trailing bytes after the last whole spectrum are ignored",
-                 in->name, (long long)((int64_t)have - ddtk_input_bytes(in, *got)));
+        ddtk_report(DDTK_MSG_WARNING, "%s: %lld trailing bytes after the last whole spectrum "
+                    "are ignored", in->name,
+                    (long long)((int64_t)have - ddtk_input_bytes(in, *got)));
     in->samples_read += *got;
     return DDTK_OK;
 }

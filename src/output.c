@@ -410,9 +410,9 @@ static int check_names(ddtk_outset *o)
         const char *path = o->f[i].path;
         struct stat st;
         if (!o->spec.force && stat(path, &st) == 0 && !ddtk_temp_is_special(path))
-            return ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", path);
+            return ddtk_fail(DDTK_EUSAGE, "%s: exists (overwriting it needs force)", path);
         if (!o->spec.force && o->f[i].inf && stat(o->f[i].inf, &st) == 0)
-            return ddtk_fail(DDTK_EUSAGE, "%s: .inf exists (use --force to overwrite)", path);
+            return ddtk_fail(DDTK_EUSAGE, "%s: .inf exists (overwriting it needs force)", path);
     }
     return DDTK_OK;
 }
@@ -421,8 +421,8 @@ static int name_outputs(ddtk_outset *o, const char *output, const char *prefix)
 {
     const char *ext = o->spec.format == DDTK_FMT_DAT ? "dat" : "tim";
     if (output && o->n > 1)
-        return ddtk_fail(DDTK_EUSAGE, "-o names the output of a single DM; "
-                         "use --prefix for %d DMs", o->n);
+        return ddtk_fail(DDTK_EUSAGE, "an output name is for a single DM; "
+                         "use a prefix for %d DMs", o->n);
     for (int i = 0; i < o->n; i++) {
         ddtk_series_file *f = &o->f[i];
         f->path = output ? strdup(output) : name_for(prefix, f->dm, ext);
@@ -431,8 +431,8 @@ static int name_outputs(ddtk_outset *o, const char *output, const char *prefix)
     }
     for (int i = 1; i < o->n; i++)
         if (fabs(o->f[i].dm - o->f[i - 1].dm) < 0.01) {
-            ddtk_report(DDTK_MSG_WARNING, "DM step %.4g is below 0.01: file names (%%.2f) cannot tell "
-                     "these DMs apart", fabs(o->f[i].dm - o->f[i - 1].dm));
+            ddtk_report(DDTK_MSG_WARNING, "DM step %.4g is below 0.01: file names (%%.2f) cannot "
+                        "tell these DMs apart", fabs(o->f[i].dm - o->f[i - 1].dm));
             break;
         }
     return check_names(o);
@@ -507,8 +507,8 @@ int ddtk_outset_open(ddtk_outset *o, const double *dms, int ndm,
         o->f[i].scale = file_meta(o, i).scale;
     }
     if (meta->nbits && meta->nbits != 32 && format == DDTK_FMT_DAT) {
-        rc = ddtk_fail(DDTK_EUSAGE, "--nbits-out %d: PRESTO .dat files hold float32; "
-                       "use --format tim", meta->nbits);
+        rc = ddtk_fail(DDTK_EUSAGE, "output bits %d: PRESTO .dat files hold float32; "
+                       ".tim files hold integers", meta->nbits);
         goto fail;
     }
     if (spec->discard)
@@ -520,7 +520,7 @@ int ddtk_outset_open(ddtk_outset *o, const double *dms, int ndm,
         return ddtk_tim_header_write(stdout, &m, dms[0]);
     }
     if (wants_stdout(ndm, spec) && spec->output) {
-        rc = ddtk_fail(DDTK_EUSAGE, "-o -: a PRESTO .dat and its .inf cannot go to stdout; "
+        rc = ddtk_fail(DDTK_EUSAGE, "output -: a PRESTO .dat and its .inf cannot go to stdout; "
                        "name a file");
         goto fail;
     }

@@ -26,11 +26,11 @@ int ddtk_obs_init(ddtk_obs *o, int nchans, double fch1, double foff, double tsam
                   int64_t nsamples, double kdm)
 {
     if (nchans < 1)
-        return ddtk_fail(DDTK_EUSAGE, "--nchans %d: need at least one channel", nchans);
+        return ddtk_fail(DDTK_EUSAGE, "nchans %d: need at least one channel", nchans);
     if (!(tsamp > 0) || !isfinite(tsamp))
-        return ddtk_fail(DDTK_EUSAGE, "--tsamp %g: need a sample time > 0 s", tsamp);
+        return ddtk_fail(DDTK_EUSAGE, "tsamp %g: need a sample time > 0 s", tsamp);
     if (!isfinite(fch1) || !isfinite(foff) || foff == 0)
-        return ddtk_fail(DDTK_EUSAGE, "--fch1 %g --foff %g: need finite values, foff != 0",
+        return ddtk_fail(DDTK_EUSAGE, "fch1 %g foff %g: need finite values, foff != 0",
                          fch1, foff);
     double last = fch1 + (nchans - 1) * foff;
     memset(o, 0, sizeof *o);
@@ -467,7 +467,7 @@ int ddtk_dmplan_write(const ddtk_dmplan *p, const char *path, int force)
     struct stat st;
     char *tmp;
     if (!force && stat(path, &st) == 0)
-        return ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", path);
+        return ddtk_fail(DDTK_EUSAGE, "%s: exists (overwriting it needs force)", path);
     FILE *fp = ddtk_temp_create(path, &tmp);
     if (!fp)
         return DDTK_ESYS;

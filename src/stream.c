@@ -8,7 +8,6 @@
 #include "engine.h"
 #include "internal.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 /* ---- sources ------------------------------------------------------------------ */

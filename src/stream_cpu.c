@@ -72,8 +72,9 @@ static int choose_step(const ddtk_plan *p, const ddtk_source *src, int64_t *step
     int64_t max_mem = p->d.max_mem > 0 ? p->d.max_mem : DDTK_DEFAULT_MAX_MEM;
     if (!ddtk_choose_step(p, src, DEFAULT_STEP, INT64_MAX, fits, &max_mem, step))
         return ddtk_fail(DDTK_EUSAGE, "%s: a gulp of %lld spectra plus the maximum delay of %d "
-                         "needs %.1f MiB, over --max-mem %.1f MiB", src->name, (long long)*step,
-                         p->maxdelay, step_bytes(p, *step) / 1048576.0, max_mem / 1048576.0);
+                         "needs %.1f MiB, over the memory bound %.1f MiB", src->name,
+                         (long long)*step, p->maxdelay, step_bytes(p, *step) / 1048576.0,
+                         max_mem / 1048576.0);
     *step = ddtk_round_up(*step, p->align);
     return DDTK_OK;
 }

@@ -185,15 +185,15 @@ static void evaluate(const ddtk_plan *p, sb_choice c, sb_scratch *w, sb_eval *e)
 static int check_choice(const ddtk_plan *p, sb_choice c)
 {
     if (c.nsub > p->ch.nlive)
-        return ddtk_fail(DDTK_EUSAGE, "--nsub %d exceeds the input's %d live channels",
+        return ddtk_fail(DDTK_EUSAGE, "nsub %d exceeds the input's %d live channels",
                          c.nsub, p->ch.nlive);
     if (c.nsub < 0 || p->d.dm_group < 0)
-        return ddtk_fail(DDTK_EUSAGE, "--nsub and --dm-group must be at least 1");
+        return ddtk_fail(DDTK_EUSAGE, "nsub and dm_group must be at least 1");
     if (p->d.sub_dm >= 0 && (p->d.dm_group > 0 || p->d.dms_per_sub))
-        return ddtk_fail(DDTK_EUSAGE, "--sub-dm gives one nominal DM for every trial; "
+        return ddtk_fail(DDTK_EUSAGE, "sub_dm gives one nominal DM for every trial; "
                          "it cannot be combined with DM groups");
     if (!(p->d.max_smear_ratio >= 0))
-        return ddtk_fail(DDTK_EUSAGE, "--max-smear-ratio must be >= 0");
+        return ddtk_fail(DDTK_EUSAGE, "max_smear_ratio must be >= 0");
     return DDTK_OK;
 }
 
@@ -335,10 +335,11 @@ static void report(const ddtk_plan *p, const ddtk_level *lv, const sb_state *s)
         return;
     ddtk_subband_info in;
     ddtk_plan_subband_info(p, &in);
-    ddtk_report(DDTK_MSG_VERBOSE, "sub-band: %d sub-bands of up to %d channels, N'DM %d, %d nominal DMs; "
-             "predicted extra smearing <= %.3g ms (%.1f%% of direct), work 1/%.1f of direct",
-             in.nsub, in.chans_per_sub, in.dm_group, in.nnominal, in.max_extra * 1e3,
-             in.max_ratio * 100, in.work_ratio);
+    ddtk_report(DDTK_MSG_VERBOSE, "sub-band: %d sub-bands of up to %d channels, N'DM %d, %d "
+                "nominal DMs; predicted extra smearing <= %.3g ms (%.1f%% of direct), work "
+                "1/%.1f of direct",
+                in.nsub, in.chans_per_sub, in.dm_group, in.nnominal, in.max_extra * 1e3,
+                in.max_ratio * 100, in.work_ratio);
     (void)s;
 }
 

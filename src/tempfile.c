@@ -245,7 +245,7 @@ int ddtk_temp_rename(char **tmp, const char *path, int force)
         return DDTK_OK;           /* a device or pipe, written in place */
     if ((force ? rename(*tmp, path) : rename_noreplace(*tmp, path)) != 0) {
         if (errno == EEXIST)
-            return ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", path);
+            return ddtk_fail(DDTK_EUSAGE, "%s: exists (overwriting it needs force)", path);
         return ddtk_fail(DDTK_ESYS, "%s: cannot rename from %s: %s", path, *tmp,
                          strerror(errno));
     }
@@ -331,7 +331,7 @@ int ddtk_temp_sweep(const char *path, int (*owned)(const char *name, const void 
             snprintf(first, sizeof first, "%s", e->d_name);
     if (n)
         ddtk_report(DDTK_MSG_NOTE, "removed %d stale temporar%s of dead runs in %s (%s%s)", n,
-                 n == 1 ? "y" : "ies", dir, first, n > 1 ? ", ..." : "");
+                    n == 1 ? "y" : "ies", dir, first, n > 1 ? ", ..." : "");
     if (d)
         closedir(d);
     free(dir);

@@ -51,7 +51,7 @@ void ddtk_temp_remove(char **tmp);
 
 /*
  * Remove the temporaries of dead runs beside path: those whose final name
- * owned() accepts and that no live process holds. One note on stderr says
+ * owned() accepts and that no live process holds. One note (ddtk_report) says
  * how many went. Call with the directory lock held.
  */
 int ddtk_temp_sweep(const char *path, int (*owned)(const char *name, const void *ctx),

@@ -65,7 +65,7 @@ int ddtk_resolve_pol(const ddtk_header *h, int requested, const char *name, int 
         else if (h->nifs == 2 || h->nifs == 4)
             *pol = DDTK_POL_SUM;
         else
-            return ddtk_fail(DDTK_EUSAGE, "%s: nifs is %d; choose an IF with --pol N",
+            return ddtk_fail(DDTK_EUSAGE, "%s: nifs is %d; choose an IF (pol)",
                              name, h->nifs);
         return DDTK_OK;
     }
@@ -74,7 +74,7 @@ int ddtk_resolve_pol(const ddtk_header *h, int requested, const char *name, int 
         return DDTK_OK;
     }
     if (requested < 0 || requested >= h->nifs)
-        return ddtk_fail(DDTK_EUSAGE, "%s: --pol %d but the file has %d IFs",
+        return ddtk_fail(DDTK_EUSAGE, "%s: pol %d but the file has %d IFs",
                          name, requested, h->nifs);
     *pol = requested;
     return DDTK_OK;

@@ -291,7 +291,7 @@ static int wisdom_read(const char *path, wisdom *w)
         if (lineno == 1) {
             if (older_version(buf))
                 rc = ddtk_fail(DDTK_EDATA, "wisdom of an older ddtk (GPU variants renumbered; "
-                               "run ddtune again)");
+                               "tune again)");
             else if (strcmp(buf, magic) != 0)
                 rc = ddtk_fail(DDTK_EDATA, "not a ddtk wisdom file");
         } else if (entry_check(buf)) {
@@ -352,7 +352,8 @@ int ddtk_wisdom_apply(ddtk_plan_desc *d, const char *path, int *found)
     if (rc)
         return rc;
     if (ddtk_wisdom_lookup(path, key, d, found))
-        ddtk_report(DDTK_MSG_WARNING, "%s: %s; using the default kernel configuration", path, ddtk_errmsg());
+        ddtk_report(DDTK_MSG_WARNING, "%s: %s; using the default kernel configuration", path,
+                    ddtk_errmsg());
     return DDTK_OK;
 }
 

@@ -1,8 +1,9 @@
 /*
  * writer.c - the sink's end of a stream, shared by the CPU and GPU streaming
- * layers: the writer that maps each level's series to the plan's DMs, keeps the --pad sums, checks the run's length,
- * ends each series by the sink's length rule (--pad, even, fft: the same for
- * every algorithm and backend), shows progress and fills the run statistics.
+ * layers: the writer that maps each level's series to the plan's DMs,
+ * keeps the --pad sums, checks the run's length, ends each series by the
+ * sink's length rule (--pad, even, fft: the same for every algorithm and
+ * backend), reports progress and fills the run statistics.
  */
 #include "engine.h"
 #include "internal.h"

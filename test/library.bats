@@ -49,3 +49,33 @@ LIB=$(dirname "$BIN")/libddtk.a
         [ "$found" -eq 1 ] || { echo "$v is in no ENVIRONMENT section"; return 1; }
     done
 }
+
+# The tool's one line for a failing command (its stderr, exit status 2).
+usage_line() {
+    run bash -c '"$@" 2>&1 >/dev/null' _ "$@"
+    [ "$status" -eq 2 ] || { echo "status $status: $output"; return 1; }
+}
+
+@test "library messages name values; the tools put their options back, as the lines always read" {
+    fbsim -q -o a.fil --nchans 16 --nbits 8 --tsamp 0.001 --tobs 2 --fch1 1500 --foff -1
+    fbsim -q --tim -o t.tim --tsamp 0.001 --tobs 2 --nbits 8
+    usage_line dd_direct a.fil --dm-min 0 --dm-max 10 --dm-step 0
+    [ "$output" = "dd_direct: --dm-step 0: need a step > 0" ]
+    usage_line dd_direct a.fil --dm-min 0 --dm-max 10 --tol 1
+    [ "$output" = "dd_direct: --tol 1: the tolerance must be > 1" ]
+    usage_line dd_direct a.fil --dm 10,20 -o x.tim
+    [ "$output" = "dd_direct: -o names the output of a single DM; use --prefix for 2 DMs" ]
+    usage_line dd_direct a.fil --dm 10 -o a.fil
+    [ "$output" = "dd_direct: a.fil: exists (use --force to overwrite)" ]
+    usage_line dd_direct a.fil --dm 10 --prefix p --format dat --nbits-out 8
+    [ "$output" = "dd_direct: --nbits-out 8: PRESTO .dat files hold float32; use --format tim" ]
+    usage_line dd_subband a.fil --dm 10,20 --nsub 100 --prefix s
+    [ "$output" = "dd_subband: --nsub 100 exceeds the input's 16 live channels" ]
+    usage_line fdas --flo 1000 --fhi 1001 t.tim
+    [ "$output" = "fdas: t.tim: --flo 1000 --fhi 1001: empty frequency range for a 2 s observation" ]
+    usage_line ddplan --nchans 4 --fch1 1400 --foff 0 --tsamp 0.001
+    [ "$output" = "ddplan: --fch1 1400 --foff 0: need finite values, foff != 0" ]
+    # The library's own words, where no option is near: no "--" anywhere in them.
+    run grep -rhoE '(ddtk_fail|ddtk_report)\([^;]*"[^"]*--[a-z]' "$ROOT"/src "$ROOT"/cpu "$ROOT"/cuda
+    [ -z "$output" ] || { echo "$output"; return 1; }
+}

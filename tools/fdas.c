@@ -184,7 +184,7 @@ static char *cand_name(const char *name)
 static int named(int rc, const char *name)
 {
     char msg[1024];
-    snprintf(msg, sizeof msg, "%s", ddtk_errmsg());
+    ddtk_cli_words(ddtk_errmsg(), msg, sizeof msg);
     return ddtk_fail(rc, "%s: %s", name, msg);
 }
 

@@ -124,12 +124,96 @@ int ddtk_one_input(int argc, char **argv, const char **input)
     return DDTK_OK;
 }
 
+/*
+ * The library names a setting by its value or field ("backend gpu", "DM step
+ * of 0", "overwriting it needs force"); the command line by the option that
+ * sets it. Each pair: the library's words and the options', and where they
+ * apply: anywhere but after "--" (so words already translated stay), only at
+ * the start of a message (a field name there is its subject), or anywhere
+ * before a number (a field and its value).
+ */
+enum { ANYWHERE, START, VALUE };
+static const struct {
+    const char *lib, *cli;
+    int where;
+} words[] = {
+    { "backend gpu: ", "--backend gpu: ", ANYWHERE },
+    { "backend auto uses the CPU", "--backend auto uses the CPU", ANYWHERE },
+    { "GPU index ", "--gpu ", ANYWHERE },
+    { " (overwriting it needs force)", " (use --force to overwrite)", ANYWHERE },
+    { "; .tim files hold integers", "; use --format tim", ANYWHERE },
+    { " dropped; the remainder can be kept", " dropped; --keep-remainder keeps them", ANYWHERE },
+    { "; raise the tolerance or narrow the range", "; raise --tol or narrow the range", ANYWHERE },
+    { ", over the memory bound ", ", over --max-mem ", ANYWHERE },
+    { "(memory bound ", "(--max-mem ", ANYWHERE },
+    { "; lower zmax or use the CPU backend", "; lower --zmax or use --backend cpu", ANYWHERE },
+    { "; use the CPU backend", "; use --backend cpu", ANYWHERE },
+    { " (raise the threshold)", " (raise --sigma)", ANYWHERE },
+    { "an output name is for a single DM; use a prefix for",
+      "-o names the output of a single DM; use --prefix for", ANYWHERE },
+    { ".dat input needs an output name FILE.dat", ".dat input needs -o FILE.dat", ANYWHERE },
+    { "(GPU variants renumbered; tune again)", "(GPU variants renumbered; run ddtune again)",
+      ANYWHERE },
+    { "; choose an IF (pol)", "; choose an IF with --pol N", ANYWHERE },
+    { ": pol ", ": --pol ", ANYWHERE },
+    { "output -: ", "-o -: ", START },
+    { "output bits ", "--nbits-out ", START },
+    { "reference frequency ", "--ref-freq ", START },
+    { "DM list '", "--dm '", START },
+    { "DM step of ", "--dm-step ", START },
+    { "tolerance ", "--tol ", START },
+    { "pulse width ", "--pulse-width ", START },
+    { "harmonics ", "--numharm ", START },
+    { "zmax ", "--zmax ", START },
+    { "nchans ", "--nchans ", START },
+    { "tsamp ", "--tsamp ", START },
+    { "fch1 ", "--fch1 ", START },
+    { "nsub and dm_group ", "--nsub and --dm-group ", START },
+    { "nsub ", "--nsub ", START },
+    { "sub_dm ", "--sub-dm ", START },
+    { "max_smear_ratio ", "--max-smear-ratio ", START },
+    { "flo ", "--flo ", START },
+    { " fhi ", " --fhi ", VALUE },
+    { " foff ", " --foff ", VALUE },
+};
+
+static int applies(const char *text, size_t i, int where, size_t len)
+{
+    char next = text[i + len];
+    if (where == START)
+        return i == 0;
+    if (where == VALUE && !(next == '-' || next == '.' || (next >= '0' && next <= '9')))
+        return 0;
+    return i < 2 || text[i - 1] != '-' || text[i - 2] != '-';
+}
+
+const char *ddtk_cli_words(const char *text, char *buf, size_t n)
+{
+    size_t len = 0;
+    for (size_t i = 0; text[i] && len + 1 < n;) {
+        size_t j = 0, k = sizeof words / sizeof words[0];
+        for (; j < k; j++)
+            if (strncmp(text + i, words[j].lib, strlen(words[j].lib)) == 0
+                && applies(text, i, words[j].where, strlen(words[j].lib)))
+                break;
+        if (j < k) {
+            len += (size_t)snprintf(buf + len, n - len, "%s", words[j].cli);
+            len = len < n ? len : n - 1;
+            i += strlen(words[j].lib);
+        } else
+            buf[len++] = text[i++];
+    }
+    buf[len < n ? len : n - 1] = '\0';
+    return buf;
+}
+
 int ddtk_exit_status(int rc)
 {
+    char text[1280];
     if (rc == DDTK_DONE)
         return DDTK_OK;
     if (rc)
-        ddtk_msg("%s", ddtk_errmsg());
+        ddtk_msg("%s", ddtk_cli_words(ddtk_errmsg(), text, sizeof text));
     return rc;
 }
 
@@ -150,9 +234,10 @@ char *ddtk_cli_wisdom_path(void)
 
 void ddtk_cli_message(void *ctx, int level, const char *text)
 {
+    char words[1280];
     (void)ctx;
     ddtk_msg("%s%s", level == DDTK_MSG_WARNING ? "warning: " : level == DDTK_MSG_NOTE ? "note: "
-                     : "", text);
+                     : "", ddtk_cli_words(text, words, sizeof words));
 }
 
 int ddtk_parse_double(const char *s, double *v)

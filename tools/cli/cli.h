@@ -55,6 +55,9 @@ char *ddtk_cli_wisdom_path(void);
 /* Set the name messages start with, and check stdout at exit: a tool that
  * returns 0 but whose stdout could not be written exits 3 with one line. */
 void ddtk_set_progname(const char *argv0);
+/* A library message in the command line's words: the options for the
+ * settings it names by value ("backend gpu: " -> "--backend gpu: "), into buf. */
+const char *ddtk_cli_words(const char *text, char *buf, size_t n);
 /* The exit status of a tool whose work returned rc: 0 for DDTK_OK and
  * DDTK_DONE (after --help or --version); an error's message goes to stderr. */
 int ddtk_exit_status(int rc);
