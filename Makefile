@@ -14,7 +14,8 @@ CC ?= gcc
 MARCH ?= -march=native
 CFLAGS ?= -O3 $(MARCH) -g
 CFLAGS += -std=gnu11 -Wall -Wextra -fopenmp -Iinclude -Isrc
-LDLIBS = -lfftw3f -lfftw3f_omp -lm
+# cfitsio reads PSRFITS (src/psrfits.c).
+LDLIBS = -lfftw3f -lfftw3f_omp -lcfitsio -lm
 
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; })
@@ -219,15 +220,15 @@ $(SAN_DIR)/bin/%: scripts/% include/ddtk.h
 
 $(SAN_DIR)/bin/%: tools/%.c $(SAN_DIR)/libddtk.a $(SAN_CLI) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(SAN_CC) $(SAN_CFLAGS) $(CLI_FLAGS) $< -o $@ $(SAN_CLI) $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lm
+	$(SAN_CC) $(SAN_CFLAGS) $(CLI_FLAGS) $< -o $@ $(SAN_CLI) $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lcfitsio -lm
 
 $(SAN_DIR)/test/%: test/unit/%.c $(SAN_DIR)/libddtk.a $(SAN_CLI) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(SAN_CC) $(SAN_CFLAGS) $(CLI_FLAGS) $< -o $@ $(SAN_CLI) $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lm
+	$(SAN_CC) $(SAN_CFLAGS) $(CLI_FLAGS) $< -o $@ $(SAN_CLI) $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lcfitsio -lm
 
 $(SAN_DIR)/test/%: test/helpers/%.c $(SAN_DIR)/libddtk.a $(SAN_CLI) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(SAN_CC) $(SAN_CFLAGS) $(CLI_FLAGS) $< -o $@ $(SAN_CLI) $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lm
+	$(SAN_CC) $(SAN_CFLAGS) $(CLI_FLAGS) $< -o $@ $(SAN_CLI) $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lcfitsio -lm
 
 $(SAN_DIR)/test/fault.so: test/fault/fault.c
 	@mkdir -p $(dir $@)
@@ -269,4 +270,4 @@ $(FUZZ_DIR)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(FUZZ_OBJ)
 
 $(FUZZ_DIR)/fuzz_wisdom: test/fuzz/fuzz_wisdom.c test/fuzz/fuzz.h $(FUZZ_ALL_OBJ)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_ALL_OBJ) -o $@ \
-		-lfftw3f -lfftw3f_omp -lm
+		-lfftw3f -lfftw3f_omp -lcfitsio -lm

@@ -132,8 +132,10 @@ const char *ddtk_machine_name(int id);
 
 /* ---- input streams (input.c, unpack.c) ----------------------------------- */
 
+typedef struct ddtk_psrfits ddtk_psrfits;
 typedef struct ddtk_input {
-    FILE *fp;
+    FILE *fp;                     /* a SIGPROC input; NULL for PSRFITS */
+    ddtk_psrfits *psrfits;        /* a PSRFITS search-mode input (psrfits.c); NULL for SIGPROC */
     char *name;                   /* path, or "stdin" */
     ddtk_header hdr;
     int is_stdin;
@@ -141,10 +143,18 @@ typedef struct ddtk_input {
     int64_t bits_per_spectrum;    /* nchans * nifs * nbits */
     int64_t samples_read;
     int eof;
+    char *notes;                  /* how the input is read, for .inf notes and -v; or NULL */
+    uint8_t *dead;                /* per channel, 1: dead in the input itself (PSRFITS
+                                     DAT_WTS 0 in every row), killed as by a killfile; or NULL */
 } ddtk_input;
 
-/* Open a filterbank or time series ("-" or NULL: stdin) and read its header. */
+/* Open a filterbank or time series ("-" or NULL: stdin) and read its header;
+ * a PSRFITS search-mode file (recognised by content) is read as a filterbank
+ * of its total intensity (hdr in SIGPROC terms). */
 int ddtk_input_open(ddtk_input *in, const char *path);
+/* The same for n inputs: one file, or the PSRFITS files of one observation in
+ * time order, read as one. */
+int ddtk_input_open_files(ddtk_input *in, const char *const *paths, int n);
 /* Read up to n spectra (n*bits_per_spectrum must be a multiple of 8 unless it
  * is the last read) into raw; *got is the number of whole spectra read. */
 int ddtk_input_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got);

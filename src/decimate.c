@@ -272,6 +272,8 @@ static void report(const job *j)
     else if (j->remainder)
         ddtk_report(DDTK_MSG_INFO, "%s: last output sample made from a partial group of %lld",
                     j->in.name, (long long)j->remainder);
+    if (j->in.notes)
+        ddtk_report(DDTK_MSG_INFO, "%s: %s", j->in.name, j->in.notes);
     ddtk_report(DDTK_MSG_INFO, "%s: %lld samples -> %lld (%s of %lld), tsamp %.9g -> %.9g s, "
                 "%d-bit output", j->in.name, (long long)j->in.samples_read, (long long)j->nout,
                 o->mean ? "mean" : "sum", (long long)o->n, j->in.hdr.tsamp,
@@ -282,7 +284,8 @@ static void report(const job *j)
 static int open_input(job *j)
 {
     const char *path = j->o->input;
-    int rc = path && ddtk_ends_with(path, ".dat") ? open_dat(j) : ddtk_input_open(&j->in, path);
+    int rc = j->o->ninputs > 1 ? ddtk_input_open_files(&j->in, j->o->inputs, j->o->ninputs)
+             : path && ddtk_ends_with(path, ".dat") ? open_dat(j) : ddtk_input_open(&j->in, path);
     if (rc)
         return rc;
     j->nrows = j->in.hdr.nchans * j->in.hdr.nifs;

@@ -15,7 +15,10 @@ typedef struct ddtk_decimate_opts {
     int keep;                     /* a last sample from the final partial group */
     int force;                    /* overwrite an existing output */
     int quiet;                    /* no scale note, no summary */
-    const char *input;            /* SIGPROC file, .dat (with its .inf), or NULL/"-": stdin */
+    const char *input;            /* SIGPROC file, .dat (with its .inf), PSRFITS, or NULL/"-":
+                                     stdin */
+    const char *const *inputs;    /* several: the PSRFITS files of one observation */
+    int ninputs;
     const char *output;           /* NULL: stdout (SIGPROC input only) */
 } ddtk_decimate_opts;
 

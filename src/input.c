@@ -1,10 +1,12 @@
 /*
- * input.c - opening SIGPROC inputs (files or stdin) and reading raw spectra.
+ * input.c - opening inputs (SIGPROC files or stdin, PSRFITS search-mode
+ * files, told apart by content) and reading raw spectra.
  *
  * A file's sample count comes from its size; stdin is read to EOF without
- * seeking. Everything is counted in 64 bits.
+ * seeking. Everything is counted in 64 bits. PSRFITS goes to psrfits.c.
  */
 #include "internal.h"
+#include "psrfits.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -65,12 +67,60 @@ static void count_samples(ddtk_input *in)
                     (long long)in->nsamples);
 }
 
+/* A FITS file starts "SIMPLE  =", a SIGPROC one with the length 12 of
+ * HEADER_START: one byte tells them apart. A FITS stream that cannot seek
+ * is refused: cfitsio needs the file. *fits = 1 for a FITS file by name. */
+static int sniff(ddtk_input *in, int *fits)
+{
+    struct stat st;
+    int c = getc(in->fp);
+    *fits = 0;
+    if (c == EOF || c != 'S')
+        return c == EOF || ungetc(c, in->fp) != EOF ? DDTK_OK
+               : ddtk_fail(DDTK_ESYS, "%s: read error", in->name);
+    if (!in->is_stdin && fstat(fileno(in->fp), &st) == 0 && S_ISREG(st.st_mode)) {
+        *fits = 1;
+        return DDTK_OK;
+    }
+    uint8_t head[30] = "S";
+    size_t got = fread(head + 1, 1, sizeof head - 1, in->fp) + 1;
+    if (ddtk_psrfits_sniff(head, got))
+        return ddtk_fail(DDTK_EDATA, "%s: a FITS (PSRFITS) stream: it is read from a file "
+                         "only (cfitsio seeks); give the file's name", in->name);
+    return ddtk_fail(DDTK_EDATA, "%s: not a SIGPROC file (no HEADER_START)", in->name);
+}
+
+static int open_psrfits(ddtk_input *in, const char *const *paths, int n)
+{
+    if (in->fp && !in->is_stdin)
+        fclose(in->fp);
+    in->fp = NULL;
+    int rc = ddtk_psrfits_open(&in->psrfits, paths, n, &in->hdr, &in->nsamples, &in->notes,
+                               &in->dead);
+    if (!rc)
+        rc = ddtk_header_validate(&in->hdr, in->name);
+    in->bits_per_spectrum = (int64_t)in->hdr.nchans * in->hdr.nifs * in->hdr.nbits;
+    return rc;
+}
+
 int ddtk_input_open(ddtk_input *in, const char *path)
 {
-    int rc;
+    return ddtk_input_open_files(in, &path, 1);
+}
+
+int ddtk_input_open_files(ddtk_input *in, const char *const *paths, int n)
+{
+    int rc, fits;
+    const char *path = n > 0 ? paths[0] : NULL;
     memset(in, 0, sizeof *in);
-    if ((rc = open_stream(in, path)))
+    if ((rc = open_stream(in, path)) || (rc = sniff(in, &fits)))
         return rc;
+    if (n > 1 && !fits)
+        return ddtk_fail(DDTK_EUSAGE, "%s: several inputs are read only as the PSRFITS files "
+                         "of one observation, and this is not PSRFITS ('%s' is extra)",
+                         in->name, paths[1]);
+    if (fits)
+        return open_psrfits(in, paths, n);
     if ((rc = ddtk_header_read(in->fp, in->name, &in->hdr)))
         return rc;
     if (!ddtk_header_has(&in->hdr, "nchans") && in->hdr.data_type == 2)
@@ -144,6 +194,12 @@ int ddtk_input_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)
     *got = 0;
     if (in->eof || n <= 0)
         return DDTK_OK;
+    if (in->psrfits) {
+        int rc = ddtk_psrfits_read(in->psrfits, raw, n, got);
+        in->eof = !rc && *got < n;
+        in->samples_read += *got;
+        return rc;
+    }
     size_t want = (size_t)ddtk_input_bytes(in, n), have;
     if (want >= PREAD_MIN && in->nsamples >= 0 && fileno(in->fp) >= 0) {
         int rc = read_parallel(in, raw, want, &have);
@@ -169,6 +225,12 @@ void ddtk_input_close(ddtk_input *in)
     if (in->fp && !in->is_stdin)
         fclose(in->fp);
     in->fp = NULL;
+    ddtk_psrfits_close(in->psrfits);
+    in->psrfits = NULL;
+    free(in->notes);
+    in->notes = NULL;
+    free(in->dead);
+    in->dead = NULL;
     free(in->name);
     in->name = NULL;
     ddtk_header_free(&in->hdr);

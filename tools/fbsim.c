@@ -1,8 +1,10 @@
 /*
- * fbsim - synthetic SIGPROC filterbanks and time series for tests, demos and benchmarks.
+ * fbsim - synthetic SIGPROC filterbanks, time series and PSRFITS search-mode
+ * files for tests, demos and benchmarks.
  */
 #include "internal.h"
 #include "cli.h"
+#include "psrfits.h"
 #include "tempfile.h"
 
 #include <getopt.h>
@@ -16,7 +18,8 @@ enum {
     OPT_NCHANS = 1000, OPT_NBITS, OPT_TSAMP, OPT_TOBS, OPT_NSAMPLES, OPT_FCH1, OPT_FOFF,
     OPT_NIFS, OPT_SIGNED, OPT_SEED, OPT_PULSE, OPT_PULSAR, OPT_TIM, OPT_FREQ_TABLE,
     OPT_SOURCE, OPT_TSTART, OPT_TELESCOPE, OPT_MACHINE, OPT_RAJ, OPT_DEJ, OPT_MEAN,
-    OPT_SIGMA, OPT_KDM, OPT_FORCE, OPT_VERSION
+    OPT_SIGMA, OPT_KDM, OPT_FORCE, OPT_FORMAT, OPT_NSBLK, OPT_ROWS_PER_FILE, OPT_POL_TYPE,
+    OPT_DAT_SCL, OPT_DAT_OFFS, OPT_ZERO_OFF, OPT_ZERO_WEIGHT, OPT_DROP_ROWS, OPT_VERSION
 };
 
 static const struct option options[] = {
@@ -45,6 +48,15 @@ static const struct option options[] = {
     { "sigma", required_argument, 0, OPT_SIGMA },
     { "kdm", required_argument, 0, OPT_KDM },
     { "force", no_argument, 0, OPT_FORCE },
+    { "format", required_argument, 0, OPT_FORMAT },
+    { "nsblk", required_argument, 0, OPT_NSBLK },
+    { "rows-per-file", required_argument, 0, OPT_ROWS_PER_FILE },
+    { "pol-type", required_argument, 0, OPT_POL_TYPE },
+    { "dat-scl", required_argument, 0, OPT_DAT_SCL },
+    { "dat-offs", required_argument, 0, OPT_DAT_OFFS },
+    { "zero-off", required_argument, 0, OPT_ZERO_OFF },
+    { "zero-weight", required_argument, 0, OPT_ZERO_WEIGHT },
+    { "drop-rows", required_argument, 0, OPT_DROP_ROWS },
     DDTK_STANDARD_OPTIONS(OPT_VERSION),
     { 0, 0, 0, 0 },
 };
@@ -80,12 +92,29 @@ static void help(void)
 "  --src-dej ddmmss.s      header values (defaults: fbsim, 60000, 0, 0, 0, 0)\n"
 "  --kdm K                 dispersion constant (default 4148.741601)\n"
 "  --force                 overwrite an existing output\n"
+"\n"
+"PSRFITS search mode (--format psrfits, needs -o; the same samples as the\n"
+"filterbank the other options describe, --nifs 1, 2 or 4 as NPOL):\n"
+"  --format fil|psrfits    output format (default fil)\n"
+"  --nsblk N               spectra per row (default 1024; a last partial row is\n"
+"                          padded with zeros)\n"
+"  --rows-per-file R       split the rows over files FILE_0001.ext, FILE_0002.ext, ...\n"
+"  --pol-type T            POL_TYPE (default AA+BB, AABB or AABBCRCI by --nifs; IQUV)\n"
+"  --dat-scl S --dat-offs O --zero-off Z\n"
+"                          DAT_SCL, DAT_OFFS and ZERO_OFF of every row (default 1, 0, 0):\n"
+"                          a reader's value is (sample - Z) * S + O\n"
+"  --zero-weight FILE      channels with DAT_WTS 0 (a killfile: ranges 0:10,40 ...)\n"
+"  --drop-rows LIST        rows (from 0, over the observation) left out, as missing rows\n"
 "  -q, --quiet  -v, --verbose  -h, --help  --version\n");
 }
 
 typedef struct args {
     ddtk_sim sim;
     const char *output;
+    int psrfits;
+    ddtk_psrfits_layout layout;
+    const char *zero_weight;
+    int64_t *drop;
     double tobs;
     int nsamples_given, tim, freq_table, force, verbose, nchans_given, nbits_given;
 } args;
@@ -138,6 +167,26 @@ static int add_pulsar(args *a, const char *arg)
     return DDTK_OK;
 }
 
+/* --drop-rows 3,7,8 */
+static int drop_rows(args *a, const char *arg)
+{
+    char *copy = strdup(arg), *save = NULL;
+    int rc = copy ? DDTK_OK : ddtk_fail(DDTK_ESYS, "out of memory");
+    for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && !rc;
+         tok = strtok_r(NULL, ",", &save)) {
+        int64_t *d = realloc(a->drop, (size_t)(a->layout.ndrop + 1) * sizeof *d);
+        if (!d) {
+            rc = ddtk_fail(DDTK_ESYS, "out of memory");
+            break;
+        }
+        a->drop = d;
+        rc = ddtk_opt_int64("--drop-rows", tok, 0, INT64_MAX, &d[a->layout.ndrop++]);
+    }
+    free(copy);
+    a->layout.drop = a->drop;
+    return rc;
+}
+
 static int option(int code, const char *arg, void *ctx)
 {
     args *a = ctx;
@@ -179,6 +228,19 @@ static int option(int code, const char *arg, void *ctx)
     case OPT_SIGMA: return ddtk_opt_double("--sigma", arg, &a->sim.sigma);
     case OPT_KDM: return ddtk_opt_double("--kdm", arg, &a->sim.kdm);
     case OPT_FORCE: a->force = 1; break;
+    case OPT_FORMAT: {
+        static const char *const formats[] = { "fil", "psrfits", NULL };
+        return ddtk_opt_choice("--format", arg, formats, &a->psrfits);
+    }
+    case OPT_NSBLK: return ddtk_opt_int("--nsblk", arg, 1, 1 << 24, &a->layout.nsblk);
+    case OPT_ROWS_PER_FILE:
+        return ddtk_opt_int64("--rows-per-file", arg, 1, INT64_MAX, &a->layout.rows_per_file);
+    case OPT_POL_TYPE: a->layout.pol_type = arg; break;
+    case OPT_DAT_SCL: return ddtk_opt_double("--dat-scl", arg, &a->layout.scale);
+    case OPT_DAT_OFFS: return ddtk_opt_double("--dat-offs", arg, &a->layout.offset);
+    case OPT_ZERO_OFF: return ddtk_opt_double("--zero-off", arg, &a->layout.zero_off);
+    case OPT_ZERO_WEIGHT: a->zero_weight = arg; break;
+    case OPT_DROP_ROWS: return drop_rows(a, arg);
     case 'q': break;
     case 'v': a->verbose = 1; break;
     default: return ddtk_fail(DDTK_EUSAGE, "unknown option (see --help)");
@@ -202,6 +264,8 @@ static void defaults(args *a)
     a->sim.seed = 1;
     a->sim.kdm = DDTK_KDM_DEFAULT;
     a->sim.mean = a->sim.sigma = NAN;
+    a->layout.nsblk = 1024;
+    a->layout.scale = 1;
 }
 
 /* Fill in the header keywords in SIGPROC's usual order. */
@@ -257,8 +321,48 @@ static int finish_header(args *a)
     return DDTK_OK;
 }
 
+/* PSRFITS: the filterbank into a temporary beside the output, then its rows. */
+static int write_psrfits(args *a)
+{
+    char *tmp = NULL;
+    uint8_t *zero = NULL;
+    int nkilled, nfiles = 0, rc;
+    ddtk_input in;
+    struct stat st;
+    if (!a->output)
+        return ddtk_fail(DDTK_EUSAGE, "--format psrfits writes files: give -o FILE");
+    if (a->tim)
+        return ddtk_fail(DDTK_EUSAGE, "--format psrfits writes filterbanks, not --tim");
+    if (!a->force && stat(a->output, &st) == 0)
+        return ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", a->output);
+    if (a->zero_weight && (rc = ddtk_killfile_read(a->zero_weight, a->sim.hdr.nchans, &zero,
+                                                   &nkilled)))
+        return rc;
+    a->layout.zero_weight = zero;
+    FILE *fp = ddtk_temp_create(a->output, &tmp);
+    if (!fp) {
+        free(zero);
+        return DDTK_ESYS;
+    }
+    rc = ddtk_sim_write(&a->sim, fp, a->output);
+    if (!rc && fflush(fp) != 0)
+        rc = ddtk_fail(DDTK_ESYS, "%s: write error", a->output);
+    if (!rc && !(rc = ddtk_input_open(&in, tmp))) {
+        rc = ddtk_psrfits_write(&in, &a->layout, a->output, &nfiles);
+        ddtk_input_close(&in);
+    }
+    ddtk_temp_discard(fp, &tmp);
+    free(zero);
+    if (!rc && a->verbose)
+        ddtk_msg("PSRFITS: %d file%s of %d-spectrum rows", nfiles, nfiles > 1 ? "s" : "",
+                 a->layout.nsblk);
+    return rc;
+}
+
 static int write_output(args *a)
 {
+    if (a->psrfits)
+        return write_psrfits(a);
     char *tmp = NULL;
     FILE *fp = stdout;
     if (a->output) {
@@ -298,6 +402,7 @@ int main(int argc, char **argv)
                  a.sim.npulses, a.sim.npulsars);
     free(a.sim.pulses);
     free(a.sim.pulsars);
+    free(a.drop);
     ddtk_header_free(&a.sim.hdr);
     return ddtk_exit_status(rc);
 }

@@ -27,7 +27,10 @@ static void help(void)
         "Usage: tscrunch -n N [FILE|-] [-o FILE] [--mean] [--nbits-out B] [--keep-remainder]\n"
         "Add N adjacent samples of a SIGPROC filterbank (any nbits; every IF kept), a .tim\n"
         "time series or a PRESTO .dat (with its .inf). tsamp is multiplied by N, tstart is\n"
-        "unchanged. Reads stdin and writes stdout when no file is named (SIGPROC data).\n\n"
+        "unchanged. Reads stdin and writes stdout when no file is named (SIGPROC data).\n"
+        "A PSRFITS search-mode file (or the files of one observation, in order) is read\n"
+        "as a filterbank of AA and BB (or I): tscrunch -n 1 --nbits-out 8 obs.fits -o\n"
+        "obs.fil converts 8-bit data as they are.\n\n"
         "  -n N                 samples per output sample, N >= 1 (required)\n"
         "  -o, --output FILE    output (default stdout; required for .dat input, which\n"
         "                       writes FILE and its .inf)\n"
@@ -70,8 +73,11 @@ static int option(int code, const char *arg, void *ctx)
 static int parse(ddtk_decimate_opts *o, int argc, char **argv)
 {
     int rc = ddtk_getopt(argc, argv, ":n:o:qvh", options, OPT_VERSION, help, option, o);
-    if (!rc)
-        rc = ddtk_one_input(argc, argv, &o->input);
+    if (!rc) {
+        o->inputs = (const char *const *)argv + optind;
+        o->ninputs = argc - optind;
+        o->input = o->ninputs ? argv[optind] : NULL;
+    }
     if (!rc && o->n == 0)
         rc = ddtk_fail(DDTK_EUSAGE, "-n N is required: the number of samples to add (see --help)");
     return rc;

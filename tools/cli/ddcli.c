@@ -59,7 +59,8 @@ static const struct option common_options[] = {
 #define NCOMMON ((int)(sizeof common_options / sizeof common_options[0]))
 
 #define HELP_DMS \
-    "Input: a SIGPROC filterbank FILE, or '-' (or nothing) for stdin.\n" \
+    "Input: a SIGPROC filterbank FILE, or '-' (or nothing) for stdin; or PSRFITS\n" \
+    "search-mode FILEs (several: one observation, in time order).\n" \
     "\n" \
     "DM trials (one of):\n" \
     "  --dm DM[,DM...]          explicit DMs (pc cm^-3)\n" \
@@ -276,7 +277,25 @@ int ddtk_ddargs_parse(ddtk_ddargs *a, int argc, char **argv,
     parse_ctx p = { a, handler, ctx };
     int rc = ddtk_getopt(argc, argv, ":o:qvh", opts, OPT_VERSION, help, any_option, &p);
     free(opts);
-    return rc ? rc : ddtk_one_input(argc, argv, &a->input);
+    if (rc)
+        return rc;
+    a->inputs = (const char *const *)argv + optind;
+    a->ninputs = argc - optind;
+    a->input = a->ninputs ? argv[optind] : NULL;
+    return DDTK_OK;
+}
+
+int ddtk_ddargs_open(const ddtk_ddargs *a, ddtk_input *in)
+{
+    int rc = a->ninputs > 1 ? ddtk_input_open_files(in, a->inputs, a->ninputs)
+                            : ddtk_input_open(in, a->input);
+    if (!rc && in->notes && a->desc.verbose)
+        for (const char *l = in->notes; *l;) {
+            size_t n = strcspn(l, "\n");
+            ddtk_msg("%s: %.*s", in->name, (int)n, l);
+            l += n + (l[n] == '\n');
+        }
+    return rc;
 }
 
 /* The input's name without directory or suffix, as the default output prefix. */
@@ -378,6 +397,19 @@ static int load_killfile(const ddtk_ddargs *a, int nchans, uint8_t **kill)
     return rc;
 }
 
+/* Channels the input itself marks dead (PSRFITS weights of 0) join the killfile's. */
+static int kill_dead(ddtk_ddargs *a, const ddtk_input *in)
+{
+    int nchans = in->hdr.nchans;
+    if (!in->dead)
+        return DDTK_OK;
+    if (!a->kill && !(a->kill = ddtk_calloc((size_t)nchans, 1, "kill mask")))
+        return DDTK_ESYS;
+    for (int c = 0; c < nchans; c++)
+        a->kill[c] |= in->dead[c];
+    return DDTK_OK;
+}
+
 /* DDTK_GPU_CONFIG=N: the variant of the kernel the input's rows use (bench/gpu). */
 static int gpu_config_from_env(ddtk_plan_desc *d)
 {
@@ -455,6 +487,8 @@ int ddtk_ddargs_describe(ddtk_ddargs *a, const ddtk_input *in, int algorithm)
     if (!rc)
         rc = load_killfile(a, in->hdr.nchans, &a->kill);
     if (!rc)
+        rc = kill_dead(a, in);
+    if (!rc)
         rc = ddtk_plan_desc_header(&a->desc, &in->hdr, &a->freqs);
     if (!rc) {
         a->desc.name = in->name;
@@ -529,9 +563,25 @@ static int run_plan(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char 
     return rc;
 }
 
+/* The tool's notes, then how the input was read (PSRFITS). */
+static char *input_notes(char *notes, const ddtk_input *in)
+{
+    if (!notes || !in->notes)
+        return notes;
+    size_t n = strlen(notes), m = strlen(in->notes);
+    char *all = realloc(notes, n + m + 2);
+    if (!all) {
+        free(notes);
+        return NULL;
+    }
+    all[n] = '\n';
+    memcpy(all + n + 1, in->notes, m + 1);
+    return all;
+}
+
 int ddtk_ddargs_run(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, char *notes)
 {
-    if (!notes)
+    if (!(notes = input_notes(notes, in)))
         return ddtk_fail(DDTK_ESYS, "out of memory");
     int rc = run_plan(a, in, plan, notes);
     free(notes);
@@ -550,7 +600,7 @@ int ddtk_ddtool_main(const ddtk_ddtool *t, ddtk_ddargs *a, int argc, char **argv
     if (!rc && a->list_gpus)
         rc = ddtk_gpu_list(stdout);
     else if (!rc) {
-        rc = ddtk_input_open(&in, a->input);
+        rc = ddtk_ddargs_open(a, &in);
         if (!rc)
             rc = t->run(a, &in, t->ctx);
         ddtk_input_close(&in);

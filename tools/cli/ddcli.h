@@ -9,7 +9,9 @@
 #include <getopt.h>
 
 typedef struct ddtk_ddargs {
-    const char *input;
+    const char *input;            /* the first input (NULL: stdin) */
+    const char *const *inputs;    /* all of them: several PSRFITS files of one observation */
+    int ninputs;
     ddtk_dmlist dms;
     int dm_given, tol_given, list_gpus;
     double dm_min, dm_max, dm_step, tol, pulse_width;
@@ -39,6 +41,8 @@ void ddtk_ddargs_free(ddtk_ddargs *a);
 int ddtk_ddargs_parse(ddtk_ddargs *a, int argc, char **argv,
                       const struct option *extra, int nextra,
                       ddtk_option_handler handler, void *ctx, void (*help)(void));
+/* Open the input(s); -v prints how a PSRFITS input is read. */
+int ddtk_ddargs_open(const ddtk_ddargs *a, ddtk_input *in);
 /* DDTK_EUSAGE when an output option was given to a tool that writes no series. */
 int ddtk_ddargs_no_outputs(const ddtk_ddargs *a);
 /* Build the DM list from the options and the input header; set the default prefix. */

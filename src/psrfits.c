@@ -1,0 +1,801 @@
+/*
+ * psrfits.c - PSRFITS search-mode input through cfitsio: one or several files
+ * of one observation read as one stream of spectra in a SIGPROC layout.
+ *
+ * The rules are PRESTO's psrfits reader's: value = (raw - |ZERO_OFF|) *
+ * DAT_SCL + DAT_OFFS, times DAT_WTS, per channel and polarisation; sub-byte
+ * samples packed most significant first; AABB(CRCI) read as the two IFs AA
+ * and BB (ddtk's default --pol sum adds them), IQUV as I; rows placed by
+ * OFFS_SUB (NSUBOFFS, STT_* across files) and gaps filled with zeros.
+ *
+ * Where the scales, offsets and weights are trivial everywhere (1, 0, and 0
+ * or 1), the raw integers are kept (sub-byte samples repacked to SIGPROC's
+ * order) so the data equal a filterbank of the same samples byte for byte;
+ * otherwise the spectra are float32. One row is held at a time.
+ */
+#include "internal.h"
+#include "psrfits.h"
+
+#include <fitsio.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* How the samples are presented to the engine. */
+enum { OUT_RAW, OUT_BYTES, OUT_FLOAT };
+
+typedef struct fits_file {
+    fitsfile *fp;
+    const char *path;
+    long nrows;
+    int64_t *row_spec;            /* first spectrum of each row in the observation */
+} fits_file;
+
+struct ddtk_psrfits {
+    fits_file *f;
+    int nf;
+    int nchan, npol, nbits, nsblk;
+    int out_pols;                 /* polarisations presented (IFs): 1 or 2 */
+    int raw_signed;               /* 8-bit signed (TZERO -128) or 16-bit signed */
+    int raw_type;                 /* 'B', 'X', 'I' or 'E' */
+    int out;                      /* OUT_* */
+    float zero_off;
+    int col_data, col_offs_sub, col_wts, col_offs, col_scl;
+    long nscl, noffs;             /* values of DAT_SCL and DAT_OFFS: NCHAN x NPOL, or NCHAN
+                                     shared by the polarisations (some writers) */
+    long data_first;              /* first byte of DATA in a row (1-based) */
+    int64_t row_bytes;            /* DATA bytes of a row */
+    int64_t out_spec_bytes;       /* presented bytes per spectrum (whole bytes) */
+    uint8_t *raw, *row;           /* a row as read and as presented */
+    float *scl, *offs, *wts;
+    int weights_zero;             /* some weight is 0: such channels are zeroed */
+    uint8_t *dead;                /* per channel: weight 0 in every row */
+    uint8_t flip[256];            /* sub-byte: PSRFITS order to SIGPROC order */
+    int64_t nspec;                /* spectra of the observation, gaps included */
+    int64_t padded, gaps;         /* spectra and runs of padding */
+    /* position */
+    int cur_file;
+    long cur_row;                 /* next row of cur_file (0-based) */
+    int64_t pos;                  /* spectra delivered */
+    int64_t row_left;             /* spectra of the presented row not yet delivered */
+};
+
+static int fits_error(const char *path, int status, const char *what)
+{
+    char text[FLEN_STATUS];
+    fits_get_errstatus(status, text);
+    fits_clear_errmsg();
+    return ddtk_fail(status == FILE_NOT_OPENED ? DDTK_ESYS : DDTK_EDATA,
+                     "%s: %s: %s (cfitsio %d)", path, what, text, status);
+}
+
+int ddtk_psrfits_sniff(const uint8_t *head, size_t n)
+{
+    return n >= 30 && memcmp(head, "SIMPLE  =", 9) == 0;
+}
+
+/* ---- keys and columns ------------------------------------------------------- */
+
+static int key_string(fitsfile *fp, const char *key, char *v, int *status)
+{
+    char comment[FLEN_COMMENT];
+    v[0] = '\0';
+    if (*status)
+        return 0;
+    fits_read_key(fp, TSTRING, key, v, comment, status);
+    if (*status == KEY_NO_EXIST) {
+        *status = 0;
+        fits_clear_errmsg();
+        return 0;
+    }
+    return 1;
+}
+
+static int key_double(fitsfile *fp, const char *key, double *v, int *status)
+{
+    char comment[FLEN_COMMENT];
+    if (*status)
+        return 0;
+    fits_read_key(fp, TDOUBLE, key, v, comment, status);
+    if (*status == KEY_NO_EXIST) {
+        *status = 0;
+        fits_clear_errmsg();
+        return 0;
+    }
+    return 1;
+}
+
+static int column(fitsfile *fp, const char *path, const char *name, int required, int *col)
+{
+    int status = 0;
+    *col = 0;
+    fits_get_colnum(fp, CASEINSEN, (char *)name, col, &status);
+    if (status) {
+        fits_clear_errmsg();
+        *col = 0;
+        if (required)
+            return ddtk_fail(DDTK_EDATA, "%s: the SUBINT table has no %s column", path, name);
+    }
+    return DDTK_OK;
+}
+
+/* Byte offset (1-based) of column col in a row, from the TFORMs before it. */
+static int column_start(fitsfile *fp, const char *path, int col, long *first)
+{
+    *first = 1;
+    for (int i = 1; i < col; i++) {
+        char key[16], tform[FLEN_VALUE];
+        int status = 0, type;
+        long repeat, width;
+        snprintf(key, sizeof key, "TFORM%d", i);
+        key_string(fp, key, tform, &status);
+        fits_binary_tform(tform, &type, &repeat, &width, &status);
+        if (status)
+            return fits_error(path, status, "reading the SUBINT columns");
+        if (type == TBIT)
+            *first += (repeat + 7) / 8;
+        else if (type < 0)
+            *first += strchr(tform, 'Q') ? 16 : 8;
+        else if (type == TSTRING)
+            *first += repeat;
+        else
+            *first += repeat * width;
+    }
+    return DDTK_OK;
+}
+
+/* ---- the observation ---------------------------------------------------- */
+
+typedef struct obs_keys {
+    char telescop[FLEN_VALUE], backend[FLEN_VALUE], src[FLEN_VALUE];
+    char ra[FLEN_VALUE], dec[FLEN_VALUE], pol_type[FLEN_VALUE];
+    long double mjd;              /* STT_IMJD + (STT_SMJD + STT_OFFS) / 86400 */
+    double tbin, chan_bw, nsuboffs, zero_off;
+    int nchan, npol, nbits, nsblk;
+} obs_keys;
+
+static int read_keys(fitsfile *fp, const char *path, obs_keys *k)
+{
+    int status = 0;
+    char v[FLEN_VALUE];
+    double imjd = 0, smjd = 0, offs = 0, d;
+    if (!key_string(fp, "FITSTYPE", v, &status) || strcmp(v, "PSRFITS") != 0)
+        return ddtk_fail(DDTK_EDATA, "%s: a FITS file, but not PSRFITS (no FITSTYPE = "
+                         "'PSRFITS')", path);
+    key_string(fp, "OBS_MODE", v, &status);
+    if (strcmp(v, "SEARCH") != 0 && strcmp(v, "SRCH") != 0)
+        return ddtk_fail(DDTK_EDATA, "%s: PSRFITS in %s mode (OBS_MODE '%s'): ddtk reads "
+                         "search mode only", path, strcmp(v, "PSR") == 0 ? "fold" : "another",
+                         v);
+    key_string(fp, "TELESCOP", k->telescop, &status);
+    key_string(fp, "BACKEND", k->backend, &status);
+    key_string(fp, "SRC_NAME", k->src, &status);
+    key_string(fp, "RA", k->ra, &status);
+    key_string(fp, "DEC", k->dec, &status);
+    key_double(fp, "STT_IMJD", &imjd, &status);
+    key_double(fp, "STT_SMJD", &smjd, &status);
+    key_double(fp, "STT_OFFS", &offs, &status);
+    k->mjd = (long double)imjd + ((long double)smjd + (long double)offs) / 86400.0L;
+    if (!status)
+        fits_movnam_hdu(fp, BINARY_TBL, "SUBINT", 0, &status);
+    if (status == BAD_HDU_NUM)
+        return ddtk_fail(DDTK_EDATA, "%s: PSRFITS without a SUBINT table", path);
+    k->tbin = k->chan_bw = k->nsuboffs = 0;
+    key_double(fp, "TBIN", &k->tbin, &status);
+    key_double(fp, "CHAN_BW", &k->chan_bw, &status);
+    key_double(fp, "NSUBOFFS", &k->nsuboffs, &status);
+    k->zero_off = 0;
+    key_double(fp, "ZERO_OFF", &k->zero_off, &status);
+    k->zero_off = fabs(k->zero_off);
+    key_string(fp, "POL_TYPE", k->pol_type, &status);
+    const char *ints[] = { "NCHAN", "NPOL", "NBITS", "NSBLK" };
+    int *dst[] = { &k->nchan, &k->npol, &k->nbits, &k->nsblk };
+    for (int i = 0; i < 4 && !status; i++) {
+        if (!key_double(fp, ints[i], &d, &status) && !status)
+            return ddtk_fail(DDTK_EDATA, "%s: the SUBINT table has no %s", path, ints[i]);
+        if (!status && !(d >= 1 && d <= DDTK_MAX_NCHANS && d == floor(d)))
+            return ddtk_fail(DDTK_EDATA, "%s: %s %g is not a positive integer", path, ints[i], d);
+        *dst[i] = (int)d;
+    }
+    if (status)
+        return fits_error(path, status, "reading the PSRFITS header");
+    if (!(k->tbin > 0) || !isfinite(k->tbin))
+        return ddtk_fail(DDTK_EDATA, "%s: TBIN %g is not a positive time", path, k->tbin);
+    if (k->nbits != 1 && k->nbits != 2 && k->nbits != 4 && k->nbits != 8 && k->nbits != 16
+        && k->nbits != 32)
+        return ddtk_fail(DDTK_EDATA, "%s: NBITS %d is not one of 1, 2, 4, 8, 16, 32", path,
+                         k->nbits);
+    if ((int64_t)k->nchan * k->npol > DDTK_MAX_NCHANS
+        || (int64_t)k->nchan * k->npol * k->nsblk * k->nbits / 8 > ((int64_t)1 << 31))
+        return ddtk_fail(DDTK_EDATA, "%s: rows of NCHAN %d x NPOL %d x NSBLK %d are too large",
+                         path, k->nchan, k->npol, k->nsblk);
+    return DDTK_OK;
+}
+
+/* The files of one observation must agree on the layout. */
+static int same_layout(const obs_keys *a, const obs_keys *b, const char *path)
+{
+    if (a->nchan != b->nchan || a->npol != b->npol || a->nbits != b->nbits
+        || a->nsblk != b->nsblk || a->tbin != b->tbin || strcmp(a->pol_type, b->pol_type) != 0)
+        return ddtk_fail(DDTK_EDATA, "%s: NCHAN, NPOL, NBITS, NSBLK, TBIN or POL_TYPE differ "
+                         "from the first file's: not one observation", path);
+    return DDTK_OK;
+}
+
+/* The DATA column: its type, sign and size against NSBLK x NCHAN x NPOL x NBITS. */
+static int data_column(ddtk_psrfits *p, fitsfile *fp, const char *path)
+{
+    char key[16], tform[FLEN_VALUE];
+    double tzero = 0, tscal = 1;
+    int status = 0, type, rc;
+    long repeat, width;
+    if ((rc = column(fp, path, "DATA", 1, &p->col_data)))
+        return rc;
+    snprintf(key, sizeof key, "TFORM%d", p->col_data);
+    key_string(fp, key, tform, &status);
+    fits_binary_tform(tform, &type, &repeat, &width, &status);
+    snprintf(key, sizeof key, "TZERO%d", p->col_data);
+    key_double(fp, key, &tzero, &status);
+    snprintf(key, sizeof key, "TSCAL%d", p->col_data);
+    key_double(fp, key, &tscal, &status);
+    if (status)
+        return fits_error(path, status, "reading the DATA column");
+    int64_t values = (int64_t)p->nsblk * p->nchan * p->npol;
+    p->row_bytes = values * p->nbits / 8;
+    int64_t bytes = type == TBIT ? (repeat + 7) / 8 : type > 0 ? (int64_t)repeat * width : -1;
+    int ok = tscal == 1 && bytes == p->row_bytes && p->row_bytes * 8 == values * p->nbits;
+    p->raw_type = type == TBIT ? 'X' : type == TBYTE ? 'B' : type == TSHORT ? 'I'
+                : type == TFLOAT ? 'E' : 0;
+    if (p->nbits < 8)
+        ok = ok && (p->raw_type == 'B' || p->raw_type == 'X') && tzero == 0;
+    else if (p->nbits == 8)
+        ok = ok && p->raw_type == 'B' && (tzero == 0 || tzero == -128);
+    else if (p->nbits == 16)
+        ok = ok && p->raw_type == 'I' && (tzero == 0 || tzero == 32768);
+    else
+        ok = ok && p->raw_type == 'E' && tzero == 0;
+    if (!ok)
+        return ddtk_fail(DDTK_EDATA, "%s: DATA column '%s' (TZERO %g, TSCAL %g) does not hold "
+                         "NSBLK %d x NCHAN %d x NPOL %d samples of %d bits", path, tform, tzero,
+                         tscal, p->nsblk, p->nchan, p->npol, p->nbits);
+    p->raw_signed = (p->nbits == 8 && tzero == -128) || (p->nbits == 16 && tzero == 0);
+    return column_start(fp, path, p->col_data, &p->data_first);
+}
+
+/* The polarisations presented: AA and BB of AABB(CRCI) and of any two
+ * (summed by --pol sum, the default), I of IQUV, the one of NPOL 1. */
+static int polarisations(ddtk_psrfits *p, const char *pol_type, const char *path)
+{
+    if (p->npol == 1)
+        p->out_pols = 1;
+    else if (p->npol == 2 || strncasecmp(pol_type, "AABB", 4) == 0)
+        p->out_pols = 2;
+    else if (strncasecmp(pol_type, "IQUV", 4) == 0)
+        p->out_pols = 1;
+    else
+        return ddtk_fail(DDTK_EDATA, "%s: NPOL %d with POL_TYPE '%s': ddtk reads AABBCRCI, "
+                         "AABB or IQUV", path, p->npol, pol_type);
+    return DDTK_OK;
+}
+
+/* One row's scales, offsets and weights (per channel and polarisation;
+ * weights per channel); absent columns are 1, 0 and 1. */
+static int row_scaling(ddtk_psrfits *p, fits_file *f, long row)
+{
+    int status = 0, anynul;
+    long nv = (long)p->nchan * p->npol;
+    for (long i = 0; i < nv; i++) {
+        p->scl[i] = 1;
+        p->offs[i] = 0;
+    }
+    for (int c = 0; c < p->nchan; c++)
+        p->wts[c] = 1;
+    if (p->col_scl)
+        fits_read_col(f->fp, TFLOAT, p->col_scl, row + 1, 1, p->nscl, NULL, p->scl, &anynul,
+                      &status);
+    if (p->col_offs)
+        fits_read_col(f->fp, TFLOAT, p->col_offs, row + 1, 1, p->noffs, NULL, p->offs, &anynul,
+                      &status);
+    for (long i = p->nscl; i < nv; i++)
+        p->scl[i] = p->scl[i % p->nchan];
+    for (long i = p->noffs; i < nv; i++)
+        p->offs[i] = p->offs[i % p->nchan];
+    if (p->col_wts)
+        fits_read_col(f->fp, TFLOAT, p->col_wts, row + 1, 1, p->nchan, NULL, p->wts, &anynul,
+                      &status);
+    return status ? fits_error(f->path, status, "reading DAT_SCL, DAT_OFFS or DAT_WTS") : DDTK_OK;
+}
+
+/* Do the scales, offsets and weights of every row leave the integers as they are? */
+static int scan_scaling(ddtk_psrfits *p, int *trivial)
+{
+    int rc;
+    *trivial = p->zero_off == 0 && p->nbits <= 16;
+    memset(p->dead, 1, (size_t)p->nchan);
+    for (int i = 0; i < p->nf; i++)
+        for (long r = 0; r < p->f[i].nrows; r++) {
+            if ((rc = row_scaling(p, &p->f[i], r)))
+                return rc;
+            for (long v = 0; v < (long)p->nchan * p->npol; v++)
+                if (p->scl[v] != 1 || p->offs[v] != 0)
+                    *trivial = 0;
+            for (int c = 0; c < p->nchan; c++) {
+                if (p->wts[c] == 0)
+                    p->weights_zero = 1;
+                else
+                    p->dead[c] = 0;
+                if (p->wts[c] != 0 && p->wts[c] != 1)
+                    *trivial = 0;
+            }
+        }
+    return DDTK_OK;
+}
+
+/* The first spectrum of every row, placed as PRESTO places them: a file
+ * starts at its STT_* time plus the rows its first OFFS_SUB says precede it
+ * (NSUBOFFS without OFFS_SUB), and each row at its OFFS_SUB from there.
+ * *mjd0 is the first file's start (set when first); *end the spectra so far. */
+static int place_rows(ddtk_psrfits *p, fits_file *f, const obs_keys *k, int first,
+                      long double *mjd0, int64_t *end)
+{
+    const double dt = k->tbin, tsub = dt * p->nsblk;
+    double *offs = ddtk_malloc((size_t)f->nrows * sizeof *offs, "OFFS_SUB");
+    int status = 0, anynul;
+    if (!offs)
+        return DDTK_ESYS;
+    if (p->col_offs_sub)
+        fits_read_col(f->fp, TDOUBLE, p->col_offs_sub, 1, 1, f->nrows, NULL, offs, &anynul,
+                      &status);
+    else
+        for (long r = 0; r < f->nrows; r++)
+            offs[r] = (k->nsuboffs + (double)r + 0.5) * tsub;
+    if (status) {
+        free(offs);
+        return fits_error(f->path, status, "reading OFFS_SUB");
+    }
+    long start_subint = (long)((offs[0] - 0.5 * tsub) / tsub + 1e-7);
+    long double mjd = k->mjd + (long double)tsub * start_subint / 86400.0L;
+    if (first)
+        *mjd0 = mjd;
+    long double start = (mjd - *mjd0) * 86400.0L / dt;
+    int rc = DDTK_OK;
+    if (start < -0.5L)
+        rc = ddtk_fail(DDTK_EDATA, "%s: starts before the first file: give the files of an "
+                       "observation in time order", f->path);
+    int64_t file_spec = (int64_t)(start + 0.5L);
+    for (long r = 0; r < f->nrows && !rc; r++) {
+        double at = (offs[r] - ((double)start_subint + 0.5) * tsub) / dt;
+        if (!isfinite(at) || fabs(at) > 1e15) {
+            rc = ddtk_fail(DDTK_EDATA, "%s: row %ld: OFFS_SUB %g is not a time in the file",
+                           f->path, r + 1, offs[r]);
+            break;
+        }
+        f->row_spec[r] = file_spec + (int64_t)llround(at);
+        if (f->row_spec[r] < *end)
+            rc = ddtk_fail(DDTK_EDATA, "%s: row %ld (OFFS_SUB %.9g s) overlaps the rows "
+                           "before it%s", f->path, r + 1, offs[r],
+                           first ? "" : " (files out of order or of another observation?)");
+        else if (f->row_spec[r] > *end) {
+            p->padded += f->row_spec[r] - *end;
+            p->gaps++;
+        }
+        *end = f->row_spec[r] + p->nsblk;
+    }
+    free(offs);
+    return rc;
+}
+
+/* "hh:mm:ss.s" / "-dd:mm:ss.s" to SIGPROC's packed hhmmss.s / ddmmss.s. */
+static double packed_angle(const char *s)
+{
+    double a = 0, b = 0, c = 0;
+    const char *t = s;
+    while (*t == ' ')
+        t++;
+    int neg = *t == '-';
+    if (sscanf(t + (neg || *t == '+'), "%lf:%lf:%lf", &a, &b, &c) < 1)
+        return 0;
+    double v = a * 10000 + b * 100 + c;
+    return neg ? -v : v;
+}
+
+static int telescope_id(const char *name)
+{
+    char n[FLEN_VALUE];
+    snprintf(n, sizeof n, "%s", name);
+    for (char *e = n + strlen(n); e > n && e[-1] == ' '; *--e = '\0')
+        ;
+    if (strncasecmp(n, "ARECIBO", 7) == 0)
+        return 1;
+    if (strcasecmp(n, "GB") == 0 || strncasecmp(n, "GREEN", 5) == 0)
+        return 6;
+    for (int id = 1; id < 128; id++)
+        if (strcasecmp(ddtk_telescope_name(id), n) == 0)
+            return id;
+    return 0;
+}
+
+/* Channel centres from the first row's DAT_FREQ (float32 in most files):
+ * fch1 and a width over the whole band, or a table when not evenly spaced. */
+static int frequencies(ddtk_psrfits *p, fits_file *f, const obs_keys *k, ddtk_header *h)
+{
+    int col, status = 0, anynul, rc;
+    if ((rc = column(f->fp, f->path, "DAT_FREQ", 1, &col)))
+        return rc;
+    double *fr = ddtk_malloc((size_t)p->nchan * sizeof *fr, "DAT_FREQ");
+    if (!fr)
+        return DDTK_ESYS;
+    fits_read_col(f->fp, TDOUBLE, col, 1, 1, p->nchan, NULL, fr, &anynul, &status);
+    if (status) {
+        free(fr);
+        return fits_error(f->path, status, "reading DAT_FREQ");
+    }
+    h->fch1 = fr[0];
+    h->foff = p->nchan > 1 ? (fr[p->nchan - 1] - fr[0]) / (p->nchan - 1) : k->chan_bw;
+    int even = 1;
+    for (int c = 0; c < p->nchan; c++)
+        if (!isfinite(fr[c]) || fabs(fr[c] - (h->fch1 + c * h->foff)) > 1e-3 * fabs(h->foff) + 1e-3)
+            even = 0;
+    ddtk_header_mark(h, "fch1");
+    ddtk_header_mark(h, "foff");
+    rc = even ? DDTK_OK : ddtk_header_set_freqs(h, fr, p->nchan);
+    free(fr);
+    return rc;
+}
+
+static void set_header(ddtk_psrfits *p, const obs_keys *k, long double mjd0, const char *path,
+                       ddtk_header *h)
+{
+    ddtk_header_init(h);
+    h->telescope_id = telescope_id(k->telescop);
+    ddtk_header_mark(h, "telescope_id");
+    h->data_type = 1;
+    ddtk_header_mark(h, "data_type");
+    snprintf(h->rawdatafile, sizeof h->rawdatafile, "%.79s", strrchr(path, '/')
+             ? strrchr(path, '/') + 1 : path);
+    ddtk_header_mark(h, "rawdatafile");
+    snprintf(h->source_name, sizeof h->source_name, "%.79s", k->src[0] ? k->src : "Unknown");
+    ddtk_header_mark(h, "source_name");
+    h->src_raj = packed_angle(k->ra);
+    h->src_dej = packed_angle(k->dec);
+    ddtk_header_mark(h, "src_raj");
+    ddtk_header_mark(h, "src_dej");
+    h->tstart = (double)mjd0;
+    h->tsamp = k->tbin;
+    ddtk_header_mark(h, "tstart");
+    ddtk_header_mark(h, "tsamp");
+    h->nbits = p->out == OUT_FLOAT ? 32 : p->out == OUT_BYTES ? 8 : p->nbits;
+    h->nifs = p->out_pols;
+    h->nchans = p->nchan;
+    ddtk_header_mark(h, "nbits");
+    ddtk_header_mark(h, "nifs");
+    ddtk_header_mark(h, "nchans");
+    if (p->out == OUT_RAW && p->raw_signed) {
+        h->signed_data = 1;
+        ddtk_header_mark(h, "signed");
+    }
+}
+
+/* The presentation: raw integers where every row's scaling is trivial
+ * (sub-byte ones unpacked to bytes when a spectrum's IF does not fill whole
+ * bytes or some weight zeroes channels in place), else float32. */
+static void choose_output(ddtk_psrfits *p, int trivial)
+{
+    if (!trivial)
+        p->out = OUT_FLOAT;
+    else if (p->nbits < 8 && ((int64_t)p->nchan * p->nbits % 8 || p->weights_zero))
+        p->out = OUT_BYTES;
+    else
+        p->out = OUT_RAW;
+    int64_t values = (int64_t)p->out_pols * p->nchan;
+    p->out_spec_bytes = p->out == OUT_FLOAT ? 4 * values : p->out == OUT_BYTES ? values
+                        : values * p->nbits / 8;
+    int b = p->nbits;
+    for (int v = 0; v < 256 && b < 8; v++) {
+        int r = 0;
+        for (int i = 0; i < 8 / b; i++)
+            r |= ((v >> (8 - b * (i + 1))) & ((1 << b) - 1)) << (b * i);
+        p->flip[v] = (uint8_t)r;
+    }
+}
+
+static int open_file(fits_file *f, const char *path, obs_keys *k)
+{
+    int status = 0;
+    f->path = path;
+    fits_open_file(&f->fp, path, READONLY, &status);
+    if (status)
+        return fits_error(path, status, "cannot open as FITS");
+    int rc = read_keys(f->fp, path, k);
+    if (!rc)
+        fits_get_num_rows(f->fp, &f->nrows, &status);
+    if (!rc && status)
+        rc = fits_error(path, status, "reading the SUBINT table");
+    if (!rc && f->nrows < 1)
+        rc = ddtk_fail(DDTK_EDATA, "%s: the SUBINT table has no rows", path);
+    if (!rc && !(f->row_spec = ddtk_malloc((size_t)f->nrows * sizeof *f->row_spec, "rows")))
+        rc = DDTK_ESYS;
+    return rc;
+}
+
+/* Values a row of a scaling column holds: NCHAN x NPOL, or NCHAN (shared
+ * by the polarisations); weights NCHAN. */
+static int scaling_size(ddtk_psrfits *p, fits_file *f, int col, const char *name, int per_pol,
+                        long *n)
+{
+    int status = 0, type;
+    long repeat, width;
+    *n = per_pol ? (long)p->nchan * p->npol : p->nchan;
+    if (!col)
+        return DDTK_OK;
+    fits_get_coltype(f->fp, col, &type, &repeat, &width, &status);
+    if (status)
+        return fits_error(f->path, status, "reading the scaling columns");
+    if (repeat == *n || (per_pol && repeat == p->nchan))
+        *n = repeat;
+    else if (repeat < *n)
+        return ddtk_fail(DDTK_EDATA, "%s: %s holds %ld values, not NCHAN %d%s", f->path, name,
+                         repeat, p->nchan, per_pol ? " x NPOL" : "");
+    return DDTK_OK;
+}
+
+/* Columns of the first file; the others must have them at the same place. */
+static int columns(ddtk_psrfits *p, fits_file *f)
+{
+    int rc, col[5];
+    const char *name[] = { "OFFS_SUB", "DAT_SCL", "DAT_OFFS", "DAT_WTS" };
+    int *dst[] = { &p->col_offs_sub, &p->col_scl, &p->col_offs, &p->col_wts };
+    for (int i = 0; i < 4; i++)
+        if ((rc = column(f->fp, f->path, name[i], 0, &col[i])))
+            return rc;
+    if (p->col_data) {
+        long first = p->data_first;
+        int data = p->col_data;
+        if ((rc = data_column(p, f->fp, f->path)))
+            return rc;
+        for (int i = 0; i < 4; i++)
+            if (col[i] != *dst[i])
+                rc = 1;
+        if (rc || first != p->data_first || data != p->col_data)
+            return ddtk_fail(DDTK_EDATA, "%s: the SUBINT columns differ from the first file's",
+                             f->path);
+        return DDTK_OK;
+    }
+    long nwts;
+    for (int i = 0; i < 4; i++)
+        *dst[i] = col[i];
+    if ((rc = scaling_size(p, f, p->col_scl, "DAT_SCL", 1, &p->nscl))
+        || (rc = scaling_size(p, f, p->col_offs, "DAT_OFFS", 1, &p->noffs))
+        || (rc = scaling_size(p, f, p->col_wts, "DAT_WTS", 0, &nwts)))
+        return rc;
+    return data_column(p, f->fp, f->path);
+}
+
+static char *describe(const ddtk_psrfits *p, const obs_keys *k)
+{
+    static const char *const out_name[] = { "raw integers", "unpacked to bytes",
+                                            "scaled to float32" };
+    char *s = malloc(512);
+    if (!s)
+        return NULL;
+    int n = snprintf(s, 512, "PSRFITS search mode, %d file%s, NPOL %d (%s) read as %s, "
+                     "%d-bit %s", p->nf, p->nf > 1 ? "s" : "", p->npol,
+                     k->pol_type[0] ? k->pol_type : "no POL_TYPE",
+                     p->out_pols == 2 ? "AA and BB" : p->npol > 1 ? "I" : "total intensity",
+                     p->nbits, out_name[p->out]);
+    int ndead = 0;
+    for (int c = 0; c < p->nchan; c++)
+        ndead += p->dead[c];
+    if (p->weights_zero)
+        n += snprintf(s + n, 512 - (size_t)n, "\nPSRFITS DAT_WTS of 0 zero channels in their rows; "
+                      "%d channel%s killed (0 in every row)", ndead, ndead == 1 ? "" : "s");
+    if (p->padded)
+        snprintf(s + n, 512 - (size_t)n, "\nPSRFITS missing rows: %lld spectra of zeros "
+                 "padded in %lld gap%s", (long long)p->padded, (long long)p->gaps,
+                 p->gaps > 1 ? "s" : "");
+    return s;
+}
+
+int ddtk_psrfits_open(ddtk_psrfits **pp, const char *const *paths, int n, ddtk_header *h,
+                      int64_t *nsamples, char **notes, uint8_t **dead)
+{
+    ddtk_psrfits *p = ddtk_calloc(1, sizeof *p, "PSRFITS reader");
+    obs_keys k0, k;
+    long double mjd0 = 0;
+    int64_t end = 0;
+    int rc = DDTK_OK, trivial;
+    *pp = p;
+    if (!p || !(p->f = ddtk_calloc((size_t)n, sizeof *p->f, "PSRFITS files")))
+        return DDTK_ESYS;
+    p->nf = n;
+    for (int i = 0; i < n && !rc; i++) {
+        fits_file *f = &p->f[i];
+        if ((rc = open_file(f, paths[i], i ? &k : &k0)))
+            break;
+        if (i == 0) {
+            p->nchan = k0.nchan;
+            p->npol = k0.npol;
+            p->nbits = k0.nbits;
+            p->nsblk = k0.nsblk;
+            p->zero_off = (float)k0.zero_off;
+            rc = polarisations(p, k0.pol_type, f->path);
+        } else
+            rc = same_layout(&k0, &k, f->path);
+        if (!rc)
+            rc = columns(p, f);
+        if (!rc)
+            rc = place_rows(p, f, i ? &k : &k0, i == 0, &mjd0, &end);
+    }
+    size_t nv = (size_t)p->nchan * (size_t)p->npol;
+    if (!rc && (!(p->scl = ddtk_malloc(nv * sizeof *p->scl, "DAT_SCL"))
+                || !(p->offs = ddtk_malloc(nv * sizeof *p->offs, "DAT_OFFS"))
+                || !(p->wts = ddtk_malloc((size_t)p->nchan * sizeof *p->wts, "DAT_WTS"))
+                || !(p->dead = ddtk_malloc((size_t)p->nchan, "DAT_WTS"))))
+        rc = DDTK_ESYS;
+    if (!rc)
+        rc = scan_scaling(p, &trivial);
+    if (!rc) {
+        choose_output(p, trivial);
+        p->nspec = end;
+        set_header(p, &k0, mjd0, paths[0], h);
+        rc = frequencies(p, &p->f[0], &k0, h);
+    }
+    if (!rc && (!(p->raw = ddtk_malloc((size_t)p->row_bytes, "PSRFITS row"))
+                || !(p->row = ddtk_malloc((size_t)(p->out_spec_bytes * p->nsblk), "PSRFITS row"))))
+        rc = DDTK_ESYS;
+    if (!rc && !(*notes = describe(p, &k0)))
+        rc = ddtk_fail(DDTK_ESYS, "out of memory");
+    if (!rc && p->weights_zero) {
+        if (!(*dead = ddtk_malloc((size_t)p->nchan, "dead channels")))
+            rc = DDTK_ESYS;
+        else
+            memcpy(*dead, p->dead, (size_t)p->nchan);
+    }
+    *nsamples = p->nspec;
+    return rc;
+}
+
+/* ---- reading -------------------------------------------------------------- */
+
+static inline uint16_t be16(const uint8_t *b)
+{
+    return (uint16_t)(b[0] << 8 | b[1]);
+}
+
+/* Sample v (spectrum-major, then polarisation, then channel) of a raw row. */
+static inline float raw_value(const ddtk_psrfits *p, int64_t v)
+{
+    const uint8_t *r = p->raw;
+    switch (p->nbits) {
+    case 8: return p->raw_signed ? (float)(int8_t)(r[v] ^ 0x80) : (float)r[v];
+    case 16: {
+        uint16_t u = be16(r + 2 * v);
+        return p->raw_signed ? (float)(int16_t)u : (float)(uint16_t)(u ^ 0x8000);
+    }
+    case 32: {
+        uint32_t u = (uint32_t)r[4 * v] << 24 | (uint32_t)r[4 * v + 1] << 16
+                     | (uint32_t)r[4 * v + 2] << 8 | r[4 * v + 3];
+        float f;
+        memcpy(&f, &u, sizeof f);
+        return f;
+    }
+    default: {
+        int64_t bit = v * p->nbits;
+        return (float)((r[bit / 8] >> (8 - p->nbits - bit % 8)) & ((1 << p->nbits) - 1));
+    }
+    }
+}
+
+static void present_float(ddtk_psrfits *p)
+{
+    float *out = (float *)p->row;
+    for (int64_t s = 0; s < p->nsblk; s++)
+        for (int q = 0; q < p->out_pols; q++) {
+            int64_t v0 = (s * p->npol + q) * p->nchan;
+            const float *scl = p->scl + (size_t)q * p->nchan, *offs = p->offs + (size_t)q * p->nchan;
+            for (int c = 0; c < p->nchan; c++)
+                *out++ = ((raw_value(p, v0 + c) - p->zero_off) * scl[c] + offs[c]) * p->wts[c];
+        }
+}
+
+/* Raw integers in SIGPROC's layout: 8-bit as they are, 16-bit to native
+ * order, sub-byte repacked least significant first or unpacked to bytes. */
+static void present_int(ddtk_psrfits *p)
+{
+    const int64_t vals = (int64_t)p->out_pols * p->nchan;
+    for (int64_t s = 0; s < p->nsblk; s++) {
+        int64_t v0 = s * p->npol * p->nchan;
+        uint8_t *o = p->row + s * p->out_spec_bytes;
+        if (p->out == OUT_BYTES)
+            for (int64_t v = 0; v < vals; v++)
+                o[v] = p->wts[v % p->nchan] == 0 ? 0 : (uint8_t)raw_value(p, v0 + v);
+        else if (p->nbits < 8)
+            for (int64_t b = 0; b < p->out_spec_bytes; b++)
+                o[b] = p->flip[p->raw[v0 * p->nbits / 8 + b]];
+        else if (p->nbits == 8)
+            for (int64_t v = 0; v < vals; v++)
+                o[v] = p->wts[v % p->nchan] == 0 ? 0 : p->raw[v0 + v] ^ (p->raw_signed ? 0x80 : 0);
+        else {
+            uint16_t *o16 = (uint16_t *)o;
+            for (int64_t v = 0; v < vals; v++) {
+                uint16_t u = be16(p->raw + 2 * (v0 + v));
+                o16[v] = p->wts[v % p->nchan] == 0 ? 0 : p->raw_signed ? u : (uint16_t)(u ^ 0x8000);
+            }
+        }
+    }
+}
+
+static int read_row(ddtk_psrfits *p, fits_file *f, long r)
+{
+    int status = 0, rc;
+    fits_read_tblbytes(f->fp, r + 1, p->data_first, p->row_bytes, p->raw, &status);
+    if (status)
+        return fits_error(f->path, status, "reading a DATA row");
+    if ((p->out == OUT_FLOAT || p->weights_zero) && (rc = row_scaling(p, f, r)))
+        return rc;
+    if (p->out == OUT_FLOAT)
+        present_float(p);
+    else
+        present_int(p);
+    return DDTK_OK;
+}
+
+/* The first spectrum of the next row, or -1 at the end. */
+static int64_t next_row(ddtk_psrfits *p)
+{
+    while (p->cur_file < p->nf && p->cur_row >= p->f[p->cur_file].nrows) {
+        p->cur_file++;
+        p->cur_row = 0;
+    }
+    return p->cur_file < p->nf ? p->f[p->cur_file].row_spec[p->cur_row] : -1;
+}
+
+int ddtk_psrfits_read(ddtk_psrfits *p, uint8_t *out, int64_t n, int64_t *got)
+{
+    const int64_t sb = p->out_spec_bytes;
+    *got = 0;
+    while (*got < n) {
+        int64_t k, next;
+        if (p->row_left > 0) {
+            k = n - *got < p->row_left ? n - *got : p->row_left;
+            memcpy(out + *got * sb, p->row + (p->nsblk - p->row_left) * sb, (size_t)(k * sb));
+            p->row_left -= k;
+        } else if ((next = next_row(p)) < 0)
+            break;
+        else if (next > p->pos) {
+            k = n - *got < next - p->pos ? n - *got : next - p->pos;
+            memset(out + *got * sb, 0, (size_t)(k * sb));
+        } else {
+            int rc = read_row(p, &p->f[p->cur_file], p->cur_row);
+            if (rc)
+                return rc;
+            p->cur_row++;
+            p->row_left = p->nsblk;
+            continue;
+        }
+        p->pos += k;
+        *got += k;
+    }
+    return DDTK_OK;
+}
+
+void ddtk_psrfits_close(ddtk_psrfits *p)
+{
+    if (!p)
+        return;
+    for (int i = 0; p->f && i < p->nf; i++) {
+        int status = 0;
+        if (p->f[i].fp)
+            fits_close_file(p->f[i].fp, &status);
+        free(p->f[i].row_spec);
+    }
+    free(p->f);
+    free(p->raw);
+    free(p->row);
+    free(p->scl);
+    free(p->offs);
+    free(p->wts);
+    free(p->dead);
+    free(p);
+}
