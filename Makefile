@@ -14,8 +14,10 @@ CC ?= gcc
 MARCH ?= -march=native
 CFLAGS ?= -O3 $(MARCH) -g
 CFLAGS += -std=gnu11 -Wall -Wextra -fopenmp -Iinclude -Isrc
-# cfitsio reads PSRFITS (src/psrfits.c).
-LDLIBS = -lfftw3f -lfftw3f_omp -lcfitsio -lm
+# cfitsio reads PSRFITS (src/psrfits.c); CFITSIO_LIBS names a staged copy
+# where the system has none (scripts/gpu-check).
+CFITSIO_LIBS ?= -lcfitsio
+LDLIBS = -lfftw3f -lfftw3f_omp $(CFITSIO_LIBS) -lm
 
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; })
@@ -220,15 +222,15 @@ $(SAN_DIR)/bin/%: scripts/% include/ddtk.h
 
 $(SAN_DIR)/bin/%: tools/%.c $(SAN_DIR)/libddtk.a $(SAN_CLI) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(SAN_CC) $(SAN_CFLAGS) $(CLI_FLAGS) $< -o $@ $(SAN_CLI) $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lcfitsio -lm
+	$(SAN_CC) $(SAN_CFLAGS) $(CLI_FLAGS) $< -o $@ $(SAN_CLI) $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp $(CFITSIO_LIBS) -lm
 
 $(SAN_DIR)/test/%: test/unit/%.c $(SAN_DIR)/libddtk.a $(SAN_CLI) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(SAN_CC) $(SAN_CFLAGS) $(CLI_FLAGS) $< -o $@ $(SAN_CLI) $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lcfitsio -lm
+	$(SAN_CC) $(SAN_CFLAGS) $(CLI_FLAGS) $< -o $@ $(SAN_CLI) $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp $(CFITSIO_LIBS) -lm
 
 $(SAN_DIR)/test/%: test/helpers/%.c $(SAN_DIR)/libddtk.a $(SAN_CLI) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(SAN_CC) $(SAN_CFLAGS) $(CLI_FLAGS) $< -o $@ $(SAN_CLI) $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp -lcfitsio -lm
+	$(SAN_CC) $(SAN_CFLAGS) $(CLI_FLAGS) $< -o $@ $(SAN_CLI) $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp $(CFITSIO_LIBS) -lm
 
 $(SAN_DIR)/test/fault.so: test/fault/fault.c
 	@mkdir -p $(dir $@)
