@@ -16,20 +16,26 @@
 #include "internal.h"
 #include "psrfits.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <fitsio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* How the samples are presented to the engine. */
 enum { OUT_RAW, OUT_BYTES, OUT_FLOAT };
 
 typedef struct fits_file {
     fitsfile *fp;
+    int fd;                       /* the file itself, for reads of whole rows */
     const char *path;
     long nrows;
     int64_t *row_spec;            /* first spectrum of each row in the observation */
+    off_t data_off, row_stride;   /* byte of row 0's DATA cell; NAXIS1 */
 } fits_file;
 
 struct ddtk_psrfits {
@@ -51,6 +57,8 @@ struct ddtk_psrfits {
     float *scl, *offs, *wts;
     int weights_zero;             /* some weight is 0: such channels are zeroed */
     uint8_t *dead;                /* per channel: weight 0 in every row */
+    int *zero, nzero;             /* the channels the current row's weights zero */
+    int direct;                   /* whole rows may be read into the caller's buffer */
     uint8_t flip[256];            /* sub-byte: PSRFITS order to SIGPROC order */
     int64_t nspec;                /* spectra of the observation, gaps included */
     int64_t padded, gaps;         /* spectra and runs of padding */
@@ -503,17 +511,30 @@ static void choose_output(ddtk_psrfits *p, int trivial)
 static int open_file(fits_file *f, const char *path, obs_keys *k)
 {
     int status = 0;
+    long long head, data, end;
+    long naxis1 = 0;
+    struct stat st;
     f->path = path;
+    if ((f->fd = open(path, O_RDONLY)) < 0 || fstat(f->fd, &st) != 0)
+        return ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", path, strerror(errno));
     fits_open_file(&f->fp, path, READONLY, &status);
     if (status)
         return fits_error(path, status, "cannot open as FITS");
     int rc = read_keys(f->fp, path, k);
-    if (!rc)
+    if (!rc) {
         fits_get_num_rows(f->fp, &f->nrows, &status);
+        fits_get_hduaddrll(f->fp, &head, &data, &end, &status);
+        fits_read_key(f->fp, TLONG, "NAXIS1", &naxis1, NULL, &status);
+    }
     if (!rc && status)
         rc = fits_error(path, status, "reading the SUBINT table");
     if (!rc && f->nrows < 1)
         rc = ddtk_fail(DDTK_EDATA, "%s: the SUBINT table has no rows", path);
+    f->data_off = (off_t)data;
+    f->row_stride = naxis1;
+    if (!rc && (int64_t)st.st_size < data + (long long)f->nrows * naxis1)
+        rc = ddtk_fail(DDTK_EDATA, "%s: truncated: %lld bytes, its %ld rows need %lld", path,
+                       (long long)st.st_size, f->nrows, data + (long long)f->nrows * naxis1);
     if (!rc && !(f->row_spec = ddtk_malloc((size_t)f->nrows * sizeof *f->row_spec, "rows")))
         rc = DDTK_ESYS;
     return rc;
@@ -609,6 +630,8 @@ int ddtk_psrfits_open(ddtk_psrfits **pp, const char *const *paths, int n, ddtk_h
     if (!p || !(p->f = ddtk_calloc((size_t)n, sizeof *p->f, "PSRFITS files")))
         return DDTK_ESYS;
     p->nf = n;
+    for (int i = 0; i < n; i++)
+        p->f[i].fd = -1;
     for (int i = 0; i < n && !rc; i++) {
         fits_file *f = &p->f[i];
         if ((rc = open_file(f, paths[i], i ? &k : &k0)))
@@ -624,6 +647,7 @@ int ddtk_psrfits_open(ddtk_psrfits **pp, const char *const *paths, int n, ddtk_h
             rc = same_layout(&k0, &k, f->path);
         if (!rc)
             rc = columns(p, f);
+        f->data_off += p->data_first - 1;
         if (!rc)
             rc = place_rows(p, f, i ? &k : &k0, i == 0, &mjd0, &end);
     }
@@ -631,12 +655,14 @@ int ddtk_psrfits_open(ddtk_psrfits **pp, const char *const *paths, int n, ddtk_h
     if (!rc && (!(p->scl = ddtk_malloc(nv * sizeof *p->scl, "DAT_SCL"))
                 || !(p->offs = ddtk_malloc(nv * sizeof *p->offs, "DAT_OFFS"))
                 || !(p->wts = ddtk_malloc((size_t)p->nchan * sizeof *p->wts, "DAT_WTS"))
-                || !(p->dead = ddtk_malloc((size_t)p->nchan, "DAT_WTS"))))
+                || !(p->dead = ddtk_malloc((size_t)p->nchan, "DAT_WTS"))
+                || !(p->zero = ddtk_malloc((size_t)p->nchan * sizeof *p->zero, "DAT_WTS"))))
         rc = DDTK_ESYS;
     if (!rc)
         rc = scan_scaling(p, &trivial);
     if (!rc) {
         choose_output(p, trivial);
+        p->direct = p->out == OUT_RAW && p->out_pols == p->npol;
         p->nspec = end;
         set_header(p, &k0, mjd0, paths[0], h);
         rc = frequencies(p, &p->f[0], &k0, h);
@@ -663,10 +689,9 @@ static inline uint16_t be16(const uint8_t *b)
     return (uint16_t)(b[0] << 8 | b[1]);
 }
 
-/* Sample v (spectrum-major, then polarisation, then channel) of a raw row. */
-static inline float raw_value(const ddtk_psrfits *p, int64_t v)
+/* Sample v (spectrum-major, then polarisation, then channel) of raw data. */
+static inline float raw_value(const ddtk_psrfits *p, const uint8_t *r, int64_t v)
 {
-    const uint8_t *r = p->raw;
     switch (p->nbits) {
     case 8: return p->raw_signed ? (float)(int8_t)(r[v] ^ 0x80) : (float)r[v];
     case 16: {
@@ -695,33 +720,59 @@ static void present_float(ddtk_psrfits *p)
             int64_t v0 = (s * p->npol + q) * p->nchan;
             const float *scl = p->scl + (size_t)q * p->nchan, *offs = p->offs + (size_t)q * p->nchan;
             for (int c = 0; c < p->nchan; c++)
-                *out++ = ((raw_value(p, v0 + c) - p->zero_off) * scl[c] + offs[c]) * p->wts[c];
+                *out++ = ((raw_value(p, p->raw, v0 + c) - p->zero_off) * scl[c] + offs[c])
+                         * p->wts[c];
         }
 }
 
-/* Raw integers in SIGPROC's layout: 8-bit as they are, 16-bit to native
- * order, sub-byte repacked least significant first or unpacked to bytes. */
-static void present_int(ddtk_psrfits *p)
+/* The channels the current row's weights zero (p->wts read for the row). */
+static void zeroed_channels(ddtk_psrfits *p)
 {
-    const int64_t vals = (int64_t)p->out_pols * p->nchan;
+    p->nzero = 0;
+    for (int c = 0; c < p->nchan && p->weights_zero; c++)
+        if (p->wts[c] == 0)
+            p->zero[p->nzero++] = c;
+}
+
+/* A row's raw integers in SIGPROC's layout: 8-bit as they are, 16-bit to
+ * native order, sub-byte repacked least significant first or unpacked to
+ * bytes; zero-weight channels zeroed. In place (out == raw) when every
+ * polarisation is kept and the width does not change (OUT_RAW). */
+static void present_int(const ddtk_psrfits *p, const uint8_t *raw, uint8_t *out)
+{
+    const int64_t vals = (int64_t)p->out_pols * p->nchan, in_sb = p->row_bytes / p->nsblk;
+    const int64_t sb = p->out_spec_bytes;
+    if (p->out == OUT_RAW && p->nbits == 8 && !p->raw_signed && out != raw && in_sb == sb)
+        memcpy(out, raw, (size_t)(sb * p->nsblk));
     for (int64_t s = 0; s < p->nsblk; s++) {
-        int64_t v0 = s * p->npol * p->nchan;
-        uint8_t *o = p->row + s * p->out_spec_bytes;
-        if (p->out == OUT_BYTES)
+        const uint8_t *r = raw + s * in_sb;
+        uint8_t *o = out + s * sb;
+        if (p->out == OUT_BYTES) {
             for (int64_t v = 0; v < vals; v++)
-                o[v] = p->wts[v % p->nchan] == 0 ? 0 : (uint8_t)raw_value(p, v0 + v);
-        else if (p->nbits < 8)
-            for (int64_t b = 0; b < p->out_spec_bytes; b++)
-                o[b] = p->flip[p->raw[v0 * p->nbits / 8 + b]];
-        else if (p->nbits == 8)
-            for (int64_t v = 0; v < vals; v++)
-                o[v] = p->wts[v % p->nchan] == 0 ? 0 : p->raw[v0 + v] ^ (p->raw_signed ? 0x80 : 0);
-        else {
+                o[v] = (uint8_t)raw_value(p, r, v);
+            for (int q = 0; q < p->out_pols; q++)
+                for (int i = 0; i < p->nzero; i++)
+                    o[(int64_t)q * p->nchan + p->zero[i]] = 0;
+        } else if (p->nbits < 8) {
+            for (int64_t b = 0; b < sb; b++)
+                o[b] = p->flip[r[b]];
+        } else if (p->nbits == 8) {
+            if (o != r && in_sb != sb)
+                memmove(o, r, (size_t)vals);
+            for (int64_t v = 0; v < vals && p->raw_signed; v++)
+                o[v] ^= 0x80;
+            for (int q = 0; q < p->out_pols; q++)
+                for (int i = 0; i < p->nzero; i++)
+                    o[(int64_t)q * p->nchan + p->zero[i]] = 0;
+        } else {
             uint16_t *o16 = (uint16_t *)o;
             for (int64_t v = 0; v < vals; v++) {
-                uint16_t u = be16(p->raw + 2 * (v0 + v));
-                o16[v] = p->wts[v % p->nchan] == 0 ? 0 : p->raw_signed ? u : (uint16_t)(u ^ 0x8000);
+                uint16_t u = be16(r + 2 * v);
+                o16[v] = p->raw_signed ? u : (uint16_t)(u ^ 0x8000);
             }
+            for (int q = 0; q < p->out_pols; q++)
+                for (int i = 0; i < p->nzero; i++)
+                    o16[(int64_t)q * p->nchan + p->zero[i]] = 0;
         }
     }
 }
@@ -734,11 +785,62 @@ static int read_row(ddtk_psrfits *p, fits_file *f, long r)
         return fits_error(f->path, status, "reading a DATA row");
     if ((p->out == OUT_FLOAT || p->weights_zero) && (rc = row_scaling(p, f, r)))
         return rc;
+    zeroed_channels(p);
     if (p->out == OUT_FLOAT)
         present_float(p);
     else
-        present_int(p);
+        present_int(p, p->raw, p->row);
     return DDTK_OK;
+}
+
+/* Whole rows straight into the caller's buffer, converted in place: k rows
+ * of file f from row r, each a pread of its DATA cell (on several threads
+ * when there is much to read: one thread copies from the page cache at a
+ * few GB/s, as input.c found). */
+static int read_rows_direct(ddtk_psrfits *p, fits_file *f, long r, long k, uint8_t *out)
+{
+    ddtk_thread_error err;
+    ddtk_thread_error_init(&err);
+    const int threads = k * p->row_bytes >= ((int64_t)32 << 20) ? 8 : 1;
+#pragma omp parallel for num_threads(threads) schedule(dynamic)
+    for (long i = 0; i < k; i++) {
+        uint8_t *dst = out + i * p->row_bytes;
+        off_t at = f->data_off + (off_t)(r + i) * f->row_stride;
+        size_t done = 0;
+        while (done < (size_t)p->row_bytes && !ddtk_thread_error_code(&err)) {
+            ssize_t got = pread(f->fd, dst + done, (size_t)p->row_bytes - done, at + (off_t)done);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got <= 0)
+                ddtk_thread_error_keep(&err, (int)i, ddtk_fail(got < 0 ? DDTK_ESYS : DDTK_EDATA,
+                                       "%s: %s", f->path, got < 0 ? strerror(errno)
+                                       : "truncated: a row's DATA is past the end of the file"));
+            else
+                done += (size_t)got;
+        }
+    }
+    int rc = ddtk_thread_error_end(&err);
+    for (long i = 0; i < k && !rc; i++) {
+        if (p->weights_zero && (rc = row_scaling(p, f, r + i)))
+            break;
+        zeroed_channels(p);
+        present_int(p, out + i * p->row_bytes, out + i * p->row_bytes);
+    }
+    return rc;
+}
+
+/* Rows from the current one that follow each other without a gap in one
+ * file and fit in `room` spectra, for read_rows_direct; 0 if not possible. */
+static long direct_rows(const ddtk_psrfits *p, int64_t room)
+{
+    const fits_file *f = &p->f[p->cur_file];
+    long k = 0;
+    if (!p->direct)
+        return 0;
+    while (p->cur_row + k < f->nrows && (k + 1) * (int64_t)p->nsblk <= room
+           && f->row_spec[p->cur_row + k] == p->pos + k * (int64_t)p->nsblk)
+        k++;
+    return k;
 }
 
 /* The first spectrum of the next row, or -1 at the end. */
@@ -766,6 +868,13 @@ int ddtk_psrfits_read(ddtk_psrfits *p, uint8_t *out, int64_t n, int64_t *got)
         else if (next > p->pos) {
             k = n - *got < next - p->pos ? n - *got : next - p->pos;
             memset(out + *got * sb, 0, (size_t)(k * sb));
+        } else if ((k = direct_rows(p, n - *got)) > 0) {
+            int rc = read_rows_direct(p, &p->f[p->cur_file], p->cur_row, (long)k,
+                                      out + *got * sb);
+            if (rc)
+                return rc;
+            p->cur_row += (long)k;
+            k *= p->nsblk;
         } else {
             int rc = read_row(p, &p->f[p->cur_file], p->cur_row);
             if (rc)
@@ -788,6 +897,8 @@ void ddtk_psrfits_close(ddtk_psrfits *p)
         int status = 0;
         if (p->f[i].fp)
             fits_close_file(p->f[i].fp, &status);
+        if (p->f[i].fd >= 0)
+            close(p->f[i].fd);
         free(p->f[i].row_spec);
     }
     free(p->f);
@@ -797,5 +908,6 @@ void ddtk_psrfits_close(ddtk_psrfits *p)
     free(p->offs);
     free(p->wts);
     free(p->dead);
+    free(p->zero);
     free(p);
 }

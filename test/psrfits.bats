@@ -163,6 +163,9 @@ assert len(a) == len(b) == 4059 and np.array_equal(b, 2 * a + 32), 'differ'"
     [ "$status" -eq 0 ]
     [[ "$output" == *"768 spectra of zeros padded in 2 gaps"* ]]
     grep -q "768 spectra of zeros padded in 2 gaps" b.inf
+    # gulps that end inside rows mix whole-row and row-by-row reads
+    dat g_0001.fits g_0002.fits g_0003.fits g_0004.fits -o c.dat --gulp 1000
+    cmp b.dat c.dat
     tscrunch -q -n 1 --nbits-out 8 g_000?.fits -o g.fil
     [ "$(fbinfo g.fil -k nsamples)" = 4096 ]
     hdr=$(fbinfo a.fil -k header_size)
