@@ -3,7 +3,8 @@
 # accelsearch on a dd_direct DM sweep of .dat files, ACCEL_sift.py on the
 # accelsearch and on fdas --format presto outputs, prepfold -accelcand on
 # fdas's binary .cand, single_pulse_search.py on a burst, prepsubband against
-# dd_subband --sub-dm, and SIGPROC's
+# dd_subband --sub-dm, prepdata on PSRFITS (the real files and fbsim's layouts)
+# against dd_direct, and SIGPROC's
 # header, seek and fold on a .tim. Each test runs only when its programs are
 # on PATH (skipped with the reason otherwise); DDTK_INTEROP_PATH, if set, is
 # put in front of PATH. Build them from their public sources, outside the
@@ -144,4 +145,56 @@ presto_data_bytes() { awk -F'[=,]' '/On\/Off bin pair # +1 / { print ($3 + 1) * 
     done
     # the comparison can fail: direct dedispersion's delays differ from the sub-bands'
     ! cmp -s <(head -c "$n" p_DM46.00.dat) <(head -c "$n" dir_DM46.00.dat)
+}
+
+REAL=$BATS_TEST_DIRNAME/../../shared/data/real
+
+# prepdata -nobary -noclip at DM on a real PSRFITS file against dd_direct with
+# PRESTO's dispersion constant, over the samples ddtk computes (N - max delay):
+# the largest difference relative to the largest value must be <= $3
+prepdata_vs_dd_direct() {
+    local file=$1 dm=$2 tol=$3
+    [ -f "$REAL/$file" ] || skip "no $REAL (real telescope files)"
+    prepdata -nobary -noclip -dm "$dm" -o p "$REAL/$file" > pd.log 2>&1 || { tail -5 pd.log; false; }
+    dd_direct "$REAL/$file" --dm "$dm" --kdm 4149.377593360996 --format dat --length exact \
+        -o d.dat -q
+    /usr/bin/python3 -c "
+import numpy as np
+p = np.fromfile('p.dat', np.float32).astype(np.float64)
+d = np.fromfile('d.dat', np.float32).astype(np.float64)
+assert len(d) > 3000 and len(p) >= len(d), (len(p), len(d))
+err = np.abs(p[:len(d)] - d).max() / np.abs(p[:len(d)]).max()
+print('relative difference', err)
+assert err <= $tol, err"
+}
+
+@test "interop: prepdata on your_28.fits (PSRFITS, 8-bit AA+BB) equals dd_direct sample for sample" {
+    need prepdata
+    prepdata_vs_dd_direct your_28.fits 473.5 0
+}
+
+@test "interop: prepdata on parkes_4bit.sf (PSRFITS, 4-bit AABBCRCI, ZERO_OFF, scales) equals dd_direct within float rounding" {
+    need prepdata
+    prepdata_vs_dd_direct parkes_4bit.sf 56.77 1e-5
+}
+
+@test "interop: prepdata reads fbsim's PSRFITS (several files; 1/2/4/8-bit, signed 16, float; NPOL 2 and 4; scales) as dd_direct does" {
+    need prepdata
+    for layout in "--nbits 1" "--nbits 2 --nifs 4" "--nbits 4" "--nbits 8" "--nbits 16 --signed" \
+                  "--nbits 32" "--nbits 8 --nifs 2 --dat-scl 0.5 --dat-offs 3 --zero-off 1"; do
+        rm -f m*.fits p.dat
+        fbsim -q -o m.fits --format psrfits --nsblk 512 --rows-per-file 4 --nchans 64 \
+            --nsamples 8192 --tsamp 0.000128 --fch1 1500 --foff -2 --pulse 0.5,50,0.002,30 $layout
+        prepdata -nobary -noclip -dm 50 -o p m_0001.fits m_0002.fits m_0003.fits m_0004.fits \
+            > pd.log 2>&1 || { tail -5 pd.log; false; }
+        dd_direct m_000?.fits --dm 50 --kdm 4149.377593360996 --format dat --length exact \
+            -o d.dat -q --force
+        # integer samples sum exactly; float ones to within rounding
+        /usr/bin/python3 -c "
+import numpy as np
+p = np.fromfile('p.dat', np.float32).astype(np.float64)
+d = np.fromfile('d.dat', np.float32).astype(np.float64)
+err = np.abs(p[:len(d)] - d).max() / np.abs(p[:len(d)]).max()
+assert len(d) == 8054 and err <= (1e-6 if '$layout' == '--nbits 32' else 0), ('$layout', err)"
+    done
 }
