@@ -272,4 +272,4 @@ $(FUZZ_DIR)/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz.h $(FUZZ_OBJ)
 
 $(FUZZ_DIR)/fuzz_wisdom: test/fuzz/fuzz_wisdom.c test/fuzz/fuzz.h $(FUZZ_ALL_OBJ)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_ALL_OBJ) -o $@ \
-		-lfftw3f -lfftw3f_omp -lcfitsio -lm
+		-lfftw3f -lfftw3f_omp $(CFITSIO_LIBS) -lm
