@@ -133,6 +133,7 @@ const char *ddtk_machine_name(int id);
 /* ---- input streams (input.c, unpack.c) ----------------------------------- */
 
 typedef struct ddtk_psrfits ddtk_psrfits;
+typedef struct ddtk_cleaner ddtk_cleaner;
 typedef struct ddtk_input {
     FILE *fp;                     /* a SIGPROC input; NULL for PSRFITS */
     ddtk_psrfits *psrfits;        /* a PSRFITS search-mode input (psrfits.c); NULL for SIGPROC */
@@ -146,6 +147,7 @@ typedef struct ddtk_input {
     char *notes;                  /* how the input is read, for .inf notes and -v; or NULL */
     uint8_t *dead;                /* per channel, 1: dead in the input itself (PSRFITS
                                      DAT_WTS 0 in every row), killed as by a killfile; or NULL */
+    ddtk_cleaner *clean;          /* RFI excision of what is read (rfi.c); or NULL */
 } ddtk_input;
 
 /* Open a filterbank or time series ("-" or NULL: stdin) and read its header;
@@ -161,6 +163,33 @@ int ddtk_input_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got);
 void ddtk_input_close(ddtk_input *in);
 /* Bytes holding n spectra, rounded up. */
 int64_t ddtk_input_bytes(const ddtk_input *in, int64_t n);
+
+/* ---- RFI excision at the input (rfi.c) -------------------------------------- */
+
+/* Spectra per block of statistics, counted from the start of the input. */
+#define DDTK_RFI_BLOCK 2048
+
+typedef struct ddtk_clean_opts {
+    int auto_rfi;                 /* --rfi auto: IQRM channel flags and zero-DM clipping */
+    const char *mask;             /* --mask: a PRESTO rfifind mask; NULL: none */
+    double clip_sigma;            /* zero-DM clipping threshold (robust sigmas); 0: 5 */
+    int64_t block;                /* spectra per block; 0: DDTK_RFI_BLOCK, or the mask's
+                                     interval */
+} ddtk_clean_opts;
+
+typedef struct ddtk_rfi_report {
+    int64_t blocks, chan_blocks;  /* blocks cleaned; channel-blocks flagged by IQRM */
+    int64_t chans_ever;           /* channels flagged in some block */
+    int64_t spectra_clipped;      /* spectra replaced for their zero-DM outliers */
+    int64_t samples, samples_masked;  /* channel samples read, and replaced */
+} ddtk_rfi_report;
+
+/* Clean what in delivers from now on: samples the mask or the statistics
+ * flag are replaced by their channel's median over the block, in the input's
+ * format, before any backend sees them (the same on the CPU and GPU). */
+int ddtk_input_clean(ddtk_input *in, const ddtk_clean_opts *o);
+/* What was masked so far (zeros without cleaning). */
+void ddtk_input_clean_report(const ddtk_input *in, ddtk_rfi_report *r);
 
 /* Polarisation / IF selection (SPEC section 2). */
 enum { DDTK_POL_DEFAULT = -1, DDTK_POL_SUM = -2 };

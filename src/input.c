@@ -189,7 +189,7 @@ static int read_parallel(ddtk_input *in, uint8_t *raw, size_t want, size_t *have
     return rc;
 }
 
-int ddtk_input_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)
+static int read_raw(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)
 {
     *got = 0;
     if (in->eof || n <= 0)
@@ -220,6 +220,21 @@ int ddtk_input_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)
     return DDTK_OK;
 }
 
+/* With RFI excision the cleaner reads whole blocks ahead: what was delivered
+ * and the end are its. */
+int ddtk_input_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)
+{
+    if (!in->clean)
+        return read_raw(in, raw, n, got);
+    *got = 0;
+    if (n <= 0)
+        return DDTK_OK;
+    int rc = ddtk_clean_read(in, raw, n, got, read_raw);
+    in->eof = ddtk_clean_eof(in);
+    in->samples_read = ddtk_clean_delivered(in);
+    return rc;
+}
+
 void ddtk_input_close(ddtk_input *in)
 {
     if (in->fp && !in->is_stdin)
@@ -227,6 +242,8 @@ void ddtk_input_close(ddtk_input *in)
     in->fp = NULL;
     ddtk_psrfits_close(in->psrfits);
     in->psrfits = NULL;
+    ddtk_cleaner_free(in->clean);
+    in->clean = NULL;
     free(in->notes);
     in->notes = NULL;
     free(in->dead);

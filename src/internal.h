@@ -56,6 +56,15 @@ int ddtk_threads_set(int n);
 /* The count to give num_threads(): the one set, else OpenMP's default. */
 int ddtk_threads(void);
 
+/* ---- RFI excision (rfi.c) ---------------------------------------------------- */
+
+/* ddtk_input_read through the cleaner: read reads raw spectra. */
+int ddtk_clean_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got,
+                    int (*read)(ddtk_input *, uint8_t *, int64_t, int64_t *));
+int ddtk_clean_eof(const ddtk_input *in);
+int64_t ddtk_clean_delivered(const ddtk_input *in);
+void ddtk_cleaner_free(ddtk_cleaner *k);
+
 /* ---- unpacking (unpack.c) ----------------------------------------------- */
 
 /*
@@ -162,6 +171,14 @@ typedef struct ddtk_sim {
     int npulses;
     ddtk_sim_pulsar *pulsars;
     int npulsars;
+    /* RFI added to the same noise (which draws nothing for it): persistent
+     * narrow-band channels (a fraction of the channels, chosen from the seed,
+     * each at chan_amp noise sigmas, modulated by half of that at 0.3-3 Hz)
+     * and dropouts (dropout_rate per second, dropout_len seconds each, every
+     * sample 0). Broadband impulses and periodic RFI are pulses and pulsars
+     * at DM 0. */
+    double rfi_chan_frac, rfi_chan_amp;
+    double dropout_rate, dropout_len;
 } ddtk_sim;
 
 /* Write header and data of a synthetic observation (Gaussian noise plus signals). */

@@ -129,6 +129,43 @@ static void copy_signal_to_ifs(sim_state *st, const float *signal, int64_t n)
                 st->block[(t * h->nifs + i) * h->nchans + c] += signal[t * h->nifs * h->nchans + c];
 }
 
+/* A number in [0, 1) from a 64-bit hash of (seed, i): RFI choices that draw
+ * nothing from the noise generator. */
+static double hash01(unsigned long seed, uint64_t i)
+{
+    uint64_t z = (uint64_t)seed * 0x9E3779B97F4A7C15ull + i + 0x632BE59BD9B4E019ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0;
+}
+
+static void add_rfi(sim_state *st, int64_t s0, int64_t n)
+{
+    const ddtk_sim *s = st->s;
+    const ddtk_header *h = &s->hdr;
+    const int per_spectrum = h->nchans * h->nifs;
+    for (int c = 0; c < h->nchans && s->rfi_chan_frac > 0; c++) {
+        if (hash01(s->seed, 3 * (uint64_t)c) >= s->rfi_chan_frac)
+            continue;
+        double f = 0.3 + 2.7 * hash01(s->seed, 3 * (uint64_t)c + 1);
+        double phase = 2 * M_PI * hash01(s->seed, 3 * (uint64_t)c + 2);
+        for (int64_t t = 0; t < n; t++) {
+            double v = s->rfi_chan_amp * (1 + 0.5 * sin(2 * M_PI * f * (s0 + t) * h->tsamp + phase));
+            for (int i = 0; i < h->nifs; i++)
+                st->block[(t * h->nifs + i) * h->nchans + c] += (float)v;
+        }
+    }
+    if (!(s->dropout_rate > 0))
+        return;
+    for (int64_t t = 0; t < n; t++) {
+        double time = (s0 + t) * h->tsamp, k = floor(time * s->dropout_rate - 0.37);
+        if (time - (k + 0.37) / s->dropout_rate < s->dropout_len)
+            for (int e = 0; e < per_spectrum; e++)
+                st->block[t * per_spectrum + e] = (float)(-st->mean / st->sigma);
+    }
+}
+
 static double quantise(double x, double lo, double hi)
 {
     x = floor(x + 0.5);
@@ -222,6 +259,7 @@ int ddtk_sim_write(const ddtk_sim *s, FILE *fp, const char *name)
             st.block[e] += signal[e];
         if (h->nifs > 1)
             copy_signal_to_ifs(&st, signal, n);
+        add_rfi(&st, s0, n);
         pack(&st, n * per_spectrum);
         size_t bytes = (size_t)(n * per_spectrum * h->nbits + 7) / 8;
         if (fwrite(st.packed, 1, bytes, fp) != bytes)

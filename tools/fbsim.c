@@ -19,7 +19,8 @@ enum {
     OPT_NIFS, OPT_SIGNED, OPT_SEED, OPT_PULSE, OPT_PULSAR, OPT_TIM, OPT_FREQ_TABLE,
     OPT_SOURCE, OPT_TSTART, OPT_TELESCOPE, OPT_MACHINE, OPT_RAJ, OPT_DEJ, OPT_MEAN,
     OPT_SIGMA, OPT_KDM, OPT_FORCE, OPT_FORMAT, OPT_NSBLK, OPT_ROWS_PER_FILE, OPT_POL_TYPE,
-    OPT_DAT_SCL, OPT_DAT_OFFS, OPT_ZERO_OFF, OPT_ZERO_WEIGHT, OPT_DROP_ROWS, OPT_VERSION
+    OPT_DAT_SCL, OPT_DAT_OFFS, OPT_ZERO_OFF, OPT_ZERO_WEIGHT, OPT_DROP_ROWS, OPT_RFI,
+    OPT_VERSION
 };
 
 static const struct option options[] = {
@@ -57,6 +58,7 @@ static const struct option options[] = {
     { "zero-off", required_argument, 0, OPT_ZERO_OFF },
     { "zero-weight", required_argument, 0, OPT_ZERO_WEIGHT },
     { "drop-rows", required_argument, 0, OPT_DROP_ROWS },
+    { "rfi", required_argument, 0, OPT_RFI },
     DDTK_STANDARD_OPTIONS(OPT_VERSION),
     { 0, 0, 0, 0 },
 };
@@ -105,6 +107,15 @@ static void help(void)
 "                          a reader's value is (sample - Z) * S + O\n"
 "  --zero-weight FILE      channels with DAT_WTS 0 (a killfile: ranges 0:10,40 ...)\n"
 "  --drop-rows LIST        rows (from 0, over the observation) left out, as missing rows\n"
+"\n"
+"RFI, on the same noise as without it (repeat --rfi for several kinds):\n"
+"  --rfi chans:F:A         persistent narrow-band RFI in a fraction F of the channels\n"
+"                          (chosen from the seed), A noise sigmas each, modulated by\n"
+"                          A/2 at 0.3-3 Hz\n"
+"  --rfi impulses:P:A      broadband impulses at DM 0 every P seconds (first at P/2),\n"
+"                          one sample wide, peak S/N A at DM 0\n"
+"  --rfi periodic:P:A      periodic RFI at DM 0: period P s, duty 0.05, peak S/N A\n"
+"  --rfi dropouts:R:L      R dropouts a second, L seconds each: every sample 0\n"
 "  -q, --quiet  -v, --verbose  -h, --help  --version\n");
 }
 
@@ -115,6 +126,7 @@ typedef struct args {
     ddtk_psrfits_layout layout;
     const char *zero_weight;
     int64_t *drop;
+    double impulse_period, impulse_amp;
     double tobs;
     int nsamples_given, tim, freq_table, force, verbose, nchans_given, nbits_given;
 } args;
@@ -164,6 +176,50 @@ static int add_pulsar(args *a, const char *arg)
         return ddtk_fail(DDTK_ESYS, "out of memory");
     p[a->sim.npulsars++] = (ddtk_sim_pulsar){ v[0], v[1], v[2], v[3], v[4] };
     a->sim.pulsars = p;
+    return DDTK_OK;
+}
+
+/* --rfi KIND:X:Y; impulses and periodic RFI become pulses and a pulsar at DM 0. */
+static int add_rfi(args *a, const char *arg)
+{
+    double v[2];
+    char kind[16];
+    int n = 0;
+    if (sscanf(arg, "%15[a-z]:%lf:%lf%n", kind, &v[0], &v[1], &n) != 3 || arg[n]
+        || !(v[0] > 0) || !(v[1] > 0) || !isfinite(v[0]) || !isfinite(v[1]))
+        return ddtk_bad_option("--rfi", arg, "expected chans:F:A, impulses:P:A, periodic:P:A "
+                               "or dropouts:R:L with positive numbers");
+    if (strcmp(kind, "chans") == 0 && v[0] <= 1) {
+        a->sim.rfi_chan_frac = v[0];
+        a->sim.rfi_chan_amp = v[1];
+    } else if (strcmp(kind, "impulses") == 0) {
+        a->impulse_period = v[0];
+        a->impulse_amp = v[1];
+    } else if (strcmp(kind, "periodic") == 0) {
+        char text[64];
+        snprintf(text, sizeof text, "%.17g,0,0.05,%.17g", v[0], v[1]);
+        return add_pulsar(a, text);
+    } else if (strcmp(kind, "dropouts") == 0) {
+        a->sim.dropout_rate = v[0];
+        a->sim.dropout_len = v[1];
+    } else
+        return ddtk_bad_option("--rfi", arg, "unknown kind (chans, impulses, periodic, "
+                               "dropouts; chans needs F <= 1)");
+    return DDTK_OK;
+}
+
+/* The impulses of --rfi impulses, once the length is known. */
+static int add_impulses(args *a)
+{
+    const double ts = a->sim.hdr.tsamp, tobs = (double)a->sim.nsamples * ts;
+    for (double t = a->impulse_period / 2; a->impulse_period > 0 && t < tobs;
+         t += a->impulse_period) {
+        char text[96];
+        snprintf(text, sizeof text, "%.17g,0,%.17g,%.17g", t, ts, a->impulse_amp);
+        int rc = add_pulse(a, text);
+        if (rc)
+            return rc;
+    }
     return DDTK_OK;
 }
 
@@ -241,6 +297,7 @@ static int option(int code, const char *arg, void *ctx)
     case OPT_ZERO_OFF: return ddtk_opt_double("--zero-off", arg, &a->layout.zero_off);
     case OPT_ZERO_WEIGHT: a->zero_weight = arg; break;
     case OPT_DROP_ROWS: return drop_rows(a, arg);
+    case OPT_RFI: return add_rfi(a, arg);
     case 'q': break;
     case 'v': a->verbose = 1; break;
     default: return ddtk_fail(DDTK_EUSAGE, "unknown option (see --help)");
@@ -392,7 +449,7 @@ int main(int argc, char **argv)
     rc = ddtk_getopt(argc, argv, ":o:qvh", options, OPT_VERSION, help, option, &a);
     if (!rc && optind < argc)
         rc = ddtk_fail(DDTK_EUSAGE, "unexpected argument '%s' (see --help)", argv[optind]);
-    if (!rc && !(rc = finish_header(&a)) && !a.output && isatty(STDOUT_FILENO))
+    if (!rc && !(rc = finish_header(&a)) && !(rc = add_impulses(&a)) && !a.output && isatty(STDOUT_FILENO))
         rc = ddtk_fail(DDTK_EUSAGE, "refusing to write binary data to a terminal; use -o FILE");
     if (!rc)
         rc = write_output(&a);

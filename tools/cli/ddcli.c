@@ -17,7 +17,7 @@ enum {
     OPT_TOL, OPT_PULSE_WIDTH, OPT_KILLFILE, OPT_ZERODM, OPT_REF_FREQ, OPT_KDM, OPT_ROUNDING,
     OPT_GULP, OPT_MAX_MEM, OPT_THREADS, OPT_BACKEND, OPT_GPU, OPT_LIST_GPUS, OPT_FORCE,
     OPT_POL, OPT_PAD, OPT_EVEN, OPT_LENGTH, OPT_DISCARD, OPT_VERSION, OPT_PLAN, OPT_SCRUNCH,
-    OPT_NBITS_OUT, OPT_WISDOM, OPT_NO_WISDOM, OPT_TUNE
+    OPT_NBITS_OUT, OPT_WISDOM, OPT_NO_WISDOM, OPT_TUNE, OPT_RFI, OPT_MASK, OPT_RFI_CLIP
 };
 
 static const struct option common_options[] = {
@@ -54,6 +54,9 @@ static const struct option common_options[] = {
     { "no-wisdom", no_argument, 0, OPT_NO_WISDOM },
     { "tune", no_argument, 0, OPT_TUNE },
     { "discard", no_argument, 0, OPT_DISCARD },
+    { "rfi", required_argument, 0, OPT_RFI },
+    { "rfi-clip", required_argument, 0, OPT_RFI_CLIP },
+    { "mask", required_argument, 0, OPT_MASK },
     DDTK_STANDARD_OPTIONS(OPT_VERSION),
 };
 #define NCOMMON ((int)(sizeof common_options / sizeof common_options[0]))
@@ -111,6 +114,13 @@ static const struct option common_options[] = {
     "  --killfile FILE          channels to kill: 0/1 mask per line (0 kills) or\n" \
     "                           a list of indices and ranges, e.g. 0:10,40,100:120\n" \
     "  --zerodm                 subtract each spectrum's mean before dedispersing\n" \
+    "  --rfi auto|none          RFI excision before dedispersing (default none): per\n" \
+    "                           2048-spectrum block, channels whose deviation is an IQRM\n" \
+    "                           outlier and spectra whose zero-DM sum is (broadband\n" \
+    "                           impulses, dropouts) are replaced by channel levels\n" \
+    "  --rfi-clip S             zero-DM clipping threshold in robust sigmas (default 5)\n" \
+    "  --mask FILE              a PRESTO rfifind mask (FILE_rfifind.mask): its channels\n" \
+    "                           and intervals are replaced by channel levels\n" \
     "  --pol sum|N              IFs: sum of IFs 0 and 1, or IF N (default sum if nifs is 2 or 4)\n" \
     "\n" \
     "Resources:\n" \
@@ -233,6 +243,12 @@ static int common_option(ddtk_ddargs *a, int code, const char *arg)
     case OPT_WISDOM: a->wisdom = arg; break;
     case OPT_NO_WISDOM: a->no_wisdom = 1; break;
     case OPT_TUNE: a->tune = 1; break;
+    case OPT_RFI: {
+        static const char *const modes[] = { "none", "auto", NULL };
+        return ddtk_opt_choice("--rfi", arg, modes, &a->clean.auto_rfi);
+    }
+    case OPT_RFI_CLIP: return positive("--rfi-clip", arg, &a->clean.clip_sigma);
+    case OPT_MASK: a->clean.mask = arg; break;
     case OPT_NBITS_OUT: {
         static const char *const widths[] = { "8", "16", "32", NULL };
         int i;
@@ -289,6 +305,8 @@ int ddtk_ddargs_open(const ddtk_ddargs *a, ddtk_input *in)
 {
     int rc = a->ninputs > 1 ? ddtk_input_open_files(in, a->inputs, a->ninputs)
                             : ddtk_input_open(in, a->input);
+    if (!rc)
+        rc = ddtk_input_clean(in, &a->clean);
     if (!rc && in->notes && a->desc.verbose)
         for (const char *l = in->notes; *l;) {
             size_t n = strcspn(l, "\n");
@@ -531,6 +549,66 @@ static int integer_output(const ddtk_ddargs *a, const ddtk_input *in, const ddtk
     return DDTK_OK;
 }
 
+/* The outset's sink, whose finish first adds what RFI excision replaced to
+ * the .inf notes (and says it with -v): it is known only once all is read. */
+typedef struct rfi_sink {
+    ddtk_sink inner;
+    const ddtk_ddargs *a;
+    ddtk_input *in;
+    ddtk_outset *out;
+    const char *notes;
+    char *all;
+} rfi_sink;
+
+static int rfi_write(ddtk_sink *s, int dm, int64_t offset, const float *x, int64_t n)
+{
+    rfi_sink *r = s->ctx;
+    return r->inner.write(&r->inner, dm, offset, x, n);
+}
+
+static int rfi_pad(ddtk_sink *s, int dm, int64_t offset, float value, int64_t n)
+{
+    rfi_sink *r = s->ctx;
+    return r->inner.pad(&r->inner, dm, offset, value, n);
+}
+
+static char *rfi_notes(const ddtk_ddargs *a, const ddtk_input *in, const char *notes)
+{
+    ddtk_rfi_report rep;
+    ddtk_input_clean_report(in, &rep);
+    char *s = malloc(strlen(notes) + 512);
+    if (!s)
+        return NULL;
+    double pct = rep.samples ? 100.0 * (double)rep.samples_masked / (double)rep.samples : 0;
+    int n = sprintf(s, "%s\nRFI excision: %.3g%% of samples replaced by channel levels", notes,
+                    pct);
+    if (a->clean.mask)
+        n += sprintf(s + n, "\nrfifind mask %.60s applied", a->clean.mask);
+    if (a->clean.auto_rfi)
+        sprintf(s + n, "\n--rfi auto: %lld channels flagged (%lld channel-blocks of %lld "
+                "blocks),\n%lld spectra clipped (zero-DM > %g sigma)", (long long)rep.chans_ever,
+                (long long)rep.chan_blocks, (long long)rep.blocks, (long long)rep.spectra_clipped,
+                a->clean.clip_sigma > 0 ? a->clean.clip_sigma : 5.0);
+    return s;
+}
+
+static int rfi_finish(ddtk_sink *s, int rc)
+{
+    rfi_sink *r = s->ctx;
+    if (!rc && !(r->all = rfi_notes(r->a, r->in, r->notes)))
+        rc = ddtk_fail(DDTK_ESYS, "out of memory");
+    if (!rc) {
+        r->out->meta.notes = r->all;
+        if (r->a->desc.verbose)
+            for (const char *l = r->all + strlen(r->notes) + 1; *l;) {
+                size_t k = strcspn(l, "\n");
+                ddtk_msg("%s: %.*s", r->in->name, (int)k, l);
+                l += k + (l[k] == '\n');
+            }
+    }
+    return r->inner.finish(&r->inner, rc);
+}
+
 static int run_plan(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char *notes)
 {
     ddtk_outset out;
@@ -555,9 +633,18 @@ static int run_plan(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char 
     ddtk_source src;
     ddtk_sink sink;
     ddtk_stream_options opt = { .pad = a->pad };
+    rfi_sink rs = { .a = a, .in = in, .out = &out, .notes = notes };
     ddtk_source_file(&src, in);
     ddtk_sink_outset(&sink, &out);
+    if (in->clean) {
+        rs.inner = sink;
+        sink.write = rfi_write;
+        sink.pad = rfi_pad;
+        sink.finish = rfi_finish;
+        sink.ctx = &rs;
+    }
     rc = ddtk_plan_stream(plan, &src, &sink, &opt, &stats);
+    free(rs.all);
     if (!rc && !a->desc.quiet)
         ddtk_print_summary(&stats, ddtk_plan_algorithm(plan));
     return rc;

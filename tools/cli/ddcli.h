@@ -29,6 +29,7 @@ typedef struct ddtk_ddargs {
     int no_wisdom, tune;          /* --no-wisdom, --tune */
     int dms_fixed;                /* the tool set dms and downsamp itself (dd_tree) */
     int gpus[DDTK_MAX_GPUS];      /* --gpu LIST (desc.gpus points here) */
+    ddtk_clean_opts clean;        /* --rfi, --rfi-clip, --mask */
     ddtk_outspec out;
     ddtk_plan_desc desc;          /* kdm, fref, rounding, resources, backend ... */
 } ddtk_ddargs;

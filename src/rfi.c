@@ -1,0 +1,554 @@
+/*
+ * rfi.c - RFI excision at the input, before any dedispersion backend: PRESTO
+ * rfifind masks (--mask) and the built-in cleaner (--rfi auto).
+ *
+ * Spectra are cleaned in blocks of DDTK_RFI_BLOCK counted from the start of
+ * the observation, whatever the reads' sizes, so the CPU and the GPU (and
+ * any gulp) see the same cleaned samples. A masked sample is replaced, in
+ * the input's own format, by its channel's mean over the block (per IF;
+ * for a flagged or masked channel, its good neighbours' level), with
+ * dithered rounding for integer data: the engine, the killfile and --zerodm
+ * work as before on data that just lost their RFI.
+ *
+ * --rfi auto flags, per block, the channels whose standard deviation or mean
+ * is a high outlier against their neighbours' (IQRM, Morello et al. 2022: lagged
+ * differences of the statistic, robust thresholds from their interquartile
+ * range, a vote per lag and direction), then clips the spectra whose zero-DM
+ * sum (each channel's deviation from its median in units of its robust
+ * sigma, over the unflagged channels) is a robust outlier: broadband
+ * impulses and dropouts.
+ */
+#include "internal.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define IQRM_THRESHOLD 3.0        /* robust sigmas of a lagged difference */
+#define CLIP_THRESHOLD 5.0        /* robust sigmas of the zero-DM series */
+#define MIN_STATS 32              /* spectra a block needs for statistics */
+
+/* A PRESTO rfifind mask (mask.c's layout: native doubles and ints). */
+typedef struct rfi_mask {
+    double dtint;
+    int numchan, numint, ptsperint;
+    uint8_t *zap_chan;            /* [file channel] */
+    uint8_t *zap_int;             /* [interval] */
+    uint8_t *chans;               /* [interval * numchan + file channel] */
+} rfi_mask;
+
+struct ddtk_cleaner {
+    ddtk_clean_opts o;
+    rfi_mask mask;
+    int have_mask;
+    int64_t block;                /* spectra per block */
+    uint8_t *raw;                 /* one block as read */
+    int64_t have, used;           /* spectra in raw, and already delivered */
+    int64_t first;                /* observation index of raw's first spectrum */
+    int eof;
+    float *rows;                  /* [if][chan][t] of the block */
+    float *det;                   /* [chan][t]: the IFs the engine sums */
+    float *scratch;               /* per thread: a copy of a row for selection */
+    float *med, *dmed, *sig;      /* [if][chan] means; [chan] detection rows' median, sigma */
+    float *stat, *mean, *diff;    /* per channel: std, mean; lagged differences */
+    int *votes, *tries;
+    uint8_t *flag;                /* [chan] flagged in this block */
+    uint8_t *bad;                 /* [chan] flagged or masked: replaced by its neighbours' level */
+    float *level;                 /* [if][chan] what a replaced sample becomes */
+    uint8_t *clip;                /* [t] spectrum clipped */
+    double *zdm;                  /* [t] zero-DM series */
+    int *row;                     /* identity channel map for ddtk_unpack */
+    ddtk_rfi_report rep;
+    uint8_t *ever;                /* [chan] flagged in some block */
+};
+
+/* ---- PRESTO masks ------------------------------------------------------------- */
+
+static int read_ints(FILE *fp, int *v, size_t n)
+{
+    return fread(v, sizeof *v, n, fp) == n ? 0 : -1;
+}
+
+/* rfifind numbers channels from the lowest frequency; files may descend. */
+static int file_chan(int c, int nchans, int descending)
+{
+    return descending ? nchans - 1 - c : c;
+}
+
+static int mask_chan_list(FILE *fp, rfi_mask *m, int n, uint8_t *dst, int descending,
+                          const char *path)
+{
+    int *v = ddtk_malloc((size_t)(n > 0 ? n : 1) * sizeof *v, "mask");
+    if (!v)
+        return DDTK_ESYS;
+    int rc = n > 0 && read_ints(fp, v, (size_t)n) ? DDTK_EDATA : DDTK_OK;
+    for (int i = 0; i < n && !rc; i++) {
+        if (v[i] < 0 || v[i] >= m->numchan) {
+            rc = ddtk_fail(DDTK_EDATA, "%s: channel %d outside the mask's %d", path, v[i],
+                           m->numchan);
+            break;
+        }
+        dst[file_chan(v[i], m->numchan, descending)] = 1;
+    }
+    free(v);
+    return rc == DDTK_EDATA && !strstr(ddtk_errmsg(), path)
+           ? ddtk_fail(DDTK_EDATA, "%s: truncated rfifind mask", path) : rc;
+}
+
+static int read_mask(rfi_mask *m, const char *path, const ddtk_header *h)
+{
+    double head[6];
+    int n[4], rc = DDTK_OK;
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return ddtk_fail(DDTK_ESYS, "%s: cannot open the mask", path);
+    if (fread(head, sizeof(double), 6, fp) != 6 || read_ints(fp, n, 4)) {
+        fclose(fp);
+        return ddtk_fail(DDTK_EDATA, "%s: truncated rfifind mask", path);
+    }
+    m->dtint = head[3];
+    m->numchan = n[0];
+    m->numint = n[1];
+    m->ptsperint = n[2];
+    if (m->numchan != h->nchans)
+        rc = ddtk_fail(DDTK_EDATA, "%s: a mask of %d channels for %d", path, m->numchan,
+                       h->nchans);
+    else if (m->numint < 1 || m->numint > (1 << 28) || m->ptsperint < 1 || !(m->dtint > 0)
+             || n[3] < 0 || n[3] > m->numchan)
+        rc = ddtk_fail(DDTK_EDATA, "%s: not an rfifind mask (intervals %d of %d spectra)",
+                       path, m->numint, m->ptsperint);
+    const int desc = h->nfreqs > 1 ? h->freqs[h->nfreqs - 1] < h->freqs[0] : h->foff < 0;
+    if (!rc && (!(m->zap_chan = ddtk_calloc((size_t)m->numchan, 1, "mask"))
+                || !(m->zap_int = ddtk_calloc((size_t)m->numint, 1, "mask"))
+                || !(m->chans = ddtk_calloc((size_t)m->numint * m->numchan, 1, "mask"))))
+        rc = DDTK_ESYS;
+    if (!rc)
+        rc = mask_chan_list(fp, m, n[3], m->zap_chan, desc, path);
+    int nzi = 0, *per = NULL;
+    if (!rc && read_ints(fp, &nzi, 1))
+        rc = ddtk_fail(DDTK_EDATA, "%s: truncated rfifind mask", path);
+    int *zi = !rc ? ddtk_malloc((size_t)(nzi > 0 ? nzi : 1) * sizeof *zi, "mask") : NULL;
+    if (!rc && (nzi < 0 || nzi > m->numint || !zi || (nzi && read_ints(fp, zi, (size_t)nzi))))
+        rc = ddtk_fail(DDTK_EDATA, "%s: bad zapped intervals", path);
+    for (int i = 0; i < nzi && !rc; i++)
+        if (zi[i] >= 0 && zi[i] < m->numint)
+            m->zap_int[zi[i]] = 1;
+    free(zi);
+    if (!rc && (!(per = ddtk_malloc((size_t)m->numint * sizeof *per, "mask"))
+                || read_ints(fp, per, (size_t)m->numint)))
+        rc = ddtk_fail(DDTK_EDATA, "%s: truncated rfifind mask", path);
+    for (int i = 0; i < m->numint && !rc; i++) {
+        uint8_t *dst = m->chans + (size_t)i * m->numchan;
+        if (per[i] == m->numchan)
+            memset(dst, 1, (size_t)m->numchan);
+        else if (per[i] > 0 && per[i] < m->numchan)
+            rc = mask_chan_list(fp, m, per[i], dst, desc, path);
+    }
+    free(per);
+    fclose(fp);
+    return rc;
+}
+
+/* ---- statistics ------------------------------------------------------------ */
+
+static void swapf(float *a, float *b)
+{
+    float t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* The k-th smallest of v[0..n-1] (v reordered). */
+static float select_k(float *v, int64_t n, int64_t k)
+{
+    int64_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        float pivot = v[(lo + hi) / 2];
+        int64_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i <= j)
+                swapf(&v[i++], &v[j--]);
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return v[k];
+    }
+    return v[k];
+}
+
+static float median_of(float *v, int64_t n)
+{
+    return n > 0 ? select_k(v, n, n / 2) : 0.0f;
+}
+
+/* Median and 1.4826 x MAD of x[0..n-1], using tmp. */
+static void robust(const float *x, int64_t n, float *tmp, float *med, float *sig)
+{
+    memcpy(tmp, x, (size_t)n * sizeof *tmp);
+    *med = median_of(tmp, n);
+    for (int64_t i = 0; i < n; i++)
+        tmp[i] = fabsf(x[i] - *med);
+    *sig = 1.4826f * median_of(tmp, n);
+}
+
+/* IQRM on the per-channel statistic s (only high outliers count): for each
+ * lag, a channel gets a vote when its difference from the channel lag away is
+ * above the median difference by IQRM_THRESHOLD robust sigmas (IQR / 1.349);
+ * it is flagged when a majority of its comparisons vote against it. */
+static void iqrm(ddtk_cleaner *k, int nchan, const float *s, uint8_t *flag)
+{
+    memset(k->votes, 0, (size_t)nchan * sizeof *k->votes);
+    memset(k->tries, 0, (size_t)nchan * sizeof *k->tries);
+    for (int lag = 1; lag <= nchan / 4 && lag <= 64; lag *= 2)
+        for (int dir = -1; dir <= 1; dir += 2) {
+            int n = 0;
+            for (int c = 0; c < nchan; c++) {
+                int o = c + dir * lag;
+                if (o >= 0 && o < nchan)
+                    k->diff[n++] = s[c] - s[o];
+            }
+            if (n < 8)
+                continue;
+            float q1 = select_k(k->diff, n, n / 4), q3 = select_k(k->diff, n, 3 * n / 4);
+            float med = select_k(k->diff, n, n / 2);
+            float lim = med + (float)IQRM_THRESHOLD * (q3 - q1) / 1.349f;
+            for (int c = 0; c < nchan; c++) {
+                int o = c + dir * lag;
+                if (o < 0 || o >= nchan)
+                    continue;
+                k->tries[c]++;
+                k->votes[c] += s[c] - s[o] > lim && q3 > q1;
+            }
+        }
+    for (int c = 0; c < nchan; c++)
+        flag[c] |= k->tries[c] > 0 && 2 * k->votes[c] > k->tries[c];
+}
+
+/* ---- writing samples back ---------------------------------------------------- */
+
+/* Sample e of the raw block becomes x: float as it is, an integer format
+ * by dithered rounding (floor(x + u), u uniform in [0, 1) from a hash of the
+ * sample's place), so that replaced samples keep the level x on average where
+ * plain rounding would shift every one by the same fraction. */
+static void put(const ddtk_header *h, uint8_t *raw, int64_t e, int64_t where, float x)
+{
+    const int nbits = h->nbits, sgn = h->signed_data == 1;
+    if (nbits == 32) {
+        memcpy(raw + 4 * e, &x, 4);
+        return;
+    }
+    uint64_t z = (uint64_t)where * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 31)) * 0xBF58476D1CE4E5B9ull;
+    double u = (double)(z >> 40) / 16777216.0;
+    double lo = sgn ? -ldexp(1, nbits - 1) : 0, hi = sgn ? ldexp(1, nbits - 1) - 1
+                                                          : ldexp(1, nbits) - 1;
+    double v = floor((double)x + u);
+    v = v < lo ? lo : v > hi ? hi : v;
+    if (nbits < 8) {
+        int64_t bit = e * nbits;
+        unsigned m = (1u << nbits) - 1u, sh = (unsigned)(bit & 7);
+        raw[bit >> 3] = (uint8_t)((raw[bit >> 3] & ~(m << sh)) | ((unsigned)v << sh));
+    } else if (nbits == 8)
+        raw[e] = (uint8_t)(int)v;
+    else {
+        uint16_t u = (uint16_t)(int32_t)v;
+        memcpy(raw + 2 * e, &u, 2);
+    }
+}
+
+/* ---- the cleaner ------------------------------------------------------------- */
+
+static int clean_alloc(ddtk_cleaner *k, const ddtk_input *in)
+{
+    const ddtk_header *h = &in->hdr;
+    const size_t nc = (size_t)h->nchans, ni = (size_t)h->nifs, b = (size_t)k->block;
+    const int threads = ddtk_threads() > 2 ? ddtk_threads() : 2;
+    if (!(k->raw = ddtk_malloc((size_t)ddtk_input_bytes(in, k->block), "RFI block"))
+        || !(k->rows = ddtk_malloc(ni * nc * b * sizeof *k->rows, "RFI block"))
+        || !(k->det = ddtk_malloc(nc * b * sizeof *k->det, "RFI block"))
+        || !(k->scratch = ddtk_malloc((size_t)threads * b * sizeof *k->scratch, "RFI block"))
+        || !(k->med = ddtk_malloc(ni * nc * sizeof *k->med, "RFI stats"))
+        || !(k->sig = ddtk_malloc(nc * sizeof *k->sig, "RFI stats"))
+        || !(k->dmed = ddtk_malloc(nc * sizeof *k->dmed, "RFI stats"))
+        || !(k->stat = ddtk_malloc(nc * sizeof *k->stat, "RFI stats"))
+        || !(k->mean = ddtk_malloc(nc * sizeof *k->mean, "RFI stats"))
+        || !(k->diff = ddtk_malloc(nc * sizeof *k->diff, "RFI stats"))
+        || !(k->votes = ddtk_malloc(nc * sizeof *k->votes, "RFI stats"))
+        || !(k->tries = ddtk_malloc(nc * sizeof *k->tries, "RFI stats"))
+        || !(k->flag = ddtk_calloc(nc, 1, "RFI stats"))
+        || !(k->bad = ddtk_calloc(nc, 1, "RFI stats"))
+        || !(k->level = ddtk_malloc(ni * nc * sizeof *k->level, "RFI stats"))
+        || !(k->ever = ddtk_calloc(nc, 1, "RFI stats"))
+        || !(k->clip = ddtk_calloc(b, 1, "RFI stats"))
+        || !(k->zdm = ddtk_malloc(b * sizeof *k->zdm, "RFI stats"))
+        || !(k->row = ddtk_malloc(nc * sizeof *k->row, "RFI stats")))
+        return DDTK_ESYS;
+    for (size_t c = 0; c < nc; c++)
+        k->row[c] = (int)c;
+    return DDTK_OK;
+}
+
+/* Per-IF means of every channel (the level of replaced samples: a block's
+ * few outliers move it little, and integer data's median is biased by up to
+ * half a step), the detection rows' median, robust sigma, mean and std. */
+static void block_stats(ddtk_cleaner *k, const ddtk_header *h, int64_t n)
+{
+    const int nc = h->nchans, ni = h->nifs;
+    const size_t b = (size_t)k->block;
+#pragma omp parallel for schedule(dynamic, 16) num_threads(ddtk_threads())
+    for (int c = 0; c < nc; c++) {
+        float *tmp = k->scratch + (size_t)omp_get_thread_num() * b, med, sig;
+        for (int i = 0; i < ni; i++) {
+            const float *x = k->rows + ((size_t)i * nc + c) * b;
+            double s = 0;
+            for (int64_t t = 0; t < n; t++)
+                s += x[t];
+            k->med[(size_t)i * nc + c] = (float)(s / (double)n);
+        }
+        robust(k->det + (size_t)c * b, n, tmp, &med, &sig);
+        k->dmed[c] = med;
+        k->sig[c] = sig;
+        double s = 0, ss = 0;
+        const float *x = k->det + (size_t)c * b;
+        for (int64_t t = 0; t < n; t++) {
+            s += x[t];
+            ss += (double)x[t] * x[t];
+        }
+        double var = ss / (double)n - (s / (double)n) * (s / (double)n);
+        k->stat[c] = (float)sqrt(var > 0 ? var : 0);
+        k->mean[c] = (float)(s / (double)n);
+    }
+}
+
+/* Zero-DM outliers among the spectra of the block, over unflagged channels. */
+static void clip_spectra(ddtk_cleaner *k, const ddtk_header *h, int64_t n)
+{
+    const int nc = h->nchans;
+    const size_t b = (size_t)k->block;
+    int live = 0;
+    memset(k->clip, 0, (size_t)n);
+    for (int64_t t = 0; t < n; t++)
+        k->zdm[t] = 0;
+    for (int c = 0; c < nc; c++) {
+        if (k->flag[c] || !(k->sig[c] > 0))
+            continue;
+        live++;
+        const float *x = k->det + (size_t)c * b;
+        for (int64_t t = 0; t < n; t++)
+            k->zdm[t] += (x[t] - k->dmed[c]) / k->sig[c];
+    }
+    if (live < 1)
+        return;
+    float *z = k->scratch, med, sig;
+    for (int64_t t = 0; t < n; t++)
+        z[t] = (float)k->zdm[t];
+    float *tmp = k->scratch + b;
+    robust(z, n, tmp, &med, &sig);
+    if (!(sig > 0))
+        return;
+    for (int64_t t = 0; t < n; t++)
+        k->clip[t] = fabsf(z[t] - med) > (float)k->o.clip_sigma * sig;
+}
+
+/* The level a replaced sample takes: the channel's mean over the block, or
+ * for a channel flagged (or masked at the block's middle) the median of the
+ * means of its nearest good neighbours, so that the RFI's own level does not
+ * step from block to block in the dedispersed series. */
+static void levels(ddtk_cleaner *k, const ddtk_header *h, int64_t n)
+{
+    const int nc = h->nchans, ni = h->nifs;
+    const rfi_mask *m = &k->mask;
+    const uint8_t *mrow = NULL;
+    if (k->have_mask) {
+        int64_t iv = (k->first + n / 2) / m->ptsperint;
+        iv = iv >= m->numint ? m->numint - 1 : iv;
+        /* a whole zapped interval says nothing of its channels */
+        mrow = m->zap_int[iv] || memchr(m->chans + (size_t)iv * m->numchan, 0,
+                                        (size_t)m->numchan) == NULL
+               ? NULL : m->chans + (size_t)iv * m->numchan;
+    }
+    for (int c = 0; c < nc; c++)
+        k->bad[c] = k->flag[c] || (k->have_mask && m->zap_chan[c]) || (mrow && mrow[c]);
+    for (int i = 0; i < ni; i++) {
+        const float *med = k->med + (size_t)i * nc;
+        float *lev = k->level + (size_t)i * nc;
+        for (int c = 0; c < nc; c++) {
+            int got = 0;
+            lev[c] = med[c];
+            if (!k->bad[c])
+                continue;
+            for (int d = 1; d < nc && got < 8; d++)
+                for (int o = c - d; o <= c + d && got < 8; o += 2 * d)
+                    if (o >= 0 && o < nc && !k->bad[o])
+                        k->diff[got++] = med[o];
+            if (got)
+                lev[c] = median_of(k->diff, got);
+        }
+    }
+}
+
+/* Replace what the mask and the statistics flag by the channels' levels. */
+static void replace(ddtk_cleaner *k, const ddtk_header *h, int64_t n)
+{
+    const int nc = h->nchans, ni = h->nifs;
+    const rfi_mask *m = &k->mask;
+    for (int64_t t = 0; t < n; t++) {
+        int64_t s = k->first + t;
+        const uint8_t *mrow = NULL;
+        int all = k->clip[t];
+        if (k->have_mask) {
+            int64_t iv = s / m->ptsperint;
+            iv = iv >= m->numint ? m->numint - 1 : iv;
+            all |= m->zap_int[iv];
+            mrow = m->chans + (size_t)iv * m->numchan;
+        }
+        int64_t nrep = 0;
+        for (int c = 0; c < nc; c++) {
+            int hit = all || k->flag[c] || (mrow && (mrow[c] || m->zap_chan[c]));
+            if (!hit)
+                continue;
+            nrep++;
+            for (int i = 0; i < ni; i++)
+                put(h, k->raw, (t * ni + i) * nc + c, (s * ni + i) * nc + c,
+                    k->level[(size_t)i * nc + c]);
+        }
+        k->rep.samples_masked += nrep;
+        k->rep.spectra_clipped += k->clip[t];
+    }
+}
+
+static void clean_block(ddtk_cleaner *k, const ddtk_input *in, int64_t n)
+{
+    const ddtk_header *h = &in->hdr;
+    const int nc = h->nchans, ni = h->nifs;
+    const size_t b = (size_t)k->block;
+    for (int i = 0; i < ni; i++)
+        ddtk_unpack(h, k->raw, n, k->row, i, k->rows + (size_t)i * nc * b, b);
+    ddtk_unpack(h, k->raw, n, k->row, ni >= 2 ? DDTK_POL_SUM : 0, k->det, b);
+    block_stats(k, h, n);
+    memset(k->flag, 0, (size_t)nc);
+    memset(k->clip, 0, (size_t)n);
+    if (k->o.auto_rfi && n >= MIN_STATS) {
+        iqrm(k, nc, k->stat, k->flag);
+        iqrm(k, nc, k->mean, k->flag);
+        clip_spectra(k, h, n);
+    }
+    for (int c = 0; c < nc; c++) {
+        k->rep.chan_blocks += k->flag[c];
+        k->ever[c] |= k->flag[c];
+    }
+    k->rep.blocks++;
+    levels(k, h, n);
+    replace(k, h, n);
+    k->rep.samples += n * nc;
+}
+
+int ddtk_input_clean(ddtk_input *in, const ddtk_clean_opts *o)
+{
+    if (!o->auto_rfi && !o->mask)
+        return DDTK_OK;
+    ddtk_cleaner *k = ddtk_calloc(1, sizeof *k, "RFI cleaner");
+    if (!k)
+        return DDTK_ESYS;
+    in->clean = k;
+    k->o = *o;
+    if (!(k->o.clip_sigma > 0))
+        k->o.clip_sigma = CLIP_THRESHOLD;
+    k->block = o->block > 0 ? o->block : DDTK_RFI_BLOCK;
+    int rc = o->mask ? read_mask(&k->mask, o->mask, &in->hdr) : DDTK_OK;
+    k->have_mask = o->mask != NULL;
+    if (!rc && k->have_mask && o->block <= 0)
+        k->block = k->mask.ptsperint;
+    k->block = (k->block + 7) / 8 * 8;   /* whole bytes of any sample format */
+    return rc ? rc : clean_alloc(k, in);
+}
+
+int ddtk_clean_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got,
+                    int (*read)(ddtk_input *, uint8_t *, int64_t, int64_t *))
+{
+    ddtk_cleaner *k = in->clean;
+    const int64_t bits = in->bits_per_spectrum;
+    *got = 0;
+    while (*got < n) {
+        if (k->used == k->have) {
+            if (k->eof)
+                break;
+            k->first += k->have;
+            int rc = read(in, k->raw, k->block, &k->have);
+            if (rc)
+                return rc;
+            k->used = 0;
+            k->eof = k->have < k->block;
+            if (k->have == 0)
+                break;
+            clean_block(k, in, k->have);
+        }
+        int64_t m = n - *got < k->have - k->used ? n - *got : k->have - k->used;
+        /* Whole bytes: blocks and reads of the dd tools are multiples of 8 spectra. */
+        memcpy(raw + *got * bits / 8, k->raw + k->used * bits / 8, (size_t)(m * bits / 8));
+        k->used += m;
+        *got += m;
+    }
+    return DDTK_OK;
+}
+
+int ddtk_clean_eof(const ddtk_input *in)
+{
+    const ddtk_cleaner *k = in->clean;
+    return k->eof && k->used == k->have;
+}
+
+int64_t ddtk_clean_delivered(const ddtk_input *in)
+{
+    const ddtk_cleaner *k = in->clean;
+    return k->first + k->used;
+}
+
+void ddtk_input_clean_report(const ddtk_input *in, ddtk_rfi_report *r)
+{
+    const ddtk_cleaner *k = in->clean;
+    memset(r, 0, sizeof *r);
+    if (!k)
+        return;
+    *r = k->rep;
+    for (int c = 0; c < in->hdr.nchans; c++)
+        r->chans_ever += k->ever[c];
+}
+
+void ddtk_cleaner_free(ddtk_cleaner *k)
+{
+    if (!k)
+        return;
+    free(k->mask.zap_chan);
+    free(k->mask.zap_int);
+    free(k->mask.chans);
+    free(k->raw);
+    free(k->rows);
+    free(k->det);
+    free(k->scratch);
+    free(k->med);
+    free(k->sig);
+    free(k->dmed);
+    free(k->stat);
+    free(k->mean);
+    free(k->diff);
+    free(k->votes);
+    free(k->tries);
+    free(k->flag);
+    free(k->bad);
+    free(k->level);
+    free(k->ever);
+    free(k->clip);
+    free(k->zdm);
+    free(k->row);
+    free(k);
+}

@@ -1,0 +1,157 @@
+#!/usr/bin/env bats
+# RFI excision (--rfi auto, --mask) against fbsim's injected RFI, whose clean
+# twin (the same noise and signals without it) is the truth.
+load common
+
+# an 8 s observation: a pulsar at DM 60 and a burst at DM 120, t 4.3 s
+OBS="--nchans 128 --nbits 8 --tsamp 0.000256 --tobs 8 --fch1 1500 --foff -1 --seed 5
+     --pulsar 0.2137,60,0.04,0.6 --pulse 4.3,120,0.002,20 -q --force"
+
+# snr PREFIX: the burst's S/N (2 ms boxcar, robust noise) in PREFIX_DM120.00.dat
+# and the pulsar's folded S/N in PREFIX_DM60.00.dat
+snr() {
+    /usr/bin/python3 - "$1" <<'EOF'
+import sys
+import numpy as np
+ts = 0.000256
+def robust(x):
+    m = np.median(x)
+    return m, 1.4826 * np.median(np.abs(x - m))
+x = np.fromfile(sys.argv[1] + '_DM120.00.dat', np.float32).astype(np.float64)
+m, s = robust(x)
+c = np.convolve(x - m, np.ones(8), 'valid') / np.sqrt(8)
+cm, cs = robust(c)
+i = int(4.3 / ts)
+burst = (c[i - 40:i + 40].max() - cm) / cs
+x = np.fromfile(sys.argv[1] + '_DM60.00.dat', np.float32).astype(np.float64)
+b = ((np.arange(len(x)) * ts / 0.2137) % 1 * 64).astype(int)
+n = np.bincount(b, None, 64)
+prof = np.bincount(b, x, 64) / n
+m, s = robust(x)
+print('%.3f %.3f' % (burst, (prof.max() - np.median(prof)) / (s / np.sqrt(n.mean()))))
+EOF
+}
+
+series() {
+    dd_direct -q --dm 60,120 --format dat --length exact --force "$@"
+}
+
+@test "rfi: a pulsar and a burst under heavy RFI keep >= 90% of their clean S/N with --rfi auto" {
+    fbsim -o clean.fil $OBS
+    # 10% of the channels persistent, 50-sigma broadband impulses each second
+    fbsim -o rfi.fil $OBS --rfi chans:0.1:5 --rfi impulses:1:50
+    series clean.fil --prefix c
+    series rfi.fil --prefix r
+    run series rfi.fil --prefix a --rfi auto -v
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"11 channels flagged"* ]]
+    # 8 impulses, each one or two samples
+    [[ "$output" =~ ([0-9]+)\ spectra\ clipped ]]
+    [ "${BASH_REMATCH[1]}" -ge 8 ] && [ "${BASH_REMATCH[1]}" -le 24 ]
+    grep -q "RFI excision: .*% of samples replaced" a_DM60.00.inf
+    read -r cb cp < <(snr c)
+    read -r rb rp < <(snr r)
+    read -r ab ap < <(snr a)
+    echo "clean $cb $cp  rfi $rb $rp  excised $ab $ap"
+    # the RFI costs real S/N without excision: the test can fail
+    awk -v a="$rb" -v c="$cb" 'BEGIN { exit !(a < 0.6 * c) }'
+    awk -v a="$ab" -v c="$cb" -v p="$ap" -v q="$cp" 'BEGIN { exit !(a >= 0.9 * c && p >= 0.9 * q) }'
+}
+
+@test "rfi: with --rfi auto no RFI event outranks the burst over a DM sweep; without, an impulse does" {
+    fbsim -o rfi.fil $OBS --rfi chans:0.1:5 --rfi impulses:1:50
+    dd_direct -q --dm-min 0 --dm-max 200 --dm-step 4 --prefix a --rfi auto rfi.fil
+    read -r dm sample t snr < <(timpeak a_DM*.tim | sort -t$'\t' -k4,4g | tail -1)
+    approx "$dm" 120 8
+    approx "$t" 4.3 0.01
+    dd_direct -q --dm-min 0 --dm-max 200 --dm-step 4 --prefix n rfi.fil
+    read -r dm sample t snr < <(timpeak n_DM*.tim | sort -t$'\t' -k4,4g | tail -1)
+    [ "$dm" = 0.000000 ]
+}
+
+@test "rfi: --rfi auto leaves a clean observation byte for byte; off by default" {
+    fbsim -o clean.fil $OBS
+    series clean.fil --prefix c
+    series clean.fil --prefix a --rfi auto
+    cmp c_DM60.00.dat a_DM60.00.dat
+    cmp c_DM120.00.dat a_DM120.00.dat
+    series clean.fil --prefix n --rfi none
+    cmp c_DM120.00.dat n_DM120.00.dat
+    ! grep -q "RFI" c_DM60.00.inf
+}
+
+@test "rfi: dropouts are clipped; periodic RFI with --zerodm; the cleaning does not depend on the gulp" {
+    fbsim -o clean.fil $OBS
+    fbsim -o drop.fil $OBS --rfi dropouts:0.5:0.01
+    series clean.fil --prefix c
+    series drop.fil --prefix d
+    series drop.fil --prefix a --rfi auto
+    read -r cb cp < <(snr c)
+    read -r db dp < <(snr d)
+    read -r ab ap < <(snr a)
+    echo "clean $cb $cp  dropouts $db $dp  excised $ab $ap"
+    awk -v a="$ab" -v c="$cb" -v p="$ap" -v q="$cp" 'BEGIN { exit !(a >= 0.98 * c && p >= 0.98 * q) }'
+    awk -v p="$dp" -v q="$cp" 'BEGIN { exit !(p > 1.1 * q) }'
+    # a 25 ms wide 30-sigma pulse every 0.5 s at DM 0: clipping takes its core,
+    # --zerodm its wings
+    fbsim -o bad.fil $OBS --rfi periodic:0.5:30 --rfi dropouts:0.5:0.01
+    series bad.fil --prefix b
+    series bad.fil --prefix z --rfi auto --zerodm
+    read -r bb bp < <(snr b)
+    read -r zb zp < <(snr z)
+    echo "periodic $bb  excised with --zerodm $zb"
+    awk -v a="$zb" -v c="$cb" -v b="$bb" 'BEGIN { exit !(a >= 0.9 * c && b < 0.8 * c) }'
+    dd_subband -q --dm 120 --nsub 16 --sub-dm 120 --format dat --length exact -o s.dat \
+        --rfi auto bad.fil
+    dd_subband -q --dm 120 --nsub 16 --sub-dm 120 --format dat --length exact -o t.dat \
+        --rfi auto bad.fil --gulp 5000
+    cmp s.dat t.dat
+}
+
+# mask FILE NCHAN NINT PTS ZAPCHANS ZAPINTS: a PRESTO rfifind mask (mask.c's
+# layout) zapping channels (rfifind's numbering: lowest frequency first) and
+# whole intervals
+write_mask() {
+    /usr/bin/python3 - "$@" <<'EOF'
+import struct, sys
+path, nchan, nint, pts = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+chans = [int(c) for c in sys.argv[5].split(',') if c]
+ints = [int(i) for i in sys.argv[6].split(',') if i]
+with open(path, 'wb') as f:
+    f.write(struct.pack('6d', 6.0, 10.0, 60000.0, pts * 0.000256, 1373.0, 1.0))
+    f.write(struct.pack('4i', nchan, nint, pts, len(chans)))
+    f.write(struct.pack('%di' % len(chans), *chans))
+    f.write(struct.pack('i', len(ints)))
+    f.write(struct.pack('%di' % len(ints), *ints))
+    per = [nchan if i in ints else len(chans) for i in range(nint)]
+    f.write(struct.pack('%di' % nint, *per))
+    for i in range(nint):
+        if 0 < per[i] < nchan:
+            f.write(struct.pack('%di' % per[i], *chans))
+EOF
+}
+
+@test "rfi: an rfifind mask of the RFI channels and impulse intervals recovers the signals" {
+    fbsim -o clean.fil $OBS
+    fbsim -o rfi.fil $OBS --rfi chans:0.1:5 --rfi impulses:1:50
+    # the injected channels (file order 7 9 20 41 43 51 55 64 81 88 100) in
+    # rfifind's ascending order, and three 2048-spectrum intervals with impulses
+    write_mask m.mask 128 16 2048 27,39,46,63,72,76,84,86,107,118,120 0,2,14
+    series clean.fil --prefix c
+    run series rfi.fil --prefix m --mask m.mask -v
+    [ "$status" -eq 0 ]
+    # (11 x 31250 + 3 x 2048 x 117) / (128 x 31250) of the samples
+    [[ "$output" == *"RFI excision: 26.6% of samples replaced by channel levels"* ]]
+    grep -q "rfifind mask m.mask applied" m_DM60.00.inf
+    read -r cb cp < <(snr c)
+    read -r mb mp < <(snr m)
+    echo "clean $cb $cp  masked $mb $mp"
+    awk -v a="$mb" -v c="$cb" -v p="$mp" -v q="$cp" 'BEGIN { exit !(a >= 0.9 * c && p >= 0.9 * q) }'
+    write_mask bad.mask 64 16 2048 1 ""
+    run_err bad.mask dd_direct --dm 60 -o x.tim --mask bad.mask rfi.fil
+    [ "$status" -eq 1 ]
+    head -c 40 m.mask > short.mask
+    run_err short.mask dd_direct --dm 60 -o x.tim --mask short.mask rfi.fil
+    [ "$status" -eq 1 ]
+    [ ! -e x.tim ]
+}
