@@ -14,9 +14,9 @@
  * is a high outlier against their neighbours' (IQRM, Morello et al. 2022: lagged
  * differences of the statistic, robust thresholds from their interquartile
  * range, a vote per lag and direction), then clips the spectra whose zero-DM
- * sum (each channel's deviation from its median in units of its robust
- * sigma, over the unflagged channels) is a robust outlier: broadband
- * impulses and dropouts.
+ * sum (each channel's deviation from its mean in units of its standard
+ * deviation, over the unflagged channels) is a robust outlier of the
+ * block's: broadband impulses and dropouts.
  */
 #include "internal.h"
 
@@ -49,9 +49,9 @@ struct ddtk_cleaner {
     int64_t first;                /* observation index of raw's first spectrum */
     int eof;
     float *rows;                  /* [if][chan][t] of the block */
-    float *det;                   /* [chan][t]: the IFs the engine sums */
+    float *det;                   /* [chan][t]: the IFs the engine sums (rows if one IF) */
     float *scratch;               /* per thread: a copy of a row for selection */
-    float *med, *dmed, *sig;      /* [if][chan] means; [chan] detection rows' median, sigma */
+    float *med, *dmed, *sig;      /* [if][chan] means; [chan] detection rows' mean, std */
     float *stat, *mean, *diff;    /* per channel: std, mean; lagged differences */
     int *votes, *tries;
     uint8_t *flag;                /* [chan] flagged in this block */
@@ -60,6 +60,7 @@ struct ddtk_cleaner {
     uint8_t *clip;                /* [t] spectrum clipped */
     double *zdm;                  /* [t] zero-DM series */
     int *row;                     /* identity channel map for ddtk_unpack */
+    int *list;                    /* the channels replace() replaces */
     ddtk_rfi_report rep;
     uint8_t *ever;                /* [chan] flagged in some block */
 };
@@ -190,14 +191,20 @@ static float median_of(float *v, int64_t n)
     return n > 0 ? select_k(v, n, n / 2) : 0.0f;
 }
 
-/* Median and 1.4826 x MAD of x[0..n-1], using tmp. */
+/* Median and 1.4826 x MAD of x[0..n-1] from every step-th sample (at
+ * least ROBUST_SAMPLES of them: selection was most of the cleaning's time),
+ * using tmp. */
+#define ROBUST_SAMPLES 256
 static void robust(const float *x, int64_t n, float *tmp, float *med, float *sig)
 {
-    memcpy(tmp, x, (size_t)n * sizeof *tmp);
-    *med = median_of(tmp, n);
-    for (int64_t i = 0; i < n; i++)
-        tmp[i] = fabsf(x[i] - *med);
-    *sig = 1.4826f * median_of(tmp, n);
+    const int64_t step = n / ROBUST_SAMPLES > 1 ? n / ROBUST_SAMPLES : 1;
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; i += step)
+        tmp[m++] = x[i];
+    *med = median_of(tmp, m);
+    for (int64_t i = 0; i < m; i++)
+        tmp[i] = fabsf(tmp[i] - *med);
+    *sig = 1.4826f * median_of(tmp, m);
 }
 
 /* IQRM on the per-channel statistic s (only high outliers count): for each
@@ -274,7 +281,7 @@ static int clean_alloc(ddtk_cleaner *k, const ddtk_input *in)
     const int threads = ddtk_threads() > 2 ? ddtk_threads() : 2;
     if (!(k->raw = ddtk_malloc((size_t)ddtk_input_bytes(in, k->block), "RFI block"))
         || !(k->rows = ddtk_malloc(ni * nc * b * sizeof *k->rows, "RFI block"))
-        || !(k->det = ddtk_malloc(nc * b * sizeof *k->det, "RFI block"))
+        || (ni >= 2 && !(k->det = ddtk_malloc(nc * b * sizeof *k->det, "RFI block")))
         || !(k->scratch = ddtk_malloc((size_t)threads * b * sizeof *k->scratch, "RFI block"))
         || !(k->med = ddtk_malloc(ni * nc * sizeof *k->med, "RFI stats"))
         || !(k->sig = ddtk_malloc(nc * sizeof *k->sig, "RFI stats"))
@@ -290,23 +297,25 @@ static int clean_alloc(ddtk_cleaner *k, const ddtk_input *in)
         || !(k->ever = ddtk_calloc(nc, 1, "RFI stats"))
         || !(k->clip = ddtk_calloc(b, 1, "RFI stats"))
         || !(k->zdm = ddtk_malloc(b * sizeof *k->zdm, "RFI stats"))
-        || !(k->row = ddtk_malloc(nc * sizeof *k->row, "RFI stats")))
+        || !(k->row = ddtk_malloc(nc * sizeof *k->row, "RFI stats"))
+        || !(k->list = ddtk_malloc(nc * sizeof *k->list, "RFI stats")))
         return DDTK_ESYS;
     for (size_t c = 0; c < nc; c++)
         k->row[c] = (int)c;
+    if (ni == 1)
+        k->det = k->rows;         /* one IF: the detection rows are its rows */
     return DDTK_OK;
 }
 
 /* Per-IF means of every channel (the level of replaced samples: a block's
  * few outliers move it little, and integer data's median is biased by up to
- * half a step), the detection rows' median, robust sigma, mean and std. */
+ * half a step), the detection rows' mean and standard deviation. */
 static void block_stats(ddtk_cleaner *k, const ddtk_header *h, int64_t n)
 {
     const int nc = h->nchans, ni = h->nifs;
     const size_t b = (size_t)k->block;
 #pragma omp parallel for schedule(dynamic, 16) num_threads(ddtk_threads())
     for (int c = 0; c < nc; c++) {
-        float *tmp = k->scratch + (size_t)omp_get_thread_num() * b, med, sig;
         for (int i = 0; i < ni; i++) {
             const float *x = k->rows + ((size_t)i * nc + c) * b;
             double s = 0;
@@ -314,9 +323,6 @@ static void block_stats(ddtk_cleaner *k, const ddtk_header *h, int64_t n)
                 s += x[t];
             k->med[(size_t)i * nc + c] = (float)(s / (double)n);
         }
-        robust(k->det + (size_t)c * b, n, tmp, &med, &sig);
-        k->dmed[c] = med;
-        k->sig[c] = sig;
         double s = 0, ss = 0;
         const float *x = k->det + (size_t)c * b;
         for (int64_t t = 0; t < n; t++) {
@@ -326,6 +332,10 @@ static void block_stats(ddtk_cleaner *k, const ddtk_header *h, int64_t n)
         double var = ss / (double)n - (s / (double)n) * (s / (double)n);
         k->stat[c] = (float)sqrt(var > 0 ? var : 0);
         k->mean[c] = (float)(s / (double)n);
+        /* the zero-DM normalisation: a block's few impulses move the mean
+         * and deviation little, and selection took most of the time */
+        k->dmed[c] = k->mean[c];
+        k->sig[c] = k->stat[c];
     }
 }
 
@@ -401,22 +411,25 @@ static void replace(ddtk_cleaner *k, const ddtk_header *h, int64_t n)
 {
     const int nc = h->nchans, ni = h->nifs;
     const rfi_mask *m = &k->mask;
+    int64_t iv = -1;
+    int nlist = 0, zap_all = 0;
     for (int64_t t = 0; t < n; t++) {
         int64_t s = k->first + t;
-        const uint8_t *mrow = NULL;
-        int all = k->clip[t];
-        if (k->have_mask) {
-            int64_t iv = s / m->ptsperint;
-            iv = iv >= m->numint ? m->numint - 1 : iv;
-            all |= m->zap_int[iv];
-            mrow = m->chans + (size_t)iv * m->numchan;
+        /* the channels to replace, listed again when the mask's interval changes */
+        int64_t now = k->have_mask ? s / m->ptsperint : 0;
+        if (now != iv) {
+            iv = now;
+            int64_t mi = iv >= m->numint ? m->numint - 1 : iv;
+            const uint8_t *mrow = k->have_mask ? m->chans + (size_t)mi * m->numchan : NULL;
+            zap_all = k->have_mask && m->zap_int[mi];
+            nlist = 0;
+            for (int c = 0; c < nc; c++)
+                if (k->flag[c] || (mrow && (mrow[c] || m->zap_chan[c])))
+                    k->list[nlist++] = c;
         }
-        int64_t nrep = 0;
-        for (int c = 0; c < nc; c++) {
-            int hit = all || k->flag[c] || (mrow && (mrow[c] || m->zap_chan[c]));
-            if (!hit)
-                continue;
-            nrep++;
+        int all = k->clip[t] || zap_all, nrep = all ? nc : nlist;
+        for (int j = 0; j < nrep; j++) {
+            int c = all ? j : k->list[j];
             for (int i = 0; i < ni; i++)
                 put(h, k->raw, (t * ni + i) * nc + c, (s * ni + i) * nc + c,
                     k->level[(size_t)i * nc + c]);
@@ -433,7 +446,8 @@ static void clean_block(ddtk_cleaner *k, const ddtk_input *in, int64_t n)
     const size_t b = (size_t)k->block;
     for (int i = 0; i < ni; i++)
         ddtk_unpack(h, k->raw, n, k->row, i, k->rows + (size_t)i * nc * b, b);
-    ddtk_unpack(h, k->raw, n, k->row, ni >= 2 ? DDTK_POL_SUM : 0, k->det, b);
+    if (ni >= 2)
+        ddtk_unpack(h, k->raw, n, k->row, DDTK_POL_SUM, k->det, b);
     block_stats(k, h, n);
     memset(k->flag, 0, (size_t)nc);
     memset(k->clip, 0, (size_t)n);
@@ -533,7 +547,8 @@ void ddtk_cleaner_free(ddtk_cleaner *k)
     free(k->mask.chans);
     free(k->raw);
     free(k->rows);
-    free(k->det);
+    if (k->det != k->rows)
+        free(k->det);
     free(k->scratch);
     free(k->med);
     free(k->sig);
@@ -550,5 +565,6 @@ void ddtk_cleaner_free(ddtk_cleaner *k)
     free(k->clip);
     free(k->zdm);
     free(k->row);
+    free(k->list);
     free(k);
 }
