@@ -31,6 +31,8 @@ NVCCFLAGS += -Iinclude -Isrc -Xcompiler -Wall,-Wextra,-fopenmp,-fPIC
 LIB_C := $(filter-out src/gpu_none.c src/%_gpu_none.c,$(wildcard src/*.c)) $(wildcard cpu/*.c)
 ifeq ($(CUDA),1)
 LIB_CU := $(wildcard cuda/*.cu)
+# The algorithms' descriptors name their GPU halves (src/algo.h, DDTK_GPU_HALF).
+CFLAGS += -DDDTK_CUDA
 LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudart -lstdc++
 else
 LIB_C += src/gpu_none.c $(wildcard src/*_gpu_none.c)

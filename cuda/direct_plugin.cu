@@ -233,7 +233,7 @@ static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
     if (!P)
         return DDTK_ESYS;
     *state = P;
-    const ddtk_delays *dl = ddtk_direct_delays(lv);
+    const ddtk_delays *dl = (const ddtk_delays *)lv->state;   /* the level plan (direct.c) */
     int rc = direct_plan_init(P, dl->delay, dl->nchan, dl->ndm, enc, &p->d.gpu_config, prop);
     /* The last tiles may run one tile past the last output. */
     *slack = 2 * (int64_t)P->ci.tile_samples + 256;
@@ -254,10 +254,10 @@ static void report(const void *state, char *buf, size_t n)
     direct_plan_describe((const DirectPlan *)state, buf, n);
 }
 
-const GpuAlgo direct_gpu = { DDTK_ALGO_DIRECT, create, gulp, report, destroy, NULL, NULL,
-                             NULL };
-
 }  // namespace ddgpu
+
+extern "C" const ddtk_gpu_algo ddtk_gpu_direct = { ddgpu::create, ddgpu::gulp, ddgpu::report,
+                                                   ddgpu::destroy, NULL, NULL };
 
 extern "C" int ddtk_gpu_variants(int lane)
 {

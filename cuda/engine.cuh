@@ -1,7 +1,8 @@
 /*
- * engine.cuh - the GPU half of an algorithm plug-in (src/engine.h has the
- * CPU half): what the GPU streaming layer (stream.cu) needs to run an
- * algorithm on one level's device rows.
+ * engine.cuh - the GPU half of an algorithm (its descriptor, src/algo.h,
+ * names it): what the GPU streaming layer (stream.cu) needs to run an
+ * algorithm on one level's device rows; and the direct device plans the
+ * direct and sub-band halves share.
  */
 #ifndef DDTK_CUDA_ENGINE_CUH
 #define DDTK_CUDA_ENGINE_CUH
@@ -10,33 +11,32 @@
 
 #include "engine.h"
 
-namespace ddgpu {
-
 /*
- * create builds the device state of level lv for rows encoded as `enc`, and
- * says how many columns its kernels may read past a gulp's last output plus
- * the level's overlap (*slack: the rows are allocated that much longer and
- * zeroed). gulp dedisperses nout samples of every DM of the level from rows
- * (stride elements apart) into out (ostride floats apart) on stream st.
- * report prints the level's kernel choice (-v). Optional (NULL: none):
- * dev_bytes, the device memory the plug-in allocates per CUDA stream when a
- * gulp gives at most `most` outputs (the gulp is chosen to fit it); finished,
- * called once a gulp issued on st has completed (for event timings);
- * stage_times, for two-stage algorithms, adds the seconds of each stage since
- * its last call (the -v line of the GPU times).
+ * A GPU half, defined as extern "C" const ddtk_gpu_algo ddtk_gpu_NAME. create
+ * builds the device state of level lv (its level plan lv->state, never the
+ * CPU half's lv->cpu) for rows encoded as `enc`, and says how many columns
+ * its kernels may read past a gulp's last output plus the level's overlap
+ * (*slack: the rows are allocated that much longer and zeroed). gulp
+ * dedisperses nout samples of every DM of the level from rows (stride
+ * elements apart) into out (ostride floats apart) on stream st. report
+ * prints the level's kernel choice (-v). Optional (NULL: none): dev_bytes,
+ * the device memory the half allocates per CUDA stream when a gulp gives at
+ * most `most` outputs (the gulp is chosen to fit it); stage_times, for
+ * two-stage algorithms, adds the seconds of each stage since its last call
+ * to t (called after a run, all gulps done: the levels' stage_s and -v).
  */
-struct GpuAlgo {
-    int id;
-    int (*create)(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
+struct ddtk_gpu_algo {
+    int (*create)(const ddtk_plan *p, const ddtk_level *lv, ddgpu::Encoding enc,
                   const cudaDeviceProp &prop, void **state, int64_t *slack);
     int (*gulp)(void *state, const void *rows, int64_t stride, int64_t nout, float *out,
                 int64_t ostride, cudaStream_t st);
     void (*report)(const void *state, char *buf, size_t n);
     void (*destroy)(void *state);
     int64_t (*dev_bytes)(const void *state, int64_t most);
-    void (*finished)(void *state, cudaStream_t st);
     void (*stage_times)(void *state, double t[2]);
 };
+
+namespace ddgpu {
 
 /*
  * One direct-dedispersion problem on the device (direct_plugin.cu): ndm DMs
@@ -78,9 +78,6 @@ inline double event_seconds(cudaEvent_t a, cudaEvent_t b)
     float ms = 0;
     return cudaEventElapsedTime(&ms, a, b) == cudaSuccess ? ms / 1000.0 : 0.0;
 }
-
-extern const GpuAlgo direct_gpu, subband_gpu;
-extern const GpuAlgo tree_gpu;
 
 }  // namespace ddgpu
 

@@ -51,8 +51,6 @@ using namespace ddgpu;
 #define GULP_COST 5e-4                    /* seconds of streaming a gulp adds (H100) */
 #define MAX_STEP ((int64_t)1 << 22)       /* keeps the time-tile grid within 65535 */
 
-static const GpuAlgo *const gpu_algorithms[] = { &direct_gpu, &tree_gpu, &subband_gpu };
-
 /* One level's device side: row encoding, the plug-in's state, pitches. */
 struct gpu_level {
     Encoding enc;
@@ -101,7 +99,7 @@ struct prefaulted {
 
 struct ddtk_gpu_stream {
     const ddtk_plan *plan;      /* read only: the views made for shares are freed here */
-    const GpuAlgo *algo;
+    const ddtk_gpu_algo *algo;
     int npipe;
     gpu_pipe *pipe;
     int64_t step;
@@ -125,7 +123,7 @@ static int start_device(gpu_pipe *g)
 }
 
 /* The pipeline's levels: views of its DMs, up to the coarsest holding any. */
-static int plan_levels(const GpuAlgo *algo, gpu_pipe *g, const ddtk_plan *p)
+static int plan_levels(const ddtk_gpu_algo *algo, gpu_pipe *g, const ddtk_plan *p)
 {
     Encoding base = choose_encoding(p->fmt.nbits, p->fmt.signed_data == 1,
                                     p->pol == DDTK_POL_SUM, p->d.zerodm);
@@ -454,7 +452,7 @@ static void free_set(gulp_set *s)
     }
 }
 
-static void free_pipe(const GpuAlgo *algo, const ddtk_plan *p, gpu_pipe *g)
+static void free_pipe(const ddtk_gpu_algo *algo, const ddtk_plan *p, gpu_pipe *g)
 {
     if (cudaSetDevice(g->dev) != cudaSuccess)
         cudaGetLastError();
@@ -639,7 +637,7 @@ static int create(ddtk_plan *p, const ddtk_source *src, double part[3])
         return DDTK_ESYS;
     p->gpu = s;
     s->plan = p;
-    s->algo = gpu_algorithms[p->algo->id];
+    s->algo = p->algo->gpu;
     double t1 = ddtk_now();
     int rc = make_pipes(s, p);
     double t2 = ddtk_now();
@@ -737,7 +735,7 @@ static int halve_levels(const gpu_pipe *g, const ddtk_plan *p, gulp_set *s, int6
     return DDTK_OK;
 }
 
-static int issue_gulp(const GpuAlgo *algo, const gpu_pipe *g, const ddtk_plan *p, int64_t step,
+static int issue_gulp(const ddtk_gpu_algo *algo, const gpu_pipe *g, const ddtk_plan *p, int64_t step,
                       gulp_set *s, const gulp_set *prev, const uint8_t *hraw, int64_t got,
                       int64_t fill, int last)
 {
@@ -778,7 +776,7 @@ static int issue_gulp(const GpuAlgo *algo, const gpu_pipe *g, const ddtk_plan *p
 }
 
 /* Wait for a pipeline's gulp and write its outputs. */
-static int finish_gulp(const GpuAlgo *algo, gpu_pipe *g, gulp_set *s, ddtk_writer *w)
+static int finish_gulp(gpu_pipe *g, gulp_set *s, ddtk_writer *w)
 {
     if (!s->issued)
         return DDTK_OK;
@@ -789,9 +787,6 @@ static int finish_gulp(const GpuAlgo *algo, gpu_pipe *g, gulp_set *s, ddtk_write
     g->t_unpack += event_seconds(s->h2d1, s->k0);
     g->t_kernel += event_seconds(s->k0, s->k1);
     g->t_d2h += event_seconds(s->k1, s->done);
-    for (int k = 0; k < g->nlevels; k++)
-        if (s->nout[k] > 0 && algo->finished)
-            algo->finished(g->lv[k].state, s->lst[k]);
     for (int k = 0; k < g->nlevels; k++) {
         int rc = s->nout[k] > 0 ? ddtk_writer_view(w, &g->view[k], s->hout[k],
                                                     (size_t)g->lv[k].hpitch, s->nout[k])
@@ -805,7 +800,7 @@ static int finish_gulp(const GpuAlgo *algo, gpu_pipe *g, gulp_set *s, ddtk_write
 static int finish_all(ddtk_gpu_stream *g, int set, ddtk_writer *w)
 {
     for (int i = 0; i < g->npipe; i++) {
-        int rc = finish_gulp(g->algo, &g->pipe[i], &g->pipe[i].set[set], w);
+        int rc = finish_gulp(&g->pipe[i], &g->pipe[i].set[set], w);
         if (rc)
             return rc;
     }
@@ -925,9 +920,15 @@ extern "C" int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *
         for (int j = 0; j < 2; j++)     /* after a failure, nothing stays in flight */
             pp->set[j].issued = 0;
         *kernel = pp->t_kernel > *kernel ? pp->t_kernel : *kernel;
-        for (int k = 0; !rc && g->algo->stage_times && k < pp->nlevels; k++)
+        for (int k = 0; !rc && g->algo->stage_times && k < pp->nlevels; k++) {
+            double t[2] = { 0, 0 };
             if (pp->lv[k].state)
-                g->algo->stage_times(pp->lv[k].state, stages);
+                g->algo->stage_times(pp->lv[k].state, t);
+            for (int j = 0; j < 2; j++) {   /* every GPU's share into the plan's level */
+                p->lv[k].stage_s[j] += t[j];
+                stages[j] += t[j];
+            }
+        }
     }
     if (!rc)
         report_times(g, p, t1 - t0, part, t2 - t1, ddtk_now() - t0);

@@ -1,6 +1,7 @@
 /*
- * subband_plugin.cu - the GPU half of the sub-band plug-in (src/subband.c has
- * the CPU half and the tables). Both stages are direct problems run by the
+ * subband_plugin.cu - the GPU half of the sub-band algorithm (src/subband.c
+ * has the descriptor and the CPU half; the level plan it reads, a
+ * ddtk_subband_level, is src/subband.h). Both stages are direct problems run by the
  * direct plug-in's device plans (DirectPlan, direct_plugin.cu): the same
  * shared-memory and fallback kernels, block tables and configurations.
  *
@@ -24,6 +25,7 @@
  */
 #include "check.cuh"
 #include "engine.cuh"
+#include "subband.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,17 +39,18 @@ struct Slot {
     void *buf;
     int64_t stride;                       /* S, elements of a series */
     cudaEvent_t ev[3];                    /* before stage 1, between, after stage 2 */
-    int timed;                            /* events recorded, not yet read */
+    int timed;                            /* events recorded, not yet counted */
 };
 
 struct SubbandLevel {
-    ddtk_subband_layout t;
+    const ddtk_subband_level *t;          /* the level plan */
     Encoding enc, mid;                    /* input rows; intermediate series */
     DirectPlan *s1;                       /* [nsub] */
     DirectPlan *s2;                       /* [ngroups] */
     int64_t *more1;                       /* [nsub]: stage-1 outputs past nout (largest width2) */
     int64_t reach2;                       /* stage 2 reads a series below nout + reach2 */
     Slot slot[2];
+    double time[2];                       /* seconds of stage 1 and 2 not yet reported */
 };
 
 /* Integer sums of up to `widest` channels as integers (lane input), else floats. */
@@ -69,9 +72,9 @@ static void destroy(void *state)
     SubbandLevel *L = (SubbandLevel *)state;
     if (!L)
         return;
-    for (int b = 0; L->s1 && b < L->t.nsub; b++)
+    for (int b = 0; L->s1 && b < L->t->nsub; b++)
         direct_plan_free(&L->s1[b]);
-    for (int g = 0; L->s2 && g < L->t.ngroups; g++)
+    for (int g = 0; L->s2 && g < L->t->ngroups; g++)
         direct_plan_free(&L->s2[g]);
     for (int i = 0; i < 2; i++) {
         cudaFree(L->slot[i].buf);
@@ -91,7 +94,7 @@ static void destroy(void *state)
 static int plan_stage1(SubbandLevel *L, const ddtk_plan *p, const cudaDeviceProp &prop,
                        int64_t *need)
 {
-    const ddtk_subband_layout *t = &L->t;
+    const ddtk_subband_level *t = L->t;
     int32_t *tab = (int32_t *)ddtk_malloc((size_t)t->ngroups * t->nlive * sizeof *tab,
                                           "stage-1 delays");
     if (!tab)
@@ -117,7 +120,7 @@ static int plan_stage1(SubbandLevel *L, const ddtk_plan *p, const cudaDeviceProp
 /* Stage 2: group g's rows of d2 ([n][nsub], contiguous) over its series. */
 static int plan_stage2(SubbandLevel *L, const ddtk_plan *p, const cudaDeviceProp &prop)
 {
-    const ddtk_subband_layout *t = &L->t;
+    const ddtk_subband_level *t = L->t;
     int rc = DDTK_OK;
     /* Stage 1 writes series (g, b) up to nout + more1[b] <= nout + max2. */
     L->reach2 = t->max2;
@@ -138,8 +141,8 @@ static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
     if (!L)
         return DDTK_ESYS;
     *state = L;
-    ddtk_subband_layout_of(lv, &L->t);
-    const ddtk_subband_layout *t = &L->t;
+    L->t = (const ddtk_subband_level *)lv->state;
+    const ddtk_subband_level *t = L->t;
     int widest = 0;
     for (int b = 0; b < t->nsub; b++)
         if (t->sub_first[b + 1] - t->sub_first[b] > widest)
@@ -163,7 +166,7 @@ static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
 static int64_t dev_bytes(const void *state, int64_t most)
 {
     const SubbandLevel *L = (const SubbandLevel *)state;
-    return (int64_t)L->t.ngroups * L->t.nsub * series_stride(L, ddtk_round_up(most, 64))
+    return (int64_t)L->t->ngroups * L->t->nsub * series_stride(L, ddtk_round_up(most, 64))
          * storage_bytes(L->mid.storage);
 }
 
@@ -193,7 +196,7 @@ static int reserve(SubbandLevel *L, cudaStream_t st, int64_t ostride, Slot **out
     for (int e = 0; e < 3; e++)
         if (!sl->ev[e])
             DDTK_CUDA(cudaEventCreate(&sl->ev[e]), "creating an event");
-    size_t bytes = (size_t)L->t.ngroups * L->t.nsub * need * storage_bytes(L->mid.storage);
+    size_t bytes = (size_t)L->t->ngroups * L->t->nsub * need * storage_bytes(L->mid.storage);
     DDTK_CUDA(cudaMalloc(&sl->buf, bytes), "allocating the sub-band series");
     /* On st: a plain cudaMemset runs on the legacy stream, unordered with st. */
     DDTK_CUDA(cudaMemsetAsync(sl->buf, 0, bytes, st), "clearing the sub-band series");
@@ -202,15 +205,27 @@ static int reserve(SubbandLevel *L, cudaStream_t st, int64_t ostride, Slot **out
     return DDTK_OK;
 }
 
+/* Add the stage times of sl's last gulp (long finished when its stream
+ * comes back: the streaming layer waits for a gulp before reusing its set). */
+static void count_times(SubbandLevel *L, Slot *sl)
+{
+    if (!sl->timed || cudaEventSynchronize(sl->ev[2]) != cudaSuccess)
+        return;
+    L->time[0] += event_seconds(sl->ev[0], sl->ev[1]);
+    L->time[1] += event_seconds(sl->ev[1], sl->ev[2]);
+    sl->timed = 0;
+}
+
 static int gulp(void *state, const void *rows, int64_t stride, int64_t nout, float *out,
                 int64_t ostride, cudaStream_t st)
 {
     SubbandLevel *L = (SubbandLevel *)state;
-    const ddtk_subband_layout *t = &L->t;
+    const ddtk_subband_level *t = L->t;
     Slot *sl = NULL;
     int rc = reserve(L, st, ostride, &sl);
     if (rc)
         return rc;
+    count_times(L, sl);
     const size_t es = (size_t)storage_bytes(L->enc.storage), ms = (size_t)storage_bytes(L->mid.storage);
     const int64_t S = sl->stride;
     char *buf = (char *)sl->buf;
@@ -228,18 +243,16 @@ static int gulp(void *state, const void *rows, int64_t stride, int64_t nout, flo
     return rc;
 }
 
-/* A gulp on st has completed: its stage times join the CPU side's summary. */
-static void finished(void *state, cudaStream_t st)
+/* Seconds of stage 1 and 2 since the last call, added to t[0] and t[1]. */
+static void stage_times(void *state, double t[2])
 {
     SubbandLevel *L = (SubbandLevel *)state;
-    for (int i = 0; i < 2; i++) {
-        Slot *sl = &L->slot[i];
-        if (!sl->buf || sl->st != st || !sl->timed)
-            continue;
-        sl->timed = 0;
-        L->t.gpu_time[0] += event_seconds(sl->ev[0], sl->ev[1]);
-        L->t.gpu_time[1] += event_seconds(sl->ev[1], sl->ev[2]);
-    }
+    for (int i = 0; i < 2; i++)
+        if (L->slot[i].buf)
+            count_times(L, &L->slot[i]);
+    t[0] += L->time[0];
+    t[1] += L->time[1];
+    L->time[0] = L->time[1] = 0;
 }
 
 static const char *storage_name(Storage s)
@@ -252,9 +265,9 @@ static void report(const void *state, char *buf, size_t n)
     const SubbandLevel *L = (const SubbandLevel *)state;
     char one[256], two[256];
     int sh1 = 0, nb1 = 0, sh2 = 0, nb2 = 0;
-    for (int b = 0; b < L->t.nsub; b++)
+    for (int b = 0; b < L->t->nsub; b++)
         sh1 += L->s1[b].nshared, nb1 += L->s1[b].nblocks;
-    for (int g = 0; g < L->t.ngroups; g++)
+    for (int g = 0; g < L->t->ngroups; g++)
         sh2 += L->s2[g].nshared, nb2 += L->s2[g].nblocks;
     snprintf(one, sizeof one, "%s kernel config %d", direct_plan_kernel(&L->s1[0]),
              L->s1[0].config);
@@ -262,11 +275,12 @@ static void report(const void *state, char *buf, size_t n)
              L->s2[0].config);
     snprintf(buf, n, "sub-band: stage 1 %d sub-bands x %d nominal DMs on the %s (%d of %d DM "
              "blocks in shared memory), %s series, stage 2 %d groups on the %s (%d of %d)",
-             L->t.nsub, L->t.ngroups, one, sh1, nb1, storage_name(L->mid.storage), L->t.ngroups,
+             L->t->nsub, L->t->ngroups, one, sh1, nb1, storage_name(L->mid.storage), L->t->ngroups,
              two, sh2, nb2);
 }
 
-const GpuAlgo subband_gpu = { DDTK_ALGO_SUBBAND, create, gulp, report, destroy, dev_bytes,
-                              finished, NULL };
-
 }  // namespace ddgpu
+
+extern "C" const ddtk_gpu_algo ddtk_gpu_subband = { ddgpu::create, ddgpu::gulp, ddgpu::report,
+                                                    ddgpu::destroy, ddgpu::dev_bytes,
+                                                    ddgpu::stage_times };

@@ -1,6 +1,6 @@
 /*
- * tree.cu - the GPU half of the tree plug-in (src/tree.c has the routes and
- * cpu/tree.c the reference kernels): stage 1 runs the tree of each (pass,
+ * tree.cu - the GPU half of the tree algorithm (src/tree.c has the descriptor
+ * and the routes, its level plan src/tree.h, cpu/tree.c the reference kernels): stage 1 runs the tree of each (pass,
  * sub-band) slot in shared memory, stage 2 adds the sub-band series of each
  * DM. Every sum has the CPU's operands in the CPU's order, so the series
  * equal the CPU's byte for byte (integer input is also exact).
@@ -68,7 +68,7 @@
 namespace ddgpu {
 
 #define TILE 256                  /* stage-1 outputs per block and row */
-#define GROUP_MAX 128             /* rows per shared-memory pass (the plan's tree_group) */
+#define GROUP_MAX 128             /* rows per shared-memory pass (the gpu_group parameter) */
 #define MAX_PASSES 24
 #define COMBINE_DMS 8             /* stage-2 DMs per block */
 #define COMBINE_THREADS 256
@@ -290,15 +290,11 @@ static int log2i(int n)
     return l;
 }
 
-/* Rows per pass: the plan's tree_group (bench/tree), else GROUP_MAX, halved
- * while a pass does not fit the device's shared memory. */
-static int group_max(const ddtk_plan *p, const cudaDeviceProp &prop, int *gmax)
+/* Rows per pass: the gpu_group parameter (bench/tree), else GROUP_MAX,
+ * halved while a pass does not fit the device's shared memory. */
+static int group_max(const ddtk_tree_level *t, const cudaDeviceProp &prop, int *gmax)
 {
-    int want = p->d.tree_group;
-    *gmax = want ? want : GROUP_MAX;
-    if (want && (want < 2 || want > 1024 || (want & (want - 1))))
-        return ddtk_fail(DDTK_EUSAGE, "tree group %d: must be a power of two from 2 to 1024",
-                         want);
+    *gmax = t->gpu_group ? t->gpu_group : GROUP_MAX;   /* a power of two (src/tree.c) */
     while (*gmax > 2 && smem_bytes(*gmax) > prop.sharedMemPerBlockOptin)
         *gmax /= 2;
     return DDTK_OK;
@@ -420,7 +416,7 @@ static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
     L->enc = enc;
     L->ndm = lv->ndm;
     int gmax;
-    int rc = group_max(p, prop, &gmax);
+    int rc = group_max(t, prop, &gmax);
     if (rc)
         return rc;
     if (log2i(g->cps) > MAX_PASSES)
@@ -587,7 +583,7 @@ static void stage_times(void *state, double t[2])
     L->time1 = L->time2 = 0;
 }
 
-const GpuAlgo tree_gpu = { DDTK_ALGO_TREE, create, gulp, report, destroy, NULL, NULL,
-                           stage_times };
-
 }  // namespace ddgpu
+
+extern "C" const ddtk_gpu_algo ddtk_gpu_tree = { ddgpu::create, ddgpu::gulp, ddgpu::report,
+                                                 ddgpu::destroy, NULL, ddgpu::stage_times };

@@ -339,7 +339,36 @@ enum { DDTK_BACKEND_AUTO = 0, DDTK_BACKEND_CPU = 1, DDTK_BACKEND_GPU = 2 };
 /* "auto", "cpu", "gpu" in enum order, NULL-terminated, for ddtk_opt_choice. */
 extern const char *const ddtk_backend_names[];
 
-enum { DDTK_ALGO_DIRECT = 0, DDTK_ALGO_TREE = 1, DDTK_ALGO_SUBBAND = 2 };
+/*
+ * Algorithms (algo.c): "direct", "subband", "tree", each with parameters of
+ * its own, set by name on a plan description (ddtk_plan_desc_set_param) and
+ * listed by ddtk_algorithm_param. The tools take each as --NAME (underscores
+ * as dashes).
+ */
+/* The name of algorithm i (0, 1, ...), NULL past the last. */
+const char *ddtk_algorithm(int i);
+
+enum { DDTK_PARAM_INT = 0, DDTK_PARAM_REAL = 1, DDTK_PARAM_CHOICE = 2 };
+#define DDTK_MAX_PARAMS 8
+
+typedef struct ddtk_param_info {
+    const char *name;             /* "nsub" */
+    const char *help;             /* one line */
+    int type;                     /* DDTK_PARAM_*; a choice's value is the index of its name */
+    double def;                   /* when not set: outside lo..hi, the algorithm chooses */
+    double lo, hi;                /* the values it may be given (a choice: 0 .. n-1) */
+    int lo_open;                  /* lo itself excluded: value > lo */
+    const char *const *choices;   /* DDTK_PARAM_CHOICE: the names, NULL-terminated */
+    int per_dm;                   /* may be given per DM (ddtk_plan_desc_set_param_per_dm) */
+} ddtk_param_info;
+
+/* Parameter i (0, 1, ...) of an algorithm; DDTK_EUSAGE past its last or for
+ * an unknown algorithm. */
+int ddtk_algorithm_param(const char *algorithm, int i, ddtk_param_info *info);
+
+/* The intrinsic pulse width (s) that smearing budgets assume unless given one:
+ * the tolerance lists' default, the sub-band budget, the tree's Appendix A. */
+#define DDTK_PULSE_WIDTH 40e-6
 
 /* CPU direct kernel tiles (Novotny et al. Algorithm 2); 0 selects the default. */
 typedef struct ddtk_cpu_config {
@@ -386,12 +415,12 @@ typedef struct ddtk_plan_desc {
     double fref;                  /* reference frequency (MHz); <= 0: the highest channel */
     int rounding;                 /* DDTK_ROUND_NEAREST or DDTK_ROUND_FLOOR */
     int zerodm;                   /* subtract each spectrum's mean over live channels */
-    int algorithm;                /* DDTK_ALGO_* */
-    int tree_method;              /* tree: 0 piecewise-linear sub-bands, 1 frequency-padded */
-    int tree_chans;               /* tree: channels per sub-band (power of two); 0: default */
-    int tree_group;               /* tree on a GPU: rows per shared-memory pass (a power of
-                                     two 2..1024); 0: 128 ($DDTK_TREE_GROUP); either is halved
-                                     while a pass does not fit the device */
+    /* The algorithm, by name (NULL: "direct"), and its parameters: set them
+     * with ddtk_plan_desc_set_algorithm and ddtk_plan_desc_set_param. */
+    const char *algorithm;
+    double param[DDTK_MAX_PARAMS];
+    const int *param_per_dm[DDTK_MAX_PARAMS];
+    unsigned param_set;           /* bit i: param[i] or param_per_dm[i] given */
     int backend, gpu;             /* DDTK_BACKEND_*, GPU index */
     /* Several GPUs sharing the DMs (--gpu LIST): gpus[0 .. ngpus-1], an index
      * twice being two pipelines on one GPU (for tests); DDTK_GPUS_ALL: every
@@ -409,16 +438,21 @@ typedef struct ddtk_plan_desc {
     ddtk_cpu_config cpu;
     ddtk_gpu_config gpu_config;
     int quiet, verbose;           /* no progress; plan reports (DDTK_MSG_VERBOSE) */
-    /* DDTK_ALGO_SUBBAND (subband.c): 0 / < 0 selects from the smearing budget. */
-    int nsub;                     /* sub-bands (live channels split as evenly as possible) */
-    int dm_group;                 /* N'DM: trial DMs per nominal DM */
-    const int *dms_per_sub;       /* per DM N'DM (ddplan's column), NULL: dm_group */
-    double sub_dm;                /* one nominal DM for every trial; < 0: none */
-    double max_smear_ratio;       /* extra smearing / direct smearing bound; 0: 0.1 */
 } ddtk_plan_desc;
 
 /* Defaults: SIGPROC's K, nearest rounding, direct algorithm, backend auto. */
 void ddtk_plan_desc_init(ddtk_plan_desc *d);
+/* The algorithm by name ("direct", "subband", "tree"); its parameters start
+ * at their defaults. An unknown name is DDTK_EUSAGE. */
+int ddtk_plan_desc_set_algorithm(ddtk_plan_desc *d, const char *name);
+/* A parameter of d's algorithm, checked against its range (a usage error
+ * naming the parameter and the range). */
+int ddtk_plan_desc_set_param(ddtk_plan_desc *d, const char *name, double value);
+/* Per-DM values of a parameter that takes them (ndm values, checked and
+ * copied when the plan is made; the array must live until then). */
+int ddtk_plan_desc_set_param_per_dm(ddtk_plan_desc *d, const char *name, const int *values);
+/* The value of a parameter: set, else its default. */
+int ddtk_plan_desc_get_param(const ddtk_plan_desc *d, const char *name, double *value);
 /* Channels, tsamp and sample format from a SIGPROC header; *freqs (malloc'd,
  * the caller frees it after planning) holds the channel frequencies. */
 int ddtk_plan_desc_header(ddtk_plan_desc *d, const ddtk_header *h, double **freqs);
@@ -446,7 +480,7 @@ int64_t ddtk_plan_nout(const ddtk_plan *plan, int dm, int64_t nsamps);
 
 #define DDTK_MAX_LEVELS 11          /* time-scrunch levels: factors 1 .. 1024 */
 
-/* The sub-band choice of a DDTK_ALGO_SUBBAND plan (subband.c): sub-bands,
+/* The sub-band choice of a "subband" plan (subband.c): sub-bands,
  * channels per sub-band (largest), N'DM, nominal DMs of all levels, and the
  * largest predicted extra smearing as a fraction of the direct smearing. */
 typedef struct ddtk_subband_info {
@@ -605,6 +639,8 @@ void ddtk_config_text(const ddtk_plan_desc *d, char *s, size_t n);
  * tuning fails. A line per configuration tried goes to table when not NULL.
  */
 int ddtk_tune(ddtk_plan_desc *d, const char *path, double budget, FILE *table);
+/* 1 when d's algorithm has kernel configurations to tune (the tree has none). */
+int ddtk_tune_applies(const ddtk_plan_desc *d);
 
 /* GPU availability (cuda/device.cu when built with CUDA, else gpu_none.c). */
 int ddtk_gpu_count(void);

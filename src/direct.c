@@ -1,8 +1,10 @@
 /*
- * direct.c - the direct (brute-force) algorithm as an engine plug-in: one
- * delay table per level, and the CPU gulp is the tiled kernel of cpu/direct.c.
- * Its GPU gulp is cuda/direct_plugin.cu; its cost per DM, for the multi-GPU
- * split, models that gulp's shared-memory kernel.
+ * direct.c - the direct (brute-force) algorithm's descriptor (algo.h): its
+ * level plan is one delay table (a ddtk_delays, internal.h, which its GPU
+ * half cuda/direct_plugin.cu reads), its CPU gulp the tiled kernel of
+ * cpu/direct.c. It has no parameters of its own; the tuner varies its
+ * kernels' configurations. Its cost per DM, for the multi-GPU split, models
+ * the GPU half's shared-memory kernel.
  */
 #include "engine.h"
 #include "internal.h"
@@ -20,7 +22,7 @@ static int create(const ddtk_plan *p, ddtk_level *lv)
     return rc;
 }
 
-static void cpu_gulp(const ddtk_plan *p, const ddtk_level *lv, const float *rows, size_t stride,
+static void cpu_gulp(const ddtk_plan *p, ddtk_level *lv, const float *rows, size_t stride,
                      int64_t nout, float *out, size_t ostride)
 {
     const ddtk_delays *dl = lv->state;
@@ -33,11 +35,6 @@ static void destroy(ddtk_level *lv)
         ddtk_delays_free(lv->state);
     free(lv->state);
     lv->state = NULL;
-}
-
-const ddtk_delays *ddtk_direct_delays(const ddtk_level *lv)
-{
-    return lv->state;
 }
 
 /*
@@ -74,12 +71,14 @@ static double split_cost(const ddtk_level *lv, int i, int *start)
     return 1.0 + (1.0 / SPLIT_BD + (double)step / SPLIT_TILE) * SPLIT_STAGED;
 }
 
+extern const struct ddtk_gpu_algo ddtk_gpu_direct;
+
 const ddtk_algo ddtk_algo_direct = {
-    .id = DDTK_ALGO_DIRECT,
     .name = "direct",
+    .tune = DDTK_TUNE_DIRECT_KERNEL,
     .create = create,
     .cpu_gulp = cpu_gulp,
     .destroy = destroy,
     .split_cost = split_cost,
-    .gpu = 1,
+    .gpu = DDTK_GPU_HALF(ddtk_gpu_direct),
 };

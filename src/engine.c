@@ -17,16 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Indexed by DDTK_ALGO_*. */
-static const ddtk_algo *const algorithms[] = { &ddtk_algo_direct, &ddtk_algo_tree,
-                                                &ddtk_algo_subband };
-#define NALGORITHMS ((int)(sizeof algorithms / sizeof algorithms[0]))
-
-const char *ddtk_algorithm_name(int id)
-{
-    return id >= 0 && id < NALGORITHMS ? algorithms[id]->name : "unknown";
-}
-
 void ddtk_plan_desc_init(ddtk_plan_desc *d)
 {
     memset(d, 0, sizeof *d);
@@ -35,10 +25,8 @@ void ddtk_plan_desc_init(ddtk_plan_desc *d)
     d->pol = DDTK_POL_DEFAULT;
     d->kdm = DDTK_KDM_DEFAULT;
     d->rounding = DDTK_ROUND_NEAREST;
-    d->algorithm = DDTK_ALGO_DIRECT;
     d->backend = DDTK_BACKEND_AUTO;
     d->gpu_config.lane_variant = d->gpu_config.float_variant = -1;
-    d->sub_dm = -1;
 }
 
 int ddtk_plan_desc_header(ddtk_plan_desc *d, const ddtk_header *h, double **freqs)
@@ -84,9 +72,8 @@ static int check_desc(const ddtk_plan_desc *d)
             return ddtk_fail(DDTK_EUSAGE, "DM %g: DMs must be finite and >= 0", d->dms[i]);
     if (!(d->kdm > 0))
         return ddtk_fail(DDTK_EUSAGE, "dispersion constant %g is not positive", d->kdm);
-    if (d->algorithm < 0 || d->algorithm >= NALGORITHMS)
-        return ddtk_fail(DDTK_EUSAGE, "unknown algorithm %d", d->algorithm);
-    return ddtk_config_check(&d->cpu, &d->gpu_config);
+    int rc = ddtk_params_check(d);
+    return rc ? rc : ddtk_config_check(&d->cpu, &d->gpu_config);
 }
 
 static void *copy_of(const void *src, size_t bytes, int *rc)
@@ -109,6 +96,9 @@ static int copy_desc(ddtk_plan *p, const ddtk_plan_desc *d)
     p->kill = copy_of(d->kill, (size_t)d->nchans, &rc);
     p->dms = copy_of(d->dms, (size_t)d->ndm * sizeof *d->dms, &rc);
     p->downsamp = copy_of(d->downsamp, (size_t)d->ndm * sizeof *d->downsamp, &rc);
+    for (int i = 0; i < DDTK_MAX_PARAMS; i++)
+        p->d.param_per_dm[i] = p->per_dm[i] = copy_of(d->param_per_dm[i],
+                                                      (size_t)d->ndm * sizeof(int), &rc);
     p->d.freqs = p->freqs;
     p->d.kill = p->kill;
     p->d.dms = p->dms;
@@ -186,7 +176,7 @@ static int set_keep(ddtk_plan *p)
 
 static int plan_backend(ddtk_plan *p)
 {
-    if (!p->algo->gpu) {
+    if (!p->algo->gpu && ddtk_have_cuda()) {
         if (p->d.backend == DDTK_BACKEND_GPU)
             return ddtk_fail(DDTK_EUSAGE, "backend gpu: the %s algorithm has no GPU kernel "
                              "in this build", p->algo->name);
@@ -210,7 +200,8 @@ int ddtk_plan_create(ddtk_plan **plan, const ddtk_plan_desc *d)
         return rc;
     if (!(p = ddtk_calloc(1, sizeof *p, "plan")))
         return DDTK_ESYS;
-    p->algo = algorithms[d->algorithm];
+    p->algo = ddtk_algo_find(d->algorithm);
+    p->d.algorithm = p->algo->name;
     int threads = ddtk_threads_set(d->threads);
     if (!(rc = copy_desc(p, d)) && !(rc = plan_backend(p))
         && !(rc = ddtk_resolve_pol(&p->fmt, d->pol, plan_name(d), &p->pol))
@@ -245,6 +236,8 @@ void ddtk_plan_destroy(ddtk_plan *p)
     free(p->kill);
     free(p->dms);
     free(p->downsamp);
+    for (int i = 0; i < DDTK_MAX_PARAMS; i++)
+        free(p->per_dm[i]);
     free(p);
 }
 
@@ -401,9 +394,10 @@ int ddtk_level_view(const ddtk_plan *p, int k, int dm0, int dm1, ddtk_level *v)
     v->ndm = hi - lo;
     if (v->ndm == lv->ndm)
         return DDTK_OK;
-    v->state = NULL;
+    v->state = v->cpu = NULL;
     v->overlap = 0;
     v->view = 1;
+    v->stage_s[0] = v->stage_s[1] = 0;
     int rc = v->ndm ? p->algo->create(p, v) : DDTK_OK;
     if (rc)
         ddtk_level_view_free(p, v);

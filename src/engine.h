@@ -6,8 +6,8 @@
  * A plan (the public ddtk_plan) is the geometry of a problem: channels,
  * sample time, DM list and per-DM time-scrunch factors, the input sample
  * format and the kernel configurations. Its DMs are grouped into levels by
- * factor 2^k; each level holds one instance of the algorithm plug-in built
- * for tsamp * 2^k. A streaming layer (one per backend) reads a source in
+ * factor 2^k; each level holds one level plan of the algorithm (algo.h)
+ * built for tsamp * 2^k. A streaming layer (one per backend) reads a source in
  * gulps, unpacks, applies --zerodm, halves the rows level by level (the
  * time-scrunch cascade, for any plug-in), runs the plug-in's gulp on every
  * level with DMs and hands the series to the writer, which maps them to the
@@ -16,58 +16,12 @@
 #ifndef DDTK_ENGINE_H
 #define DDTK_ENGINE_H
 
+#include "algo.h"
 #include "internal.h"
 
 DDTK_BEGIN_DECLS
 
 #define DDTK_DEFAULT_MAX_MEM ((int64_t)2 << 30)
-
-/* One time resolution of a plan: the DMs dedispersed at tsamp * 2^k. */
-typedef struct ddtk_level {
-    int k;
-    double tsamp;
-    int ndm;
-    double *dms;                  /* the level's DMs */
-    int *index;                   /* level DM -> plan DM */
-    int64_t overlap;              /* samples at this resolution a gulp reads past its outputs */
-    void *state;                  /* the plug-in's */
-    int view;                     /* a device's share of a level (ddtk_level_view): no reports */
-} ddtk_level;
-
-/*
- * An algorithm plug-in: what the engine needs to run it at one level.
- * create builds lv->state for the level's DMs and sets lv->overlap; cpu_gulp
- * dedisperses nout samples of every DM of the level from rows (nchan live
- * rows, descending frequency, stride floats apart, each holding at least
- * nout + overlap samples) into out[d * ostride + t]. Its GPU gulp is the
- * table of the same id in the GPU streaming layer (cuda/engine.cuh).
- */
-typedef struct ddtk_algo {
-    int id;                       /* DDTK_ALGO_* */
-    const char *name;
-    int (*create)(const ddtk_plan *p, ddtk_level *lv);
-    void (*cpu_gulp)(const ddtk_plan *p, const ddtk_level *lv, const float *rows,
-                     size_t stride, int64_t nout, float *out, size_t ostride);
-    void (*destroy)(ddtk_level *lv);
-    /* Optional: working memory for gulps of up to `most` outputs, made by the
-     * CPU streaming layer before it runs (cpu_gulp cannot fail). */
-    int (*cpu_reserve)(const ddtk_level *lv, int64_t most);
-    /* Optional: the bytes cpu_reserve takes for `most` outputs (--max-mem). */
-    int64_t (*cpu_bytes)(const ddtk_level *lv, int64_t most);
-    /* Optional, for the multi-GPU split: the work per output sample of level
-     * DM i, in a unit common to the plug-in's DMs (NULL: 1 each), and
-     * *start = 0 where a device's share may not start (DMs that share work
-     * stay together). */
-    double (*split_cost)(const ddtk_level *lv, int i, int *start);
-    int gpu;                      /* has a GPU plug-in (cuda/engine.cuh) */
-} ddtk_algo;
-
-extern const ddtk_algo ddtk_algo_direct;
-extern const ddtk_algo ddtk_algo_tree;
-extern const ddtk_algo ddtk_algo_subband;
-
-/* The name of algorithm id ("direct"), or "unknown". */
-const char *ddtk_algorithm_name(int id);
 
 /* Streaming state of a backend, kept between runs of one plan. */
 typedef struct ddtk_cpu_stream ddtk_cpu_stream;
@@ -79,6 +33,7 @@ struct ddtk_plan {
     double *freqs, *dms;
     uint8_t *kill;
     int *downsamp;
+    int *per_dm[DDTK_MAX_PARAMS]; /* the algorithm's per-DM parameter values */
     const ddtk_algo *algo;
     ddtk_header fmt;              /* the input sample format (nchans, nbits, nifs, signed) */
     int pol;                      /* resolved IF selection */
@@ -171,23 +126,6 @@ void ddtk_gpu_stream_free(ddtk_gpu_stream *s);
  * ddtk_plan_destroy. NULL (nothing started) is fine for join. */
 ddtk_gpu_warm *ddtk_gpu_warm_start(const int *gpus, int n);
 void ddtk_gpu_warm_join(ddtk_gpu_warm *w);
-
-/* The delay table of a direct level (direct.c), for the GPU plug-in. */
-const ddtk_delays *ddtk_direct_delays(const ddtk_level *lv);
-
-/* The tables of a sub-band level (subband.c), for the GPU plug-in: live rows
- * [sub_first[b], sub_first[b+1]) form sub-band b, level DMs [group_first[g],
- * group_first[g+1]) group g; d1 [g][row] stage-1 delays, d2 [dm][b] stage-2
- * delays, width2 [g][b] the most stage 2 of group g reads past an output;
- * gpu_time[2]: where the GPU adds its stage-1 and stage-2 seconds. */
-typedef struct ddtk_subband_layout {
-    int nsub, nlive, ngroups;
-    const int *sub_first, *group_first;
-    const int32_t *d1, *d2, *width2;
-    int32_t max2;
-    double *gpu_time;
-} ddtk_subband_layout;
-void ddtk_subband_layout_of(const ddtk_level *lv, ddtk_subband_layout *t);
 
 DDTK_END_DECLS
 

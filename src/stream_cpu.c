@@ -80,7 +80,7 @@ static int choose_step(const ddtk_plan *p, const ddtk_source *src, int64_t *step
 }
 
 
-static int allocate(ddtk_cpu_stream *s, const ddtk_plan *p)
+static int allocate(ddtk_cpu_stream *s, ddtk_plan *p)
 {
     int64_t span = p->keep + s->step;
     s->raw = ddtk_malloc((size_t)ddtk_plan_raw_bytes(p, span), "raw input");
@@ -183,11 +183,11 @@ static void halve(const float *src, size_t sstride, int64_t n, float *dst, size_
 }
 
 /* Every level of one gulp of fill spectra: halve, dedisperse, write. */
-static int run_levels(const ddtk_plan *p, ddtk_cpu_stream *s, ddtk_writer *w, int64_t fill,
+static int run_levels(ddtk_plan *p, ddtk_cpu_stream *s, ddtk_writer *w, int64_t fill,
                       int last, double *kernel)
 {
     for (int k = 0; k < p->nlevels; k++) {
-        const ddtk_level *lv = &p->lv[k];
+        ddtk_level *lv = &p->lv[k];
         if (k > 0)
             halve(s->rows[k - 1], s->stride[k - 1], fill >> (k - 1), s->rows[k], s->stride[k],
                   p->ch.nlive);

@@ -10,7 +10,8 @@
  * DM with delays relative to the sub-band's highest channel; stage 2
  * dedisperses those nsub series at each trial DM with the delay of each
  * sub-band's highest channel. Both stages are the CPU direct kernel
- * (ddtk_direct_cpu) on strided rows. Stage-1 delays are differences of the
+ * (ddtk_direct_cpu) on strided rows. The level plan (the tables both halves
+ * read) is a ddtk_subband_level (subband.h). Stage-1 delays are differences of the
  * direct delay table, so with N'DM = 1 (or one channel per sub-band) every
  * channel is summed at exactly its direct delay.
  *
@@ -18,12 +19,13 @@
  * whose predicted extra smearing (Barsdell eq. B1 for a nominal DM in the
  * middle of its group: half the group's DM span times the delay change
  * across the widest-sweeping sub-band) keeps sqrt(W^2 + t^2) / W - 1 at most
- * max_smear_ratio at every trial, W being the direct smearing of a 40 us
- * pulse (ddtk_smear_row).
+ * max_smear_ratio at every trial, W being the direct smearing of a pulse of
+ * DDTK_PULSE_WIDTH (ddtk_smear_row).
  */
 #include "engine.h"
 #include "internal.h"
 #include "dmplan.h"
+#include "subband.h"
 
 #include <math.h>
 #ifdef _OPENMP
@@ -32,32 +34,51 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_SMEAR_RATIO 0.1
-#define PULSE_WIDTH 40e-6           /* intrinsic width of the budget's pulse (s) */
 #define MAX_AUTO_GROUP 256
 
-typedef struct sb_state {
-    int nsub, nlive, ngroups;
-    int *sub_first;                 /* [nsub + 1] live-row boundaries */
-    int *group_first;               /* [ngroups + 1] level-DM boundaries */
-    double *nominal;                /* [ngroups] */
-    int32_t *d1;                    /* [group][row]: delay below the sub-band's top row */
-    int32_t *d2;                    /* [dm][sub]: delay of the sub-band's top row */
-    int32_t *width2;                /* [group][sub]: largest d2 of the group */
-    int32_t max2;
+/* The parameters, in the order of the P_* indices. */
+enum { P_NSUB, P_DM_GROUP, P_SUB_DM, P_MAX_SMEAR_RATIO };
+static const ddtk_param_info params[] = {
+    { "nsub", "sub-bands (default: the cheapest within the budget)", DDTK_PARAM_INT,
+      0, 1, 1 << 20, 0, NULL, 0 },
+    { "dm_group", "trial DMs per nominal DM, N'DM (default: as nsub)", DDTK_PARAM_INT,
+      0, 1, 1 << 20, 0, NULL, 1 },
+    { "sub_dm", "one nominal DM for every trial (prepsubband -subdm)", DDTK_PARAM_REAL,
+      -1, 0, INFINITY, 0, NULL, 0 },
+    { "max_smear_ratio", "extra smearing at most this times the direct smearing",
+      DDTK_PARAM_REAL, 0.1, 0, INFINITY, 1, NULL, 0 },
+};
+
+typedef ddtk_subband_level sb_state;
+
+/* The CPU half's working memory (ddtk_level.cpu). */
+typedef struct sb_cpu {
     float *buf;                     /* per thread: nsub series of one group, bstride apart */
     size_t bstride;
     int nbuf;
-    double max_ratio, max_extra, work;
-    double lv_ratio, lv_extra;      /* the same, of this level's DMs only */
-    double time1, time2;            /* thread-seconds in stage 1 and 2, all runs */
-    double gpu_time[2];             /* GPU seconds in stage 1 and 2 (cuda/subband_plugin.cu) */
-} sb_state;
+} sb_cpu;
 
 /* The sub-band / group layout the plan asks for, resolved once per level. */
 typedef struct sb_choice {
     int nsub, group;                /* group: N'DM, or 0 with sub_dm / dms_per_sub */
 } sb_choice;
+
+/* ---- parameters --------------------------------------------------------------- */
+
+static double sub_dm(const ddtk_plan *p)
+{
+    return ddtk_param(p, P_SUB_DM);
+}
+
+static int dm_group(const ddtk_plan *p)
+{
+    return (int)ddtk_param(p, P_DM_GROUP);
+}
+
+static const int *dms_per_sub(const ddtk_plan *p)
+{
+    return ddtk_param_per_dm(p, P_DM_GROUP);
+}
 
 /* ---- layout ----------------------------------------------------------------- */
 
@@ -74,13 +95,13 @@ static void split_subbands(int nlive, int nsub, int *first)
 static int make_groups(const ddtk_plan *p, const ddtk_level *lv, int group, int *first)
 {
     int n = 0;
-    if (p->d.sub_dm >= 0) {
+    if (sub_dm(p) >= 0) {
         first[0] = 0;
         first[1] = lv->ndm;
         return 1;
     }
     for (int i = 0; i < lv->ndm; n++) {
-        const int *per = p->d.dms_per_sub;
+        const int *per = dms_per_sub(p);
         int m = per ? per[lv->index[i]] : group, j = i + 1;
         while (j < lv->ndm && j - i < (m > 0 ? m : 1) && (!per || per[lv->index[j]] == m))
             j++;
@@ -93,8 +114,8 @@ static int make_groups(const ddtk_plan *p, const ddtk_level *lv, int group, int 
 
 static double group_nominal(const ddtk_plan *p, const ddtk_level *lv, const int *first, int g)
 {
-    if (p->d.sub_dm >= 0)
-        return p->d.sub_dm;
+    if (sub_dm(p) >= 0)
+        return sub_dm(p);
     return 0.5 * (lv->dms[first[g]] + lv->dms[first[g + 1] - 1]);
 }
 
@@ -124,7 +145,7 @@ static double direct_smear(const ddtk_obs *o, const ddtk_level *lv, int i)
     ddtk_dmplan_row r = { .dm_lo = lv->dms[i], .dm_step = step, .downsamp = 1 << lv->k,
                           .ndm = 1 };
     ddtk_smear sm;
-    ddtk_smear_row(o, &r, PULSE_WIDTH, 1, &sm);
+    ddtk_smear_row(o, &r, DDTK_PULSE_WIDTH, 1, &sm);
     return sm.direct;
 }
 
@@ -187,20 +208,17 @@ static int check_choice(const ddtk_plan *p, sb_choice c)
     if (c.nsub > p->ch.nlive)
         return ddtk_fail(DDTK_EUSAGE, "nsub %d exceeds the input's %d live channels",
                          c.nsub, p->ch.nlive);
-    if (c.nsub < 0 || p->d.dm_group < 0)
-        return ddtk_fail(DDTK_EUSAGE, "nsub and dm_group must be at least 1");
-    if (p->d.sub_dm >= 0 && (p->d.dm_group > 0 || p->d.dms_per_sub))
+    if (sub_dm(p) >= 0 && (dm_group(p) > 0 || dms_per_sub(p)))
         return ddtk_fail(DDTK_EUSAGE, "sub_dm gives one nominal DM for every trial; "
                          "it cannot be combined with DM groups");
-    if (!(p->d.max_smear_ratio >= 0))
-        return ddtk_fail(DDTK_EUSAGE, "max_smear_ratio must be >= 0");
     return DDTK_OK;
 }
 
 /* The given nsub / N'DM, the others the cheapest within the budget. */
 static int choose(const ddtk_plan *p, sb_choice *best, sb_eval *be)
 {
-    sb_choice c = { p->d.nsub, p->d.dm_group };
+    const int nsub = (int)ddtk_param(p, P_NSUB), group = dm_group(p);
+    sb_choice c = { nsub, group };
     int rc = check_choice(p, c);
     if (rc)
         return rc;
@@ -223,29 +241,29 @@ static int choose(const ddtk_plan *p, sb_choice *best, sb_eval *be)
         for (int i = 0; i < lv.ndm; i++)
             w.direct[lv.index[i]] = direct_smear(&o, &lv, i);
     }
-    double budget = p->d.max_smear_ratio > 0 ? p->d.max_smear_ratio : DEFAULT_SMEAR_RATIO;
-    int fixed_group = p->d.sub_dm >= 0 || p->d.dms_per_sub || p->d.dm_group > 0;
+    double budget = ddtk_param(p, P_MAX_SMEAR_RATIO);
+    int fixed_group = sub_dm(p) >= 0 || dms_per_sub(p) || group > 0;
     int found = 0;
-    const int m_lo = fixed_group ? p->d.dm_group : 1, m_hi = fixed_group ? m_lo : MAX_AUTO_GROUP;
-    for (int nsub = p->d.nsub > 0 ? p->d.nsub : 1; !rc && nsub <= p->ch.nlive; nsub *= 2) {
+    const int m_lo = fixed_group ? group : 1, m_hi = fixed_group ? m_lo : MAX_AUTO_GROUP;
+    for (int n = nsub > 0 ? nsub : 1; !rc && n <= p->ch.nlive; n *= 2) {
         for (int m = m_lo; m <= m_hi; m++) {
-            sb_choice t = { nsub, m };
+            sb_choice t = { n, m };
             sb_eval e;
             evaluate(p, t, &w, &e);
             /* Beyond the budget only a fully given choice is kept; else the
              * exact layout of one channel per sub-band is the fallback. */
-            int ok = e.ratio <= budget || (p->d.nsub > 0 && fixed_group);
+            int ok = e.ratio <= budget || (nsub > 0 && fixed_group);
             if (ok && (!found || e.adds < be->adds)) {
                 *best = t;
                 *be = e;
                 found = 1;
             }
         }
-        if (p->d.nsub > 0)
+        if (nsub > 0)
             break;
     }
     if (!rc && !found) {
-        *best = (sb_choice){ p->ch.nlive, fixed_group ? p->d.dm_group : 1 };
+        *best = (sb_choice){ p->ch.nlive, fixed_group ? group : 1 };
         evaluate(p, *best, &w, be);
     }
     free(w.sub_first);
@@ -261,6 +279,7 @@ static int choose(const ddtk_plan *p, sb_choice *best, sb_eval *be)
 static void destroy(ddtk_level *lv)
 {
     sb_state *s = lv->state;
+    sb_cpu *c = lv->cpu;
     if (s) {
         free(s->sub_first);
         free(s->group_first);
@@ -268,10 +287,12 @@ static void destroy(ddtk_level *lv)
         free(s->d1);
         free(s->d2);
         free(s->width2);
-        free(s->buf);
     }
+    if (c)
+        free(c->buf);
     free(s);
-    lv->state = NULL;
+    free(c);
+    lv->state = lv->cpu = NULL;
 }
 
 /* Channel c's stage-1 delay at nominal DM `nom` below its sub-band's top
@@ -282,7 +303,7 @@ static void destroy(ddtk_level *lv)
 static int32_t stage1_delay(const ddtk_plan *p, const ddtk_delays *d, double nom, int c, int top,
                             int32_t diff)
 {
-    if (p->d.sub_dm < 0)
+    if (sub_dm(p) < 0)
         return diff;
     return ddtk_round_delay(nom * (d->per_dm[c] - d->per_dm[top]), p->d.rounding);
 }
@@ -394,15 +415,18 @@ static int64_t cpu_bytes(const ddtk_level *lv, int64_t most)
     return (int64_t)buffers() * s->nsub * (int64_t)buffer_stride(s, most) * 4;
 }
 
-static int cpu_reserve(const ddtk_level *lv, int64_t most)
+static int cpu_reserve(ddtk_level *lv, int64_t most)
 {
-    sb_state *s = lv->state;
-    free(s->buf);
-    s->nbuf = buffers();
-    s->bstride = buffer_stride(s, most);
-    s->buf = ddtk_malloc_large((size_t)s->nbuf * s->nsub * s->bstride * sizeof *s->buf,
+    const sb_state *s = lv->state;
+    sb_cpu *c = lv->cpu;
+    if (!c && !(c = lv->cpu = ddtk_calloc(1, sizeof *c, "sub-band series")))
+        return DDTK_ESYS;
+    free(c->buf);
+    c->nbuf = buffers();
+    c->bstride = buffer_stride(s, most);
+    c->buf = ddtk_malloc_large((size_t)c->nbuf * s->nsub * c->bstride * sizeof *c->buf,
                                "sub-band series");
-    return s->buf ? DDTK_OK : DDTK_ESYS;
+    return c->buf ? DDTK_OK : DDTK_ESYS;
 }
 
 static double now(void)
@@ -414,50 +438,46 @@ static double now(void)
 #endif
 }
 
-static void group_gulp(const ddtk_plan *p, sb_state *s, int g, float *buf,
+static void group_gulp(const ddtk_plan *p, ddtk_level *lv, int g, float *buf,
                        const float *rows, size_t stride, int64_t nout, float *out, size_t ostride)
 {
+    const sb_state *s = lv->state;
+    const size_t bstride = ((const sb_cpu *)lv->cpu)->bstride;
     const int i0 = s->group_first[g], n = s->group_first[g + 1] - i0;
     double t0 = now();
     for (int b = 0; b < s->nsub; b++) {
         const int c0 = s->sub_first[b];
         ddtk_direct_cpu(rows + (size_t)c0 * stride, stride, s->sub_first[b + 1] - c0,
                         nout + s->width2[g * s->nsub + b], s->d1 + (size_t)g * s->nlive + c0, 1,
-                        buf + b * s->bstride, s->bstride, &p->d.cpu);
+                        buf + b * bstride, bstride, &p->d.cpu);
     }
     double t1 = now();
-    ddtk_direct_cpu(buf, s->bstride, s->nsub, nout, s->d2 + (size_t)i0 * s->nsub, n,
+    ddtk_direct_cpu(buf, bstride, s->nsub, nout, s->d2 + (size_t)i0 * s->nsub, n,
                     out + (size_t)i0 * ostride, ostride, &p->d.cpu);
     double t2 = now();
 #pragma omp atomic
-    s->time1 += t1 - t0;
+    lv->stage_s[0] += t1 - t0;
 #pragma omp atomic
-    s->time2 += t2 - t1;
+    lv->stage_s[1] += t2 - t1;
 }
 
 /* Threads take groups (the direct kernel then runs serially in each); with
  * fewer groups than buffers the kernel's own threads take its tiles. */
-static void cpu_gulp(const ddtk_plan *p, const ddtk_level *lv, const float *rows, size_t stride,
+static void cpu_gulp(const ddtk_plan *p, ddtk_level *lv, const float *rows, size_t stride,
                      int64_t nout, float *out, size_t ostride)
 {
-    sb_state *s = lv->state;
-#pragma omp parallel for schedule(dynamic) if (s->ngroups >= s->nbuf && s->nbuf > 1) \
+    const sb_state *s = lv->state;
+    const sb_cpu *c = lv->cpu;
+#pragma omp parallel for schedule(dynamic) if (s->ngroups >= c->nbuf && c->nbuf > 1) \
     num_threads(ddtk_threads())
     for (int g = 0; g < s->ngroups; g++) {
         int t = 0;
 #ifdef _OPENMP
         t = omp_get_thread_num();
 #endif
-        group_gulp(p, s, g, s->buf + (size_t)t * s->nsub * s->bstride, rows, stride, nout, out,
+        group_gulp(p, lv, g, c->buf + (size_t)t * s->nsub * c->bstride, rows, stride, nout, out,
                    ostride);
     }
-}
-
-void ddtk_subband_layout_of(const ddtk_level *lv, ddtk_subband_layout *t)
-{
-    sb_state *s = lv->state;
-    *t = (ddtk_subband_layout){ s->nsub, s->nlive, s->ngroups, s->sub_first, s->group_first,
-                                s->d1, s->d2, s->width2, s->max2, s->gpu_time };
 }
 
 /* Add level k's figures to info: its smearing, or the plan's when `whole`. */
@@ -471,8 +491,8 @@ static double add_level(const ddtk_plan *p, int k, int whole, ddtk_subband_info 
     info->nnominal += s->ngroups;
     info->max_ratio = whole ? s->max_ratio : s->lv_ratio;
     info->max_extra = whole ? s->max_extra : s->lv_extra;
-    info->stage1_s += s->time1 + s->gpu_time[0];
-    info->stage2_s += s->time2 + s->gpu_time[1];
+    info->stage1_s += lv->stage_s[0];
+    info->stage2_s += lv->stage_s[1];
     for (int i = 0; i < lv->ndm; i++) {
         info->dm_lo = info->downsamp && info->dm_lo < lv->dms[i] ? info->dm_lo : lv->dms[i];
         info->dm_hi = info->downsamp && info->dm_hi > lv->dms[i] ? info->dm_hi : lv->dms[i];
@@ -483,7 +503,7 @@ static double add_level(const ddtk_plan *p, int k, int whole, ddtk_subband_info 
 
 static int subband_plan(const ddtk_plan *p)
 {
-    if (p->algo != &ddtk_algo_subband)
+    if (strcmp(p->algo->name, "subband") != 0)
         return ddtk_fail(DDTK_EUSAGE, "plan: not a sub-band plan");
     return DDTK_OK;
 }
@@ -535,14 +555,18 @@ static double split_cost(const ddtk_level *lv, int i, int *start)
     return ((double)s->nsub + (double)s->nlive / size) / s->nlive;
 }
 
+extern const struct ddtk_gpu_algo ddtk_gpu_subband;
+
 const ddtk_algo ddtk_algo_subband = {
-    .id = DDTK_ALGO_SUBBAND,
     .name = "subband",
+    .params = params,
+    .nparams = (int)(sizeof params / sizeof params[0]),
+    .tune = DDTK_TUNE_DIRECT_KERNEL,
     .create = create,
     .cpu_gulp = cpu_gulp,
     .destroy = destroy,
     .cpu_reserve = cpu_reserve,
     .split_cost = split_cost,
     .cpu_bytes = cpu_bytes,
-    .gpu = 1,
+    .gpu = DDTK_GPU_HALF(ddtk_gpu_subband),
 };

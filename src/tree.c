@@ -255,16 +255,40 @@ int ddtk_tree_dms(ddtk_tree_setup *s, const ddtk_channels *ch, double tsamp, dou
 
 #define CHUNK 2048              /* stage-1 output samples per task (at least 4 cps) */
 
+/* The parameters, in the order of the P_* indices. */
+static const char *const methods[] = { "piecewise", "padded", NULL };
+enum { P_METHOD, P_SUB_CHANS, P_MAX_SMEAR, P_GPU_GROUP };
+static const ddtk_param_info params[] = {
+    { "method", "piecewise-linear sub-bands, or channels linear in f^-2 on a padded band",
+      DDTK_PARAM_CHOICE, DDTK_TREE_PIECEWISE, 0, 1, 0, methods, 0 },
+    { "sub_chans", "piecewise: channels per sub-band, a power of two (default: the largest "
+      "within max_smear)", DDTK_PARAM_INT, 0, 1, 1 << 20, 0, NULL, 0 },
+    { "max_smear", "smearing budget of Appendix A, W_tree/W", DDTK_PARAM_REAL, 1.1, 1,
+      INFINITY, 0, NULL, 0 },
+    { "gpu_group", "GPU: rows per shared-memory pass of stage 1, a power of two (default 128, "
+      "halved while a pass does not fit the device)", DDTK_PARAM_INT, 0, 2, 1024, 0, NULL, 0 },
+};
 
-/* Library callers that leave tree_chans 0 get the same budget as dd_tree. */
+/* The CPU half's working memory (ddtk_level.cpu). */
+typedef struct tree_cpu {
+    float *s1;                    /* stage-1 series: slot * cps + d' rows */
+    size_t s1_floats;
+    float *work;                  /* per thread: two cps x (chunk + cps - 1) buffers */
+    size_t work_floats;
+    const float **src;            /* stage 2: per DM and sub-band */
+} tree_cpu;
+
+/* Without sub_chans, the largest sub-band within the budget for the plan's
+ * DMs, as ddtk_tree_dms chooses it. */
 static int default_cps(const ddtk_plan *p)
 {
-    ddtk_tree_setup s = { .method = p->d.tree_method, .width = 40e-6, .kdm = p->d.kdm,
-                          .max_smear = 1.1 };
+    ddtk_tree_setup s = { .method = (int)ddtk_param(p, P_METHOD), .width = DDTK_PULSE_WIDTH,
+                          .kdm = p->d.kdm, .max_smear = ddtk_param(p, P_MAX_SMEAR) };
     int cps = next_pow2(p->ch.nchans);
     for (; cps > 1; cps /= 2) {
         s.cps = cps;
-        if (ddtk_tree_list_smear(&s, &p->ch, p->d.tsamp, p->dms, p->downsamp, p->d.ndm) <= 1.1)
+        if (ddtk_tree_list_smear(&s, &p->ch, p->d.tsamp, p->dms, p->downsamp, p->d.ndm)
+            <= s.max_smear)
             break;
     }
     return cps;
@@ -278,8 +302,7 @@ static int route(const ddtk_plan *p, ddtk_level *lv, ddtk_tree_level *t)
     int *sweep = ddtk_malloc((size_t)lv->ndm * nsb * sizeof *sweep, "tree routes");
     t->sel = ddtk_malloc((size_t)lv->ndm * nsb * sizeof *t->sel, "tree routes");
     t->off = ddtk_malloc((size_t)lv->ndm * nsb * sizeof *t->off, "tree routes");
-    t->src = ddtk_malloc((size_t)lv->ndm * nsb * sizeof *t->src, "tree routes");
-    if (!sweep || !t->sel || !t->off || !t->src)
+    if (!sweep || !t->sel || !t->off)
         return free(sweep), DDTK_ESYS;
     for (int d = 0; d < lv->ndm; d++)
         for (int n = 0; n < nsb; n++) {
@@ -328,19 +351,23 @@ static int route(const ddtk_plan *p, ddtk_level *lv, ddtk_tree_level *t)
 static void destroy(ddtk_level *lv)
 {
     ddtk_tree_level *t = lv->state;
-    if (!t)
-        return;
-    ddtk_tree_geom_free(&t->g);
-    free(t->slot_j);
-    free(t->slot_n);
-    free(t->slot_off);
-    free(t->sel);
-    free(t->off);
-    free(t->s1);
-    free(t->work);
-    free(t->src);
-    free(t);
-    lv->state = NULL;
+    tree_cpu *c = lv->cpu;
+    if (c) {
+        free(c->s1);
+        free(c->work);
+        free(c->src);
+        free(c);
+    }
+    if (t) {
+        ddtk_tree_geom_free(&t->g);
+        free(t->slot_j);
+        free(t->slot_n);
+        free(t->slot_off);
+        free(t->sel);
+        free(t->off);
+        free(t);
+    }
+    lv->state = lv->cpu = NULL;
 }
 
 static int create(const ddtk_plan *p, ddtk_level *lv)
@@ -349,11 +376,17 @@ static int create(const ddtk_plan *p, ddtk_level *lv)
     if (!t)
         return DDTK_ESYS;
     lv->state = t;
-    int cps = p->d.tree_chans ? p->d.tree_chans : default_cps(p);
-    if (p->d.tree_method == DDTK_TREE_PIECEWISE && !is_pow2(cps))
+    const int method = (int)ddtk_param(p, P_METHOD);
+    t->gpu_group = (int)ddtk_param(p, P_GPU_GROUP);
+    int cps = ddtk_param_given(p, P_SUB_CHANS) ? (int)ddtk_param(p, P_SUB_CHANS)
+                                               : default_cps(p);
+    if (method == DDTK_TREE_PIECEWISE && !is_pow2(cps))
         return ddtk_fail(DDTK_EUSAGE, "tree: %d channels per sub-band is not a power of two",
                          cps);
-    int rc = ddtk_tree_geom_init(&t->g, &p->ch, p->d.kdm, p->d.tree_method, cps);
+    if (t->gpu_group && !is_pow2(t->gpu_group))
+        return ddtk_fail(DDTK_EUSAGE, "gpu_group %d: must be a power of two from 2 to 1024",
+                         t->gpu_group);
+    int rc = ddtk_tree_geom_init(&t->g, &p->ch, p->d.kdm, method, cps);
     return rc ? rc : route(p, lv, t);
 }
 
@@ -398,7 +431,8 @@ static void gather(const ddtk_tree_level *t, int s, const float *rows, size_t st
     }
 }
 
-static void stage1(ddtk_tree_level *t, const float *rows, size_t stride, int64_t nout, size_t pitch)
+static void stage1(const ddtk_tree_level *t, tree_cpu *cpu, const float *rows, size_t stride,
+                   int64_t nout, size_t pitch)
 {
     const int cps = t->g.cps, chunk = chunk_of(t);
     const int64_t nchunk = (nout + t->maxoff + chunk - 1) / chunk;
@@ -410,13 +444,13 @@ static void stage1(ddtk_tree_level *t, const float *rows, size_t stride, int64_t
                 continue;
             int64_t n = want < chunk ? want : chunk, len = n + cps - 1;
 #ifdef _OPENMP
-            float *a = t->work + (size_t)omp_get_thread_num() * 2 * cps * (chunk + cps - 1);
+            float *a = cpu->work + (size_t)omp_get_thread_num() * 2 * cps * (chunk + cps - 1);
 #else
-            float *a = t->work;
+            float *a = cpu->work;
 #endif
             gather(t, s, rows, stride, t0, len, a);
             ddtk_tree_cpu(a, a + (size_t)cps * len, (size_t)len, cps, len,
-                          t->s1 + (size_t)s * cps * pitch + t0, pitch);
+                          cpu->s1 + (size_t)s * cps * pitch + t0, pitch);
         }
 }
 
@@ -437,39 +471,50 @@ static int64_t cpu_bytes(const ddtk_level *lv, int64_t most)
 }
 
 /* Buffers for gulps of up to most outputs, before the stream runs. */
-static int cpu_reserve(const ddtk_level *lv, int64_t most)
+static int cpu_reserve(ddtk_level *lv, int64_t most)
 {
-    ddtk_tree_level *t = lv->state;
+    const ddtk_tree_level *t = lv->state;
+    tree_cpu *c = lv->cpu;
     size_t s1, work;
+    if (!c) {
+        if (!(c = lv->cpu = ddtk_calloc(1, sizeof *c, "tree buffers")))
+            return DDTK_ESYS;
+        if (!(c->src = ddtk_malloc((size_t)lv->ndm * t->g.nsb * sizeof *c->src, "tree routes")))
+            return DDTK_ESYS;
+    }
     cpu_sizes(t, most, &s1, &work);
-    int rc = reserve(&t->s1, &t->s1_floats, s1);
-    return rc ? rc : reserve(&t->work, &t->work_floats, work);
+    int rc = reserve(&c->s1, &c->s1_floats, s1);
+    return rc ? rc : reserve(&c->work, &c->work_floats, work);
 }
 
-static void cpu_gulp(const ddtk_plan *p, const ddtk_level *lv, const float *rows, size_t stride,
+static void cpu_gulp(const ddtk_plan *p, ddtk_level *lv, const float *rows, size_t stride,
                      int64_t nout, float *out, size_t ostride)
 {
     (void)p;
-    ddtk_tree_level *t = lv->state;
+    const ddtk_tree_level *t = lv->state;
+    tree_cpu *c = lv->cpu;
     const int nsb = t->g.nsb;
     size_t pitch = (size_t)ddtk_round_up(nout + t->maxoff, 16);
-    stage1(t, rows, stride, nout, pitch);
+    stage1(t, c, rows, stride, nout, pitch);
     for (int d = 0; d < lv->ndm; d++)
         for (int n = 0; n < nsb; n++) {
             int sel = t->sel[d * nsb + n];
-            t->src[d * nsb + n] = sel < 0 ? NULL : t->s1 + (size_t)sel * pitch
+            c->src[d * nsb + n] = sel < 0 ? NULL : c->s1 + (size_t)sel * pitch
                                                        + t->off[d * nsb + n];
         }
-    ddtk_tree_combine_cpu(t->src, nsb, lv->ndm, nout, out, ostride);
+    ddtk_tree_combine_cpu(c->src, nsb, lv->ndm, nout, out, ostride);
 }
 
+extern const struct ddtk_gpu_algo ddtk_gpu_tree;
+
 const ddtk_algo ddtk_algo_tree = {
-    .id = DDTK_ALGO_TREE,
     .name = "tree",
+    .params = params,
+    .nparams = (int)(sizeof params / sizeof params[0]),
     .create = create,
     .cpu_reserve = cpu_reserve,
     .cpu_bytes = cpu_bytes,
     .cpu_gulp = cpu_gulp,
     .destroy = destroy,
-    .gpu = 1,
+    .gpu = DDTK_GPU_HALF(ddtk_gpu_tree),
 };

@@ -2,7 +2,7 @@
  * tree.h - tree (Taylor) dedispersion, Barsdell et al. 2012 section 3: the
  * channel geometry of a tree (positions, sub-bands), the DMs it computes
  * (eq. 9 and its scrunched extensions), the Appendix-A smearing bound, and
- * the CPU kernels (cpu/tree.c). The engine plug-in is src/tree.c.
+ * the CPU kernels (cpu/tree.c). The algorithm's descriptor is src/tree.c.
  */
 #ifndef DDTK_TREE_H
 #define DDTK_TREE_H
@@ -66,8 +66,9 @@ double ddtk_tree_list_smear(const ddtk_tree_setup *s, const ddtk_channels *ch, d
                             const double *dms, const int *downsamp, int ndm);
 
 /*
- * A level of the tree plug-in (ddtk_level.state): every DM routed through a
- * (pass j, sub-band n) slot per sub-band; the GPU plug-in reads the tables.
+ * The level plan of the tree algorithm (ddtk_level.state), the tables its
+ * CPU and GPU (cuda/tree.cu) halves both read: every DM routed through a
+ * (pass j, sub-band n) slot per sub-band.
  */
 typedef struct ddtk_tree_level {
     ddtk_tree_geom g;
@@ -75,11 +76,7 @@ typedef struct ddtk_tree_level {
     int *slot_j, *slot_n, *slot_off;  /* pass, sub-band, largest offset a DM reads */
     int *sel, *off;               /* per DM and sub-band: slot * cps + d' (-1: none), offset */
     int maxoff;
-    float *s1;                    /* CPU stage-1 series: slot * cps + d' rows */
-    size_t s1_floats;
-    float *work;                  /* CPU, per thread: two cps x (chunk + cps - 1) buffers */
-    size_t work_floats;
-    const float **src;            /* CPU stage 2: per DM and sub-band */
+    int gpu_group;                /* the gpu_group parameter (0: the GPU half's default) */
 } ddtk_tree_level;
 
 /* ---- CPU kernels (cpu/tree.c) ---- */

@@ -177,12 +177,21 @@ static int tune_gpu(bench *b, ddtk_plan_desc *best_d, double *best)
     return rc;
 }
 
+int ddtk_tune_applies(const ddtk_plan_desc *d)
+{
+    const ddtk_algo *a = ddtk_algo_find(d->algorithm);
+    return a && a->tune != DDTK_TUNE_NONE;
+}
+
 int ddtk_tune(ddtk_plan_desc *d, const char *path, double budget, FILE *table)
 {
     bench b;
     char key[1024], cfg[128];
     double best = 0;
     int use_gpu = 0;
+    if (!ddtk_tune_applies(d))
+        return ddtk_fail(DDTK_EUSAGE, "the %s algorithm has no kernel configuration to tune",
+                         d->algorithm);
     int rc = ddtk_wisdom_key(d, key, sizeof key);
     if (!rc)
         rc = ddtk_backend_resolve(d->backend, d->gpu, 0, &use_gpu);

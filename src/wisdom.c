@@ -117,7 +117,7 @@ int ddtk_wisdom_key(const ddtk_plan_desc *d, char *key, size_t n)
     for (int i = 0; d->downsamp && i < d->ndm; i++)
         scrunch |= d->downsamp[i] > 1;
     snprintf(key, n, "%s | %s nchans %d nbits %d ndm %d %s-diagonal%s", machine,
-             ddtk_algorithm_name(d->algorithm), d->nchans, d->nbits, bucket, dm_regime(d),
+             d->algorithm ? d->algorithm : "direct", d->nchans, d->nbits, bucket, dm_regime(d),
              scrunch ? " scrunched" : "");
     return DDTK_OK;
 }

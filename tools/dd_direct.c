@@ -41,7 +41,7 @@ static int dedisperse(ddtk_ddargs *a, ddtk_input *in, void *ctx)
 {
     (void)ctx;
     ddtk_plan *plan;
-    int rc = ddtk_ddargs_plan(a, in, DDTK_ALGO_DIRECT, &plan);
+    int rc = ddtk_ddargs_plan(a, in, &plan);
     if (rc)
         return rc;
     rc = ddtk_ddargs_run(a, in, plan, run_notes(a, plan, in));
@@ -51,7 +51,7 @@ static int dedisperse(ddtk_ddargs *a, ddtk_input *in, void *ctx)
 
 int main(int argc, char **argv)
 {
-    static const ddtk_ddtool tool = { .help = help, .run = dedisperse };
+    static const ddtk_ddtool tool = { .algorithm = "direct", .help = help, .run = dedisperse };
     ddtk_ddargs args;
     return ddtk_ddtool_main(&tool, &args, argc, argv);
 }

@@ -11,15 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_NSUB = 2000, OPT_DM_GROUP, OPT_SUB_DM, OPT_MAX_SMEAR };
-
-static const struct option sub_options[] = {
-    { "nsub", 1, 0, OPT_NSUB },
-    { "dm-group", 1, 0, OPT_DM_GROUP },
-    { "sub-dm", 1, 0, OPT_SUB_DM },
-    { "max-smear-ratio", 1, 0, OPT_MAX_SMEAR },
-};
-
 static void help(void)
 {
     printf("Usage: dd_subband [FILE|-] (--dm DM[,DM...] | [--dm-min A] --dm-max B\n"
@@ -37,21 +28,12 @@ static void help(void)
            ddtk_ddcli_help);
 }
 
-static int sub_option(int code, const char *arg, void *ctx)
+/* A parameter's value in a->desc (set, else its default). */
+static double param(const ddtk_ddargs *a, const char *name)
 {
-    ddtk_plan_desc *d = &((ddtk_ddargs *)ctx)->desc;
-    switch (code) {
-    case OPT_NSUB: return ddtk_opt_int("--nsub", arg, 1, 1 << 20, &d->nsub);
-    case OPT_DM_GROUP: return ddtk_opt_int("--dm-group", arg, 1, 1 << 20, &d->dm_group);
-    case OPT_SUB_DM:
-        return ddtk_opt_double("--sub-dm", arg, &d->sub_dm) ? DDTK_EUSAGE
-               : d->sub_dm >= 0 ? DDTK_OK : ddtk_bad_option("--sub-dm", arg, "must be >= 0");
-    case OPT_MAX_SMEAR:
-        return ddtk_opt_double("--max-smear-ratio", arg, &d->max_smear_ratio) ? DDTK_EUSAGE
-               : d->max_smear_ratio > 0 ? DDTK_OK
-               : ddtk_bad_option("--max-smear-ratio", arg, "must be > 0");
-    }
-    return DDTK_EUSAGE;
+    double v = 0;
+    ddtk_plan_desc_get_param(&a->desc, name, &v);
+    return v;
 }
 
 /* A --plan file's dms_per_sub column, per DM, when every row has one. */
@@ -61,10 +43,10 @@ static int plan_groups(ddtk_ddargs *a, int **per_dm)
     int rc = ddtk_dmplan_read(&plan, a->plan_file), k = 0, planned = 1;
     for (int i = 0; !rc && i < plan.n; i++)
         planned &= plan.row[i].dms_per_sub > 0;
-    if (!rc && a->desc.sub_dm >= 0 && plan.n > 1)
+    if (!rc && param(a, "sub_dm") >= 0 && plan.n > 1)
         rc = ddtk_fail(DDTK_EUSAGE, "%s: --sub-dm gives one nominal DM, but the plan's %d "
                        "ranges need one each", a->plan_file, plan.n);
-    if (!rc && planned && a->desc.sub_dm < 0 && a->desc.dm_group == 0) {
+    if (!rc && planned && param(a, "sub_dm") < 0 && param(a, "dm_group") == 0) {
         if (!(*per_dm = ddtk_malloc((size_t)ddtk_dmplan_ndm(&plan) * sizeof **per_dm,
                                     "DM groups")))
             rc = DDTK_ESYS;
@@ -76,7 +58,8 @@ static int plan_groups(ddtk_ddargs *a, int **per_dm)
     return rc;
 }
 
-static char *run_notes(const ddtk_ddargs *a, const ddtk_plan *plan, const ddtk_input *in)
+static char *run_notes(const ddtk_ddargs *a, const ddtk_plan *plan, const ddtk_input *in,
+                       int per_dm)
 {
     char *notes = malloc(1536);
     ddtk_subband_info sb;
@@ -92,8 +75,8 @@ static char *run_notes(const ddtk_ddargs *a, const ddtk_plan *plan, const ddtk_i
                  "Killed channels: %d of %d\n"
                  "kDM %.10g s MHz^2 pc^-1 cm^3, fref %.6f MHz, delays rounded %s%s%s",
                  DDTK_VERSION, ddtk_plan_backend(plan), sb.nsub, sb.chans_per_sub,
-                 a->desc.dms_per_sub ? "Plan file, first range: " : "", sb.dm_group,
-                 sb.nnominal, a->desc.sub_dm >= 0 ? " (--sub-dm)" : "", sb.max_extra * 1e3,
+                 per_dm ? "Plan file, first range: " : "", sb.dm_group,
+                 sb.nnominal, param(a, "sub_dm") >= 0 ? " (--sub-dm)" : "", sb.max_extra * 1e3,
                  sb.max_ratio * 100, sb.work_ratio, nchans - ddtk_plan_nlive(plan), nchans,
                  a->desc.kdm, ddtk_plan_fref(plan),
                  a->desc.rounding == DDTK_ROUND_FLOOR ? "down (floor)" : "to nearest",
@@ -128,14 +111,14 @@ static int dedisperse(ddtk_ddargs *a, ddtk_input *in, void *ctx)
     int *per_dm = NULL, rc = DDTK_OK;
     if (a->plan_file && (rc = plan_groups(a, &per_dm)))
         return rc;
-    a->desc.dms_per_sub = per_dm;
-    if (!(rc = ddtk_ddargs_plan(a, in, DDTK_ALGO_SUBBAND, &plan))) {
-        rc = ddtk_ddargs_run(a, in, plan, run_notes(a, plan, in));
+    if (per_dm)
+        rc = ddtk_plan_desc_set_param_per_dm(&a->desc, "dm_group", per_dm);
+    if (!rc && !(rc = ddtk_ddargs_plan(a, in, &plan))) {
+        rc = ddtk_ddargs_run(a, in, plan, run_notes(a, plan, in, per_dm != NULL));
         if (!rc && !a->desc.quiet)
             summary(plan);
         ddtk_plan_destroy(plan);
     }
-    a->desc.dms_per_sub = NULL;
     free(per_dm);
     return rc;
 }
@@ -143,9 +126,6 @@ static int dedisperse(ddtk_ddargs *a, ddtk_input *in, void *ctx)
 int main(int argc, char **argv)
 {
     ddtk_ddargs args;
-    const ddtk_ddtool tool = {
-        .options = sub_options, .noptions = (int)(sizeof sub_options / sizeof sub_options[0]),
-        .option = sub_option, .ctx = &args, .help = help, .run = dedisperse,
-    };
+    const ddtk_ddtool tool = { .algorithm = "subband", .help = help, .run = dedisperse };
     return ddtk_ddtool_main(&tool, &args, argc, argv);
 }

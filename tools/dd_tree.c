@@ -12,22 +12,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_METHOD = 2000, OPT_NSUB, OPT_SUB_CHANS, OPT_LIST_DMS, OPT_MAX_SMEAR };
+/* The algorithm's parameters (--method, --sub-chans, --max-smear, --gpu-group)
+ * are the shared command line's; these two are dd_tree's own. */
+enum { OPT_NSUB = 2000, OPT_LIST_DMS };
 
 static const struct option tree_options[] = {
-    { "method", required_argument, 0, OPT_METHOD },
     { "nsub", required_argument, 0, OPT_NSUB },
-    { "sub-chans", required_argument, 0, OPT_SUB_CHANS },
-    { "max-smear", required_argument, 0, OPT_MAX_SMEAR },
     { "list-dms", no_argument, 0, OPT_LIST_DMS },
 };
 
 typedef struct tree_args {
-    int method, nsub, sub_chans, list;
-    double max_smear;
+    int nsub, list;
 } tree_args;
-
-static const char *const methods[] = { "piecewise", "padded", NULL };
 
 static void help(void)
 {
@@ -46,6 +42,8 @@ static void help(void)
            "                           default: the largest within --max-smear\n"
            "  --max-smear R            smearing budget of Appendix A, W_tree/W (default 1.1)\n"
            "                           for a pulse of --pulse-width (default 40 us)\n"
+           "  --gpu-group G            GPU: rows per shared-memory pass of stage 1, a power of\n"
+           "                           two 2..1024 (default 128, or $DDTK_TREE_GROUP)\n"
            "  --list-dms               print the DMs and scrunch factors and exit\n\n"
            "--dm-min (default 0) and --dm-max select the tree's DMs; --dm, --dm-list,\n"
            "--plan, --dm-step and --tol do not apply.\n\n%s", ddtk_ddcli_help);
@@ -55,34 +53,34 @@ static int tree_option(int code, const char *arg, void *ctx)
 {
     tree_args *t = ctx;
     switch (code) {
-    case OPT_METHOD: return ddtk_opt_choice("--method", arg, methods, &t->method);
     case OPT_NSUB: return ddtk_opt_int("--nsub", arg, 1, 1 << 20, &t->nsub);
-    case OPT_SUB_CHANS: return ddtk_opt_int("--sub-chans", arg, 1, 1 << 20, &t->sub_chans);
-    case OPT_MAX_SMEAR:
-        if (ddtk_opt_double("--max-smear", arg, &t->max_smear))
-            return DDTK_EUSAGE;
-        return t->max_smear >= 1 ? DDTK_OK : ddtk_bad_option("--max-smear", arg, "must be >= 1");
     case OPT_LIST_DMS: t->list = 1; return DDTK_OK;
     default: return ddtk_fail(DDTK_EUSAGE, "unknown option (see --help)");
     }
 }
 
+/* A parameter's value in a->desc (set, else its default). */
+static double param(const ddtk_ddargs *a, const char *name)
+{
+    double v = 0;
+    ddtk_plan_desc_get_param(&a->desc, name, &v);
+    return v;
+}
+
 static int check_args(const ddtk_ddargs *a, const tree_args *t)
 {
+    const int sub_chans = (int)param(a, "sub_chans");
     if (a->dm_given || a->dm_list_file || a->plan_file || !isnan(a->dm_step) || a->tol_given)
         return ddtk_fail(DDTK_EUSAGE, "dd_tree computes the DMs of its tree (eq. 9): select "
                          "them with --dm-min/--dm-max (--dm, --dm-list, --plan, --dm-step and "
                          "--tol do not apply)");
-    if (a->tune)
-        return ddtk_fail(DDTK_EUSAGE, "--tune tunes the direct kernel; the tree has no tuned "
-                         "configuration");
     if (isnan(a->dm_max))
         return ddtk_fail(DDTK_EUSAGE, "--dm-max is needed (see --help)");
-    if (t->nsub && t->sub_chans)
+    if (t->nsub && sub_chans)
         return ddtk_fail(DDTK_EUSAGE, "--nsub and --sub-chans exclude each other");
-    if ((t->nsub || t->sub_chans) && t->method == DDTK_TREE_PADDED)
+    if ((t->nsub || sub_chans) && param(a, "method") == DDTK_TREE_PADDED)
         return ddtk_fail(DDTK_EUSAGE, "--nsub and --sub-chans are for --method piecewise");
-    int n = t->nsub ? t->nsub : t->sub_chans;
+    int n = t->nsub ? t->nsub : sub_chans;
     if (n & (n - 1))
         return ddtk_fail(DDTK_EUSAGE, "--%s %d: must be a power of two",
                          t->nsub ? "nsub" : "sub-chans", n);
@@ -126,12 +124,12 @@ static int tree_dms(ddtk_ddargs *a, const tree_args *t, const ddtk_input *in,
     int rc = ddtk_channels_init(&ch, &in->hdr, NULL, a->desc.fref);
     if (rc)
         return rc;
-    int np = pow2_at_least(ch.nchans);
+    int np = pow2_at_least(ch.nchans), sub_chans = (int)param(a, "sub_chans");
     *s = (ddtk_tree_setup){
-        .method = t->method, .scrunch = a->scrunch != 0,
-        .cps = t->sub_chans ? t->sub_chans : t->nsub ? (np > t->nsub ? np / t->nsub : 1) : 0,
+        .method = (int)param(a, "method"), .scrunch = a->scrunch != 0,
+        .cps = sub_chans ? sub_chans : t->nsub ? (np > t->nsub ? np / t->nsub : 1) : 0,
         .dm_min = isnan(a->dm_min) ? 0 : a->dm_min, .dm_max = a->dm_max,
-        .width = a->pulse_width * 1e-6, .kdm = a->desc.kdm, .max_smear = t->max_smear,
+        .width = a->pulse_width * 1e-6, .kdm = a->desc.kdm, .max_smear = param(a, "max_smear"),
     };
     if (s->dm_min > s->dm_max || s->dm_min < 0)
         rc = ddtk_fail(DDTK_EUSAGE, "--dm-min %g --dm-max %g: need 0 <= min <= max",
@@ -182,9 +180,8 @@ static int dedisperse(ddtk_ddargs *a, ddtk_input *in, void *ctx)
         rc = tree_dms(a, t, in, &s);
     if (rc || t->list)
         return rc ? rc : list_dms(a);
-    a->desc.tree_method = s.method;
-    a->desc.tree_chans = s.cps;
-    if ((rc = ddtk_ddargs_plan(a, in, DDTK_ALGO_TREE, &plan)))
+    if ((rc = ddtk_plan_desc_set_param(&a->desc, "sub_chans", s.cps))
+        || (rc = ddtk_ddargs_plan(a, in, &plan)))
         return rc;
     report(a, &s, in);
     rc = ddtk_ddargs_run(a, in, plan, run_notes(a, &s, plan, in));
@@ -195,10 +192,11 @@ static int dedisperse(ddtk_ddargs *a, ddtk_input *in, void *ctx)
 int main(int argc, char **argv)
 {
     ddtk_ddargs args;
-    tree_args t = { .method = DDTK_TREE_PIECEWISE, .max_smear = 1.1 };
+    tree_args t = { 0 };
     const ddtk_ddtool tool = {
-        .options = tree_options, .noptions = (int)(sizeof tree_options / sizeof tree_options[0]),
-        .option = tree_option, .ctx = &t, .help = help, .run = dedisperse,
+        .algorithm = "tree", .options = tree_options,
+        .noptions = (int)(sizeof tree_options / sizeof tree_options[0]), .option = tree_option,
+        .ctx = &t, .help = help, .run = dedisperse,
     };
     return ddtk_ddtool_main(&tool, &args, argc, argv);
 }

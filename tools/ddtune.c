@@ -47,7 +47,7 @@ static int tune(ddtk_ddargs *a, ddtk_input *in, void *ctx)
     const double budget = *(const double *)ctx;
     char *path = a->no_wisdom ? NULL : a->wisdom ? strdup(a->wisdom) : ddtk_cli_wisdom_path();
     char key[1024];
-    int rc = ddtk_ddargs_describe(a, in, DDTK_ALGO_DIRECT);
+    int rc = ddtk_ddargs_describe(a, in);
     if (!rc)
         rc = ddtk_wisdom_key(&a->desc, key, sizeof key);
     if (!rc) {
@@ -65,8 +65,8 @@ int main(int argc, char **argv)
     ddtk_ddargs args;
     double budget = 60;
     const ddtk_ddtool tool = {
-        .options = options, .noptions = 1, .option = option, .ctx = &budget, .help = help,
-        .check = ddtk_ddargs_no_outputs, .run = tune,
+        .algorithm = "direct", .options = options, .noptions = 1, .option = option,
+        .ctx = &budget, .help = help, .check = ddtk_ddargs_no_outputs, .run = tune,
     };
     return ddtk_ddtool_main(&tool, &args, argc, argv);
 }

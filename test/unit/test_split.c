@@ -12,6 +12,7 @@
  */
 #include "engine.h"
 #include "dmplan.h"
+#include "subband.h"
 #include "tree.h"
 #include "check.h"
 
@@ -241,7 +242,7 @@ static void test_direct_cost(void)
 static double freqs[NCHANS], dms[NDM];
 static int downsamp[NDM];
 
-static ddtk_plan *make_plan(int algorithm, int scrunch)
+static ddtk_plan *make_plan(const char *algorithm, int scrunch)
 {
     ddtk_plan_desc d;
     ddtk_plan *p = NULL;
@@ -259,18 +260,18 @@ static ddtk_plan *make_plan(int algorithm, int scrunch)
     d.ndm = NDM;
     d.downsamp = downsamp;
     d.backend = DDTK_BACKEND_CPU;
-    d.algorithm = algorithm;
     d.quiet = 1;
-    if (algorithm == DDTK_ALGO_SUBBAND) {
-        d.nsub = 8;
-        d.dm_group = 6;
+    CHECK(ddtk_plan_desc_set_algorithm(&d, algorithm) == DDTK_OK);
+    if (strcmp(algorithm, "subband") == 0) {
+        CHECK(ddtk_plan_desc_set_param(&d, "nsub", 8) == DDTK_OK);
+        CHECK(ddtk_plan_desc_set_param(&d, "dm_group", 6) == DDTK_OK);
     }
     CHECK(ddtk_plan_create(&p, &d) == DDTK_OK);
     return p;
 }
 
 /* Level k's series over nout samples of rows, by the level (or view) given. */
-static float *series(const ddtk_plan *p, const ddtk_level *lv, const float *rows, size_t stride,
+static float *series(const ddtk_plan *p, ddtk_level *lv, const float *rows, size_t stride,
                      int64_t nout)
 {
     float *out = calloc((size_t)(lv->ndm ? lv->ndm : 1) * (size_t)nout, sizeof *out);
@@ -280,7 +281,7 @@ static float *series(const ddtk_plan *p, const ddtk_level *lv, const float *rows
     return out;
 }
 
-static void test_views(int algorithm, int nparts)
+static void test_views(const char *algorithm, int nparts)
 {
     ddtk_plan *p = make_plan(algorithm, 1);
     if (!p)
@@ -297,14 +298,13 @@ static void test_views(int algorithm, int nparts)
         rows[i] = (float)((x >> 16) & 255);
     }
     for (int k = 0; k < p->nlevels; k++) {
-        const ddtk_level *lv = &p->lv[k];
+        ddtk_level *lv = &p->lv[k];
         if (!lv->ndm)
             continue;
         int64_t nout = NSAMP / 2 - lv->overlap;
         float *whole = series(p, lv, rows, stride, nout);
-        ddtk_subband_layout t;
-        if (algorithm == DDTK_ALGO_SUBBAND)
-            ddtk_subband_layout_of(lv, &t);
+        const int subband = strcmp(algorithm, "subband") == 0;
+        const ddtk_subband_level *t = lv->state;
         int seen = 0;
         for (int j = 0; j < nparts; j++) {
             ddtk_level v;
@@ -314,9 +314,9 @@ static void test_views(int algorithm, int nparts)
                 CHECK(lo == seen);
                 CHECK(v.overlap <= lv->overlap);
                 /* A share of a sub-band level starts at a group. */
-                int at_group = algorithm != DDTK_ALGO_SUBBAND;
-                for (int g = 0; !at_group && g <= t.ngroups; g++)
-                    at_group = t.group_first[g] == lo;
+                int at_group = !subband;
+                for (int g = 0; !at_group && g <= t->ngroups; g++)
+                    at_group = t->group_first[g] == lo;
                 CHECK(at_group);
                 float *part = series(p, &v, rows, stride, nout);
                 CHECK(memcmp(part, whole + (size_t)lo * nout,
@@ -340,9 +340,9 @@ int main(void)
     test_edges();
     test_direct_cost();
     for (int nparts = 1; nparts <= 7; nparts += 2) {
-        test_views(DDTK_ALGO_DIRECT, nparts);
-        test_views(DDTK_ALGO_SUBBAND, nparts);
-        test_views(DDTK_ALGO_TREE, nparts);
+        test_views("direct", nparts);
+        test_views("subband", nparts);
+        test_views("tree", nparts);
     }
     return check_result();
 }

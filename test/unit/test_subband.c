@@ -28,7 +28,7 @@ static void fill(uint8_t *v, unsigned seed)
     }
 }
 
-static void desc_of(ddtk_plan_desc *d, const double *freqs, int algorithm)
+static void desc_of(ddtk_plan_desc *d, const double *freqs, const char *algorithm)
 {
     ddtk_plan_desc_init(d);
     d->nchans = NCHANS;
@@ -38,7 +38,7 @@ static void desc_of(ddtk_plan_desc *d, const double *freqs, int algorithm)
     d->dms = dms;
     d->ndm = NDM;
     d->backend = DDTK_BACKEND_CPU;
-    d->algorithm = algorithm;
+    CHECK(ddtk_plan_desc_set_algorithm(d, algorithm) == DDTK_OK);
     d->quiet = 1;
 }
 
@@ -67,16 +67,16 @@ static void test_exact(double foff, int killing)
     }
     fill(raw, 11);
     ddtk_plan_desc d;
-    desc_of(&d, freqs, DDTK_ALGO_DIRECT);
+    desc_of(&d, freqs, "direct");
     d.kill = kill;
     int64_t n0 = 0, n1 = 0, n2 = 0;
     float *direct = run(&d, raw, &n0);
-    d.algorithm = DDTK_ALGO_SUBBAND;
-    d.dm_group = 1;
-    d.nsub = 5;
+    CHECK(ddtk_plan_desc_set_algorithm(&d, "subband") == DDTK_OK);
+    CHECK(ddtk_plan_desc_set_param(&d, "dm_group", 1) == DDTK_OK);
+    CHECK(ddtk_plan_desc_set_param(&d, "nsub", 5) == DDTK_OK);
     float *g1 = run(&d, raw, &n1);
-    d.dm_group = 6;
-    d.nsub = NCHANS - (killing ? 10 : 0);
+    CHECK(ddtk_plan_desc_set_param(&d, "dm_group", 6) == DDTK_OK);
+    CHECK(ddtk_plan_desc_set_param(&d, "nsub", NCHANS - (killing ? 10 : 0)) == DDTK_OK);
     float *nn = run(&d, raw, &n2);
     CHECK(n0 > 1000 && n1 == n0 && n2 == n0);
     float *ref = malloc(NSAMP * sizeof *ref);
@@ -100,7 +100,7 @@ static void test_budget(void)
     for (int c = 0; c < NCHANS; c++)
         freqs[c] = FCH1 - 4.0 * c;
     ddtk_plan_desc d;
-    desc_of(&d, freqs, DDTK_ALGO_SUBBAND);
+    desc_of(&d, freqs, "subband");
     ddtk_plan *p;
     ddtk_subband_info in;
     CHECK(ddtk_plan_create(&p, &d) == DDTK_OK);
@@ -110,7 +110,7 @@ static void test_budget(void)
     CHECK(in.work_ratio > 1.5);
     CHECK(in.nnominal == (NDM + in.dm_group - 1) / in.dm_group);
     ddtk_plan_destroy(p);
-    d.max_smear_ratio = 0.01;
+    CHECK(ddtk_plan_desc_set_param(&d, "max_smear_ratio", 0.01) == DDTK_OK);
     CHECK(ddtk_plan_create(&p, &d) == DDTK_OK);
     ddtk_subband_info tight;
     CHECK(ddtk_plan_subband_info(p, &tight) == DDTK_OK);
@@ -125,16 +125,27 @@ static void test_errors(void)
         freqs[c] = FCH1 - c;
     ddtk_plan_desc d;
     ddtk_plan *p;
-    desc_of(&d, freqs, DDTK_ALGO_SUBBAND);
-    d.nsub = NCHANS + 1;
+    desc_of(&d, freqs, "subband");
+    CHECK(ddtk_plan_desc_set_param(&d, "nsub", NCHANS + 1) == DDTK_OK);
     CHECK(ddtk_plan_create(&p, &d) == DDTK_EUSAGE && !p);
-    d.nsub = 8;
-    d.dm_group = -1;
+    CHECK(ddtk_plan_desc_set_param(&d, "nsub", 8) == DDTK_OK);
+    /* Out of the parameter's range: refused when set, and in a description
+     * filled by hand, when the plan is made. */
+    CHECK(ddtk_plan_desc_set_param(&d, "dm_group", -1) == DDTK_EUSAGE);
+    CHECK(strstr(ddtk_errmsg(), "dm_group") && strstr(ddtk_errmsg(), "from 1 to"));
+    d.param[1] = 0;
+    d.param_set |= 2;
     CHECK(ddtk_plan_create(&p, &d) == DDTK_EUSAGE && !p);
-    d.dm_group = 4;
-    d.sub_dm = 30;
+    CHECK(ddtk_plan_desc_set_param(&d, "dm_group", 2.5) == DDTK_EUSAGE);
+    CHECK(ddtk_plan_desc_set_param(&d, "max_smear_ratio", 0) == DDTK_EUSAGE);
+    CHECK(ddtk_plan_desc_set_param(&d, "tree_chans", 4) == DDTK_EUSAGE);
+    CHECK(ddtk_plan_desc_set_algorithm(&d, "fast") == DDTK_EUSAGE);
+    CHECK(strstr(ddtk_errmsg(), "direct, subband or tree"));
+    CHECK(ddtk_plan_desc_set_algorithm(&d, "subband") == DDTK_OK);
+    CHECK(ddtk_plan_desc_set_param(&d, "dm_group", 4) == DDTK_OK);
+    CHECK(ddtk_plan_desc_set_param(&d, "sub_dm", 30) == DDTK_OK);
     CHECK(ddtk_plan_create(&p, &d) == DDTK_EUSAGE && !p);
-    desc_of(&d, freqs, DDTK_ALGO_DIRECT);
+    desc_of(&d, freqs, "direct");
     CHECK(ddtk_plan_create(&p, &d) == DDTK_OK);
     ddtk_subband_info in;
     CHECK(ddtk_plan_subband_info(p, &in) == DDTK_EUSAGE);

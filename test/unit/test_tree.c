@@ -132,9 +132,9 @@ static void test_plan(int method, int cps)
     dsc.dms = dms;
     dsc.downsamp = ds;
     dsc.ndm = ndm;
-    dsc.algorithm = DDTK_ALGO_TREE;
-    dsc.tree_method = method;
-    dsc.tree_chans = s.cps;
+    CHECK(ddtk_plan_desc_set_algorithm(&dsc, "tree") == DDTK_OK);
+    CHECK(ddtk_plan_desc_set_param(&dsc, "method", method) == DDTK_OK);
+    CHECK(ddtk_plan_desc_set_param(&dsc, "sub_chans", s.cps) == DDTK_OK);
     dsc.backend = DDTK_BACKEND_CPU;
     dsc.quiet = 1;
     float *out = execute(&dsc, raw, 0), *small = execute(&dsc, raw, 200);

@@ -154,7 +154,7 @@ void ddtk_ddargs_init(ddtk_ddargs *a)
     memset(a, 0, sizeof *a);
     ddtk_plan_desc_init(&a->desc);
     a->tol = 1.25;
-    a->pulse_width = 40.0;
+    a->pulse_width = DDTK_PULSE_WIDTH * 1e6;
     a->dm_min = a->dm_max = a->dm_step = NAN;
     a->out.format = DDTK_FMT_TIM;
     a->scrunch = -1;
@@ -264,6 +264,51 @@ static int common_option(ddtk_ddargs *a, int code, const char *arg)
     return DDTK_OK;
 }
 
+/* ---- the algorithm's parameters as options ------------------------------------- */
+
+#define OPT_PARAM 3000            /* + the parameter's index */
+
+/* "--dm_group" -> "--dm-group". */
+static void option_name(const char *param, char *opt, size_t n)
+{
+    snprintf(opt, n, "--%s", param);
+    for (char *c = opt + 2; *c; c++)
+        *c = *c == '_' ? '-' : *c;
+}
+
+/* arg for parameter i of a's algorithm: parsed and checked as the option
+ * values of every tool are, with the descriptor's type and range. */
+static int param_option(ddtk_ddargs *a, int i, const char *arg)
+{
+    ddtk_param_info pi;
+    char opt[64], why[64];
+    double v;
+    int n, rc = ddtk_algorithm_param(a->desc.algorithm, i, &pi);
+    if (rc)
+        return rc;
+    option_name(pi.name, opt, sizeof opt);
+    if (pi.type == DDTK_PARAM_CHOICE)
+        rc = ddtk_opt_choice(opt, arg, pi.choices, &n), v = n;
+    else if (pi.type == DDTK_PARAM_INT)
+        rc = ddtk_opt_int(opt, arg, (int)pi.lo + pi.lo_open, (int)pi.hi, &n), v = n;
+    else if (!(rc = ddtk_opt_double(opt, arg, &v)) && !(pi.lo_open ? v > pi.lo : v >= pi.lo)) {
+        snprintf(why, sizeof why, "must be %s %g", pi.lo_open ? ">" : ">=", pi.lo);
+        rc = ddtk_bad_option(opt, arg, why);
+    }
+    return rc ? rc : ddtk_plan_desc_set_param(&a->desc, pi.name, v);
+}
+
+/* One getopt entry per parameter; names[] holds their names. */
+static void param_options(const ddtk_ddargs *a, struct option *opts, char names[][64], int *n)
+{
+    ddtk_param_info pi;
+    for (*n = 0; *n < DDTK_MAX_PARAMS && !ddtk_algorithm_param(a->desc.algorithm, *n, &pi);
+         ++*n) {
+        option_name(pi.name, names[*n], sizeof names[*n]);
+        opts[*n] = (struct option){ names[*n] + 2, required_argument, 0, OPT_PARAM + *n };
+    }
+}
+
 typedef struct parse_ctx {
     ddtk_ddargs *a;
     ddtk_option_handler extra;
@@ -276,6 +321,8 @@ static int any_option(int code, const char *arg, void *ctx)
     int rc = common_option(p->a, code, arg);
     if (rc != -1)
         return rc;
+    if (code >= OPT_PARAM && code < OPT_PARAM + DDTK_MAX_PARAMS)
+        return param_option(p->a, code - OPT_PARAM, arg);
     return p->extra ? p->extra(code, arg, p->extra_ctx)
                     : ddtk_fail(DDTK_EUSAGE, "unknown option (see --help)");
 }
@@ -284,12 +331,15 @@ int ddtk_ddargs_parse(ddtk_ddargs *a, int argc, char **argv,
                       const struct option *extra, int nextra,
                       ddtk_option_handler handler, void *ctx, void (*help)(void))
 {
-    struct option *opts = calloc((size_t)(NCOMMON + nextra + 1), sizeof *opts);
+    char names[DDTK_MAX_PARAMS][64];
+    int nparams;
+    struct option *opts = calloc((size_t)(NCOMMON + DDTK_MAX_PARAMS + nextra + 1), sizeof *opts);
     if (!opts)
         return ddtk_fail(DDTK_ESYS, "out of memory");
     memcpy(opts, common_options, sizeof common_options);
+    param_options(a, opts + NCOMMON, names, &nparams);
     if (nextra)
-        memcpy(opts + NCOMMON, extra, (size_t)nextra * sizeof *opts);
+        memcpy(opts + NCOMMON + nparams, extra, (size_t)nextra * sizeof *opts);
     parse_ctx p = { a, handler, ctx };
     int rc = ddtk_getopt(argc, argv, ":o:qvh", opts, OPT_VERSION, help, any_option, &p);
     free(opts);
@@ -484,22 +534,26 @@ static int configure(ddtk_ddargs *a)
 }
 
 /* The environment's knobs (dd_direct(1), ENVIRONMENT), read here once into
- * the plan's description: the library reads no environment. */
-static int environment(ddtk_ddargs *a, int algorithm)
+ * the plan's description: the library reads no environment. DDTK_TREE_GROUP
+ * sets the parameter gpu_group of an algorithm that has one (the tree) where
+ * --gpu-group did not. */
+static int environment(ddtk_ddargs *a)
 {
     const char *mem = getenv("DDTK_GPU_MEM"), *serial = getenv("DDTK_GPU_SERIAL");
     const char *group = getenv("DDTK_TREE_GROUP");
-    int *g = &a->desc.tree_group;
+    double given;
+    int g;
     a->desc.gpu_mem = mem ? (int64_t)(atof(mem) * 1048576.0) : 0;
     a->desc.gpu_serial = serial && *serial && strcmp(serial, "0") != 0;
-    if (algorithm == DDTK_ALGO_TREE && group && *group
-        && (ddtk_opt_int("DDTK_TREE_GROUP", group, 2, 1024, g) || (*g & (*g - 1))))
+    if (group && *group && !ddtk_plan_desc_get_param(&a->desc, "gpu_group", &given)
+        && given == 0 && (ddtk_opt_int("DDTK_TREE_GROUP", group, 2, 1024, &g) || (g & (g - 1))
+                          || ddtk_plan_desc_set_param(&a->desc, "gpu_group", g)))
         return ddtk_fail(DDTK_EUSAGE, "DDTK_TREE_GROUP=%s: must be a power of two from 2 "
                          "to 1024", group);
     return DDTK_OK;
 }
 
-int ddtk_ddargs_describe(ddtk_ddargs *a, const ddtk_input *in, int algorithm)
+int ddtk_ddargs_describe(ddtk_ddargs *a, const ddtk_input *in)
 {
     int rc = ddtk_ddargs_resolve(a, &in->hdr);
     if (!rc)
@@ -514,15 +568,14 @@ int ddtk_ddargs_describe(ddtk_ddargs *a, const ddtk_input *in, int algorithm)
         a->desc.dms = a->dms.dm;
         a->desc.ndm = a->dms.n;
         a->desc.downsamp = a->downsamp;
-        a->desc.algorithm = algorithm;
-        rc = environment(a, algorithm);
+        rc = environment(a);
     }
     return rc;
 }
 
-int ddtk_ddargs_plan(ddtk_ddargs *a, const ddtk_input *in, int algorithm, ddtk_plan **plan)
+int ddtk_ddargs_plan(ddtk_ddargs *a, const ddtk_input *in, ddtk_plan **plan)
 {
-    int rc = ddtk_ddargs_describe(a, in, algorithm);
+    int rc = ddtk_ddargs_describe(a, in);
     if (!rc)
         rc = configure(a);
     return rc ? rc : ddtk_plan_create(plan, &a->desc);
@@ -680,8 +733,13 @@ int ddtk_ddtool_main(const ddtk_ddtool *t, ddtk_ddargs *a, int argc, char **argv
     ddtk_input in;
     ddtk_set_progname(argv[0]);
     ddtk_ddargs_init(a);
-    int rc = ddtk_ddargs_parse(a, argc, argv, t->options, t->noptions, t->option, t->ctx,
+    int rc = ddtk_plan_desc_set_algorithm(&a->desc, t->algorithm);
+    if (!rc)
+        rc = ddtk_ddargs_parse(a, argc, argv, t->options, t->noptions, t->option, t->ctx,
                                t->help);
+    if (!rc && a->tune && !ddtk_tune_applies(&a->desc))
+        rc = ddtk_fail(DDTK_EUSAGE, "--tune: the %s algorithm has no kernel configuration to "
+                       "tune", a->desc.algorithm);
     if (!rc && t->check)
         rc = t->check(a);
     if (!rc && a->list_gpus)

@@ -48,21 +48,23 @@ int ddtk_ddargs_open(const ddtk_ddargs *a, ddtk_input *in);
 int ddtk_ddargs_no_outputs(const ddtk_ddargs *a);
 /* Build the DM list from the options and the input header; set the default prefix. */
 int ddtk_ddargs_resolve(ddtk_ddargs *a, const ddtk_header *h);
-/* Resolve the DMs and describe the plan of `algorithm` for the input in
- * a->desc (killfile, scrunch factors), with the built-in kernel configuration. */
-int ddtk_ddargs_describe(ddtk_ddargs *a, const ddtk_input *in, int algorithm);
+/* Resolve the DMs and describe the plan of the tool's algorithm for the input
+ * in a->desc (killfile, scrunch factors), with the built-in kernel configuration. */
+int ddtk_ddargs_describe(ddtk_ddargs *a, const ddtk_input *in);
 /* The same, then the kernel configuration (wisdom, --tune, DDTK_GPU_CONFIG:
  * the GPU kernel variant of benchmark sweeps), and the plan. */
-int ddtk_ddargs_plan(ddtk_ddargs *a, const ddtk_input *in, int algorithm, ddtk_plan **plan);
+int ddtk_ddargs_plan(ddtk_ddargs *a, const ddtk_input *in, ddtk_plan **plan);
 /* Run a plan on the input into the outputs the options name, with .inf notes
  * `notes` (allocated; freed here; NULL: they could not be allocated), and
  * print the summary unless -q. */
 int ddtk_ddargs_run(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, char *notes);
 
-/* What a dd_* tool adds to the shared command line: its own options (handled
- * with ctx), its help, a check after parsing (NULL: none) and its work on the
- * opened input. */
+/* What a dd_* tool adds to the shared command line: its algorithm (each of
+ * whose parameters is an option --NAME, underscores as dashes, set in
+ * a->desc), its own options (handled with ctx), its help, a check after
+ * parsing (NULL: none) and its work on the opened input. */
 typedef struct ddtk_ddtool {
+    const char *algorithm;
     const struct option *options;
     int noptions;
     ddtk_option_handler option;
