@@ -158,13 +158,6 @@ static int64_t row_stride(const ddtk_plan *p, const gpu_level *L, int k, int64_t
     return ddtk_round_up(((p->keep + step) >> k) + L->slack, 64);
 }
 
-/* The most outputs level k gives in one gulp (a last gulp may give more than step / 2^k). */
-static int64_t max_out(const ddtk_plan *p, int k, int64_t step)
-{
-    int64_t last = ((p->keep + step) >> k) - p->lv[k].overlap;
-    return last > step >> k ? last : step >> k;
-}
-
 /* Bytes of a gulp's raw input, and of level k's host outputs for ndm DMs,
  * at step s: every buffer's size comes from these (prefault matches by size). */
 static size_t raw_bytes(const ddtk_plan *p, int64_t s)
@@ -174,7 +167,7 @@ static size_t raw_bytes(const ddtk_plan *p, int64_t s)
 
 static size_t out_bytes(const ddtk_plan *p, int k, int64_t ndm, int64_t s)
 {
-    return (size_t)ndm * (size_t)max_out(p, k, s) * sizeof(float);
+    return (size_t)ndm * (size_t)ddtk_level_most_out(p, k, s) * sizeof(float);
 }
 
 /* Host bytes of one buffer set (a gulp's raw input and outputs) at step s. */
@@ -211,9 +204,10 @@ static int fits(const ddtk_plan *p, int64_t step, void *ctx)
             int64_t ndm = g->view[k].ndm;
             b->dev[i] += (int64_t)p->ch.nlive * row_stride(p, L, k, step)
                          * storage_bytes(L->enc.storage);
-            b->dev[i] += ndm * ddtk_round_up(max_out(p, k, step), 64) * 4;
+            const int64_t most = ddtk_level_most_out(p, k, step);
+            b->dev[i] += ndm * ddtk_round_up(most, 64) * 4;
             if (L->state && b->g->algo->dev_bytes)
-                b->dev[i] += b->g->algo->dev_bytes(L->state, max_out(p, k, step));
+                b->dev[i] += b->g->algo->dev_bytes(L->state, most);
         }
         ok &= 2 * b->dev[i] <= b->dev_max[i];
         if ((double)b->dev[i] / b->dev_max[i] > (double)b->dev[b->worst] / b->dev_max[b->worst])
@@ -304,7 +298,7 @@ static void set_pitches(gpu_pipe *g, const ddtk_plan *p, int64_t step)
         gpu_level *L = &g->lv[k];
         L->stride = row_stride(p, L, k, step);
         if (g->view[k].ndm) {
-            L->hpitch = max_out(p, k, step);
+            L->hpitch = ddtk_level_most_out(p, k, step);
             L->ostride = ddtk_round_up(L->hpitch, 64);
         }
     }

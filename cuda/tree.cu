@@ -1,9 +1,10 @@
 /*
  * tree.cu - the GPU half of the tree algorithm (src/tree.c has the descriptor
- * and the routes, its level plan src/tree.h, cpu/tree.c the reference kernels): stage 1 runs the tree of each (pass,
- * sub-band) slot in shared memory, stage 2 adds the sub-band series of each
- * DM. Every sum has the CPU's operands in the CPU's order, so the series
- * equal the CPU's byte for byte (integer input is also exact).
+ * and the routes, src/tree.h its level plan, cpu/tree.c the reference
+ * kernels): stage 1 runs the tree of each (pass, sub-band) slot in shared
+ * memory, stage 2 adds the sub-band series of each DM. Every sum has the
+ * CPU's operands in the CPU's order, so the series equal the CPU's byte for
+ * byte (integer input is also exact).
  *
  * Stage 1, in place. A tile of TILE outputs of G rows lives in shared
  * memory (TILE + G - 1 samples per row: the stages' delays add up to G - 1).

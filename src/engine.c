@@ -1,9 +1,8 @@
 /*
  * engine.c - dedispersion plans: from a description (arrays or a SIGPROC
- * header) to channel tables, time-scrunch levels and one algorithm plug-in
- * instance per level; execution on an in-memory block or a streamed input,
- * dispatched to the CPU or GPU streaming layer; the split of the DMs
- * between GPUs and the level views that hold each GPU's share.
+ * header) to channel tables, time-scrunch levels and one level plan of the
+ * algorithm (algo.h) per level, and what a plan tells its callers. Running
+ * one is stream.c's; what both streaming layers compute alike is gulp.c's.
  *
  * The plan is the geometry only: it holds no file. Streaming state (gulp
  * buffers, device memory) is made by the first run and kept for the next
@@ -11,7 +10,6 @@
  */
 #include "engine.h"
 #include "internal.h"
-#include "dmplan.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -40,11 +38,6 @@ int ddtk_plan_desc_header(ddtk_plan_desc *d, const ddtk_header *h, double **freq
     int rc = ddtk_header_freqs(h, freqs);
     d->freqs = rc ? NULL : *freqs;
     return rc;
-}
-
-int64_t ddtk_round_up(int64_t x, int64_t m)
-{
-    return (x + m - 1) / m * m;
 }
 
 /* ---- checking and copying the description ---------------------------------- */
@@ -115,20 +108,12 @@ static int copy_desc(ddtk_plan *p, const ddtk_plan_desc *d)
 
 /* ---- levels ------------------------------------------------------------------- */
 
-static int log2_factor(int f)
-{
-    int k = 0;
-    while (k < DDTK_MAX_LEVELS && (1 << k) < f)
-        k++;
-    return k < DDTK_MAX_LEVELS && (1 << k) == f ? k : -1;
-}
-
 /* Group the DMs by factor 2^k; level k gets its DMs and an algorithm instance. */
 static int build_levels(ddtk_plan *p)
 {
     int top = 0, rc = DDTK_OK;
     for (int i = 0; i < p->d.ndm; i++) {
-        int k = p->downsamp ? log2_factor(p->downsamp[i]) : 0;
+        int k = ddtk_plan_level(p, i);
         if (k < 0)
             return ddtk_fail(DDTK_EUSAGE, "scrunch factor %d at DM %g is not a power of two "
                              "1..%d", p->downsamp[i], p->dms[i], 1 << (DDTK_MAX_LEVELS - 1));
@@ -290,123 +275,7 @@ const char *ddtk_plan_algorithm(const ddtk_plan *p)
     return p->algo->name;
 }
 
-static int level_of(const ddtk_plan *p, int dm)
-{
-    return p->downsamp ? log2_factor(p->downsamp[dm]) : 0;
-}
-
 int64_t ddtk_plan_nout(const ddtk_plan *p, int dm, int64_t nsamps)
 {
-    int k = level_of(p, dm);
-    int64_t n = (nsamps >> k) - p->lv[k].overlap;
-    return n > 0 ? n : 0;
-}
-
-int64_t ddtk_level_nout(const ddtk_plan *p, int k, int64_t step, int64_t fill, int last)
-{
-    int64_t n = last ? (fill >> k) - p->lv[k].overlap : step >> k;
-    return n > 0 ? n : 0;
-}
-
-int64_t ddtk_plan_raw_bytes(const ddtk_plan *p, int64_t n)
-{
-    int64_t bits = (int64_t)p->fmt.nchans * p->fmt.nifs * p->fmt.nbits;
-    return (n * bits + 7) / 8;
-}
-
-int ddtk_choose_step(const ddtk_plan *p, const ddtk_source *src, int64_t preferred,
-                     int64_t most, int (*fits)(const ddtk_plan *, int64_t, void *), void *ctx,
-                     int64_t *step)
-{
-    int64_t s = p->d.gulp > 0 ? ddtk_round_up(p->d.gulp, 8)
-                              : ddtk_round_up(preferred > p->keep ? preferred : p->keep, 8);
-    if (src->nsamples >= 0 && s > ddtk_round_up(src->nsamples, 8))
-        s = ddtk_round_up(src->nsamples > 8 ? src->nsamples : 8, 8);
-    s = s < most ? s : most;
-    while (p->d.gulp <= 0 && s > 8 && !fits(p, s, ctx))
-        s = ddtk_round_up(s / 2, 8);
-    *step = s;
-    return fits(p, s, ctx);
-}
-
-/* ---- several GPUs: the DM split ------------------------------------------------------- */
-
-/* starts[k][j]: whether a share may start at level k's DM j (j = ndm: the end). */
-static int level_starts(const ddtk_plan *p, uint8_t *starts[], double *lcost[])
-{
-    for (int k = 0; k < p->nlevels; k++) {
-        const ddtk_level *lv = &p->lv[k];
-        starts[k] = ddtk_malloc((size_t)lv->ndm + 1, "DM split");
-        lcost[k] = ddtk_malloc(((size_t)lv->ndm + 1) * sizeof *lcost[k], "DM split");
-        if (!starts[k] || !lcost[k])
-            return DDTK_ESYS;
-        for (int j = 0; j < lv->ndm; j++) {
-            int start = 1;
-            double c = p->algo->split_cost ? p->algo->split_cost(lv, j, &start) : 1.0;
-            lcost[k][j] = c / (1 << k);
-            starts[k][j] = (uint8_t)(start || j == 0);
-        }
-        starts[k][lv->ndm] = 1;
-    }
-    return DDTK_OK;
-}
-
-int ddtk_plan_split(const ddtk_plan *p, int nparts, int *first)
-{
-    const int n = p->d.ndm;
-    uint8_t *starts[DDTK_MAX_LEVELS] = { 0 };
-    double *lcost[DDTK_MAX_LEVELS] = { 0 };
-    int pos[DDTK_MAX_LEVELS] = { 0 };
-    double *cost = ddtk_malloc((size_t)n * sizeof *cost, "DM split");
-    uint8_t *cut = ddtk_malloc((size_t)n, "DM split");
-    int rc = cost && cut ? level_starts(p, starts, lcost) : DDTK_ESYS;
-    /* A range starting at plan DM i cuts every level where its DMs so far end:
-     * each of those cuts must be allowed. */
-    for (int i = 0; !rc && i < n; i++) {
-        cut[i] = 1;
-        for (int k = 0; k < p->nlevels; k++)
-            cut[i] &= starts[k][pos[k]];
-        int k = level_of(p, i);
-        cost[i] = lcost[k][pos[k]++];
-    }
-    if (!rc)
-        rc = ddtk_split_cost(cost, cut, n, nparts, first);
-    for (int k = 0; k < DDTK_MAX_LEVELS; k++) {
-        free(starts[k]);
-        free(lcost[k]);
-    }
-    free(cost);
-    free(cut);
-    return rc;
-}
-
-int ddtk_level_view(const ddtk_plan *p, int k, int dm0, int dm1, ddtk_level *v)
-{
-    const ddtk_level *lv = &p->lv[k];
-    int lo = 0, hi;
-    while (lo < lv->ndm && lv->index[lo] < dm0)
-        lo++;
-    for (hi = lo; hi < lv->ndm && lv->index[hi] < dm1; hi++)
-        ;
-    *v = *lv;
-    v->dms += lo;
-    v->index += lo;
-    v->ndm = hi - lo;
-    if (v->ndm == lv->ndm)
-        return DDTK_OK;
-    v->state = v->cpu = NULL;
-    v->overlap = 0;
-    v->view = 1;
-    v->stage_s[0] = v->stage_s[1] = 0;
-    int rc = v->ndm ? p->algo->create(p, v) : DDTK_OK;
-    if (rc)
-        ddtk_level_view_free(p, v);
-    return rc;
-}
-
-void ddtk_level_view_free(const ddtk_plan *p, ddtk_level *v)
-{
-    if (v->view && v->state)
-        p->algo->destroy(v);
-    v->state = NULL;
+    return ddtk_level_nout(p, ddtk_plan_level(p, dm), 0, nsamps, 1);
 }

@@ -51,11 +51,6 @@ struct ddtk_plan {
     double last_kernel;           /* kernel seconds of the last ddtk_plan_execute (tuner) */
 };
 
-/* ---- sources (stream.c) ------------------------------------------------------- */
-
-/* Read through src->read, keeping samples_read and eof (a short read ends it). */
-int ddtk_source_pull(ddtk_source *s, void *raw, int64_t n, int64_t *got);
-int64_t ddtk_plan_raw_bytes(const ddtk_plan *p, int64_t nspectra);
 
 /* ---- the writer: level series -> plan DMs, --pad, work done ------------------ */
 
@@ -88,11 +83,22 @@ int ddtk_writer_view(ddtk_writer *w, const ddtk_level *lv, const float *x, size_
 int ddtk_writer_finish(ddtk_writer *w, const ddtk_source *src, int rc, ddtk_run_stats *st);
 void ddtk_writer_free(ddtk_writer *w);
 
-/* ---- streaming layers ---------------------------------------------------------- */
+/* ---- what both streaming layers compute (gulp.c) ------------------------------- */
 
+int64_t ddtk_round_up(int64_t x, int64_t m);
+/* The level of plan DM dm (its scrunch factor's log2; -1 for a factor that is
+ * not a power of two up to 2^(DDTK_MAX_LEVELS - 1)). */
+int ddtk_plan_level(const ddtk_plan *p, int dm);
 /* Output samples of level k for a gulp of fill spectra with step new ones
  * (all it can on the last gulp), never negative. */
 int64_t ddtk_level_nout(const ddtk_plan *p, int k, int64_t step, int64_t fill, int last);
+/* The most outputs level k gives in one gulp of step new spectra (a last
+ * gulp may give more than step / 2^k): the length of its output buffers. */
+int64_t ddtk_level_most_out(const ddtk_plan *p, int k, int64_t step);
+/* Bytes of nspectra raw spectra in the plan's format. */
+int64_t ddtk_plan_raw_bytes(const ddtk_plan *p, int64_t nspectra);
+/* Read through src->read, keeping samples_read and eof (a short read ends it). */
+int ddtk_source_pull(ddtk_source *s, void *raw, int64_t n, int64_t *got);
 /*
  * The gulp step: --gulp, else `preferred` (at least keep), never beyond the
  * input nor `most`, halved (in multiples of 8 spectra) while it does not fit.
@@ -101,9 +107,6 @@ int64_t ddtk_level_nout(const ddtk_plan *p, int k, int64_t step, int64_t fill, i
 int ddtk_choose_step(const ddtk_plan *p, const ddtk_source *src, int64_t preferred,
                      int64_t most, int (*fits)(const ddtk_plan *, int64_t, void *), void *ctx,
                      int64_t *step);
-int64_t ddtk_round_up(int64_t x, int64_t m);
-
-/* ---- several GPUs: the DM split ------------------------------------------------------ */
 
 /* The plan's DMs in nparts contiguous ranges [first[j], first[j+1]) of
  * nearly equal work (ddtk_split_cost): a DM of level k costs the plug-in's
@@ -115,6 +118,8 @@ int ddtk_plan_split(const ddtk_plan *p, int nparts, int *first);
  * ddtk_level_view_free. */
 int ddtk_level_view(const ddtk_plan *p, int k, int dm0, int dm1, ddtk_level *v);
 void ddtk_level_view_free(const ddtk_plan *p, ddtk_level *v);
+
+/* ---- streaming layers ---------------------------------------------------------- */
 
 /* Stream a source through the plan into the writer (stream_cpu.c, cuda/stream.cu). */
 int ddtk_cpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *w, double *kernel);

@@ -47,18 +47,6 @@ void ddtk_source_memory(ddtk_source *s, const void *data, int64_t nsamples)
     s->ctx = (void *)data;        /* read only: read_memory never writes through it */
 }
 
-int ddtk_source_pull(ddtk_source *s, void *raw, int64_t n, int64_t *got)
-{
-    *got = 0;
-    int rc = s->read(s, raw, n, got);
-    if (rc)
-        return rc;
-    s->samples_read += *got;
-    if (*got < n)
-        s->eof = 1;
-    return DDTK_OK;
-}
-
 /* ---- sinks ------------------------------------------------------------------------ */
 
 static int write_outset(ddtk_sink *s, int dm, int64_t offset, const float *x, int64_t n)

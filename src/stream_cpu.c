@@ -32,13 +32,6 @@ struct ddtk_cpu_stream {
     double *mean;                     /* --zerodm: per spectrum of a gulp */
 };
 
-/* The most outputs level k gives in one gulp (a last gulp may give more than step / 2^k). */
-static int64_t most_out(const ddtk_plan *p, int k, int64_t step)
-{
-    int64_t last = ((p->keep + step) >> k) - p->lv[k].overlap;
-    return last > step >> k ? last : step >> k;
-}
-
 /*
  * The memory bound of a step: rows, outputs, raw bytes and the plug-in's
  * working memory. With scrunch
@@ -58,7 +51,7 @@ static int64_t step_bytes(const ddtk_plan *p, int64_t step)
     int64_t plugin = 0;
     for (int k = 0; p->algo->cpu_bytes && k < p->nlevels; k++)
         if (p->lv[k].ndm)
-            plugin += p->algo->cpu_bytes(&p->lv[k], most_out(p, k, step));
+            plugin += p->algo->cpu_bytes(&p->lv[k], ddtk_level_most_out(p, k, step));
     return rows + outputs + plugin + ddtk_plan_raw_bytes(p, p->keep + step);
 }
 
@@ -94,7 +87,7 @@ static int allocate(ddtk_cpu_stream *s, ddtk_plan *p)
             return DDTK_ESYS;
         if (!p->lv[k].ndm)
             continue;
-        s->ostride[k] = (size_t)most_out(p, k, s->step);
+        s->ostride[k] = (size_t)ddtk_level_most_out(p, k, s->step);
         if (!(s->out[k] = ddtk_malloc_large((size_t)p->lv[k].ndm * s->ostride[k] * sizeof(float),
                                             "output gulp")))
             return DDTK_ESYS;
