@@ -58,32 +58,20 @@ static int plan_groups(ddtk_ddargs *a, int **per_dm)
     return rc;
 }
 
-static char *run_notes(const ddtk_ddargs *a, const ddtk_plan *plan, const ddtk_input *in,
-                       int per_dm)
+/* The sub-band choice, in the .inf notes before the killed channels. */
+static void notes_lead(const ddtk_ddargs *a, const ddtk_plan *plan, int per_dm, char *s,
+                       size_t n)
 {
-    char *notes = malloc(1536);
     ddtk_subband_info sb;
-    int nchans = in->hdr.nchans;
     ddtk_plan_subband_info(plan, &sb);
-    if (notes)
-        snprintf(notes, 1536,
-                 "Dedispersed by ddtk %s dd_subband (sub-band algorithm, %s backend)\n"
-                 "Sub-bands: %d of up to %d channels\n"
-                 "%s%d trial DMs per nominal DM, %d nominal DMs%s\n"
-                 "Predicted extra smearing (Barsdell B1, centred): at most %.4g ms\n"
-                 "Total smearing at most %.1f%% above direct (B3); work 1/%.2f of direct\n"
-                 "Killed channels: %d of %d\n"
-                 "kDM %.10g s MHz^2 pc^-1 cm^3, fref %.6f MHz, delays rounded %s%s%s",
-                 DDTK_VERSION, ddtk_plan_backend(plan), sb.nsub, sb.chans_per_sub,
-                 per_dm ? "Plan file, first range: " : "", sb.dm_group,
-                 sb.nnominal, param(a, "sub_dm") >= 0 ? " (--sub-dm)" : "", sb.max_extra * 1e3,
-                 sb.max_ratio * 100, sb.work_ratio, nchans - ddtk_plan_nlive(plan), nchans,
-                 a->desc.kdm, ddtk_plan_fref(plan),
-                 a->desc.rounding == DDTK_ROUND_FLOOR ? "down (floor)" : "to nearest",
-                 a->desc.zerodm ? "\nZero-DM filter applied" : "",
-                 a->downsamp ? "\nTime scrunched: tsamp is the DM's downsampling factor "
-                               "times the input's" : "");
-    return notes;
+    snprintf(s, n,
+             "Sub-bands: %d of up to %d channels\n"
+             "%s%d trial DMs per nominal DM, %d nominal DMs%s\n"
+             "Predicted extra smearing (Barsdell B1, centred): at most %.4g ms\n"
+             "Total smearing at most %.1f%% above direct (B3); work 1/%.2f of direct\n",
+             sb.nsub, sb.chans_per_sub, per_dm ? "Plan file, first range: " : "", sb.dm_group,
+             sb.nnominal, param(a, "sub_dm") >= 0 ? " (--sub-dm)" : "", sb.max_extra * 1e3,
+             sb.max_ratio * 100, sb.work_ratio);
 }
 
 /* After the run's own summary: the sub-band choice, the predicted smearing of
@@ -114,7 +102,11 @@ static int dedisperse(ddtk_ddargs *a, ddtk_input *in, void *ctx)
     if (per_dm)
         rc = ddtk_plan_desc_set_param_per_dm(&a->desc, "dm_group", per_dm);
     if (!rc && !(rc = ddtk_ddargs_plan(a, in, &plan))) {
-        rc = ddtk_ddargs_run(a, in, plan, run_notes(a, plan, in, per_dm != NULL));
+        char lead[1024];
+        notes_lead(a, plan, per_dm != NULL, lead, sizeof lead);
+        const ddtk_notes notes = { .tool = "dd_subband", .algorithm = "sub-band", .lead = lead,
+                                   .trail = "", .rounding = 1, .scrunched = a->downsamp != NULL };
+        rc = ddtk_ddargs_run(a, in, plan, &notes);
         if (!rc && !a->desc.quiet)
             summary(plan);
         ddtk_plan_destroy(plan);

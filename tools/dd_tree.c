@@ -149,27 +149,6 @@ static int list_dms(const ddtk_ddargs *a)
     return fflush(stdout) ? ddtk_fail(DDTK_ESYS, "stdout: write failed") : DDTK_OK;
 }
 
-/* Short lines, the killed channels early: PRESTO's reader keeps lines of
- * under 100 characters and about the first 500 characters of the notes. */
-static char *run_notes(const ddtk_ddargs *a, const ddtk_tree_setup *s, const ddtk_plan *plan,
-                       const ddtk_input *in)
-{
-    char *notes = malloc(1024);
-    int nchans = in->hdr.nchans;
-    if (notes)
-        snprintf(notes, 1024,
-                 "Dedispersed by ddtk %s dd_tree (tree algorithm, %s backend)\n"
-                 "Killed channels: %d of %d\n"
-                 "Tree: %s, %d channels per sub-band, DMs of eq. 9 (Barsdell 2012)\n"
-                 "kDM %.10g s MHz^2 pc^-1 cm^3, fref %.6f MHz%s%s",
-                 DDTK_VERSION, ddtk_plan_backend(plan), nchans - ddtk_plan_nlive(plan), nchans,
-                 s->method ? "frequency-padded" : "piecewise-linear", s->cps, a->desc.kdm,
-                 ddtk_plan_fref(plan), a->desc.zerodm ? "\nZero-DM filter applied" : "",
-                 a->scrunch != 0 ? "\nTime scrunched: tsamp is the DM's downsampling factor "
-                                   "times the input's" : "");
-    return notes;
-}
-
 static int dedisperse(ddtk_ddargs *a, ddtk_input *in, void *ctx)
 {
     const tree_args *t = ctx;
@@ -184,7 +163,12 @@ static int dedisperse(ddtk_ddargs *a, ddtk_input *in, void *ctx)
         || (rc = ddtk_ddargs_plan(a, in, &plan)))
         return rc;
     report(a, &s, in);
-    rc = ddtk_ddargs_run(a, in, plan, run_notes(a, &s, plan, in));
+    char trail[256];
+    snprintf(trail, sizeof trail, "Tree: %s, %d channels per sub-band, DMs of eq. 9 (Barsdell "
+             "2012)\n", s.method ? "frequency-padded" : "piecewise-linear", s.cps);
+    const ddtk_notes notes = { .tool = "dd_tree", .algorithm = "tree", .lead = "",
+                               .trail = trail, .rounding = 0, .scrunched = a->scrunch != 0 };
+    rc = ddtk_ddargs_run(a, in, plan, &notes);
     ddtk_plan_destroy(plan);
     return rc;
 }

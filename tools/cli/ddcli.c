@@ -719,12 +719,35 @@ static char *input_notes(char *notes, const ddtk_input *in)
     return all;
 }
 
-int ddtk_ddargs_run(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, char *notes)
+static char *notes_text(const ddtk_ddargs *a, const ddtk_plan *plan, const ddtk_input *in,
+                        const ddtk_notes *n)
 {
-    if (!(notes = input_notes(notes, in)))
+    const size_t size = 1024 + strlen(n->lead) + strlen(n->trail);
+    const int nchans = in->hdr.nchans;
+    char *text = malloc(size), rounding[64] = "";
+    if (n->rounding)
+        snprintf(rounding, sizeof rounding, ", delays rounded %s",
+                 a->desc.rounding == DDTK_ROUND_FLOOR ? "down (floor)" : "to nearest");
+    if (text)
+        snprintf(text, size,
+                 "Dedispersed by ddtk %s %s (%s algorithm, %s backend)\n"
+                 "%sKilled channels: %d of %d\n"
+                 "%skDM %.10g s MHz^2 pc^-1 cm^3, fref %.6f MHz%s%s%s",
+                 DDTK_VERSION, n->tool, n->algorithm, ddtk_plan_backend(plan), n->lead,
+                 nchans - ddtk_plan_nlive(plan), nchans, n->trail, a->desc.kdm,
+                 ddtk_plan_fref(plan), rounding, a->desc.zerodm ? "\nZero-DM filter applied" : "",
+                 n->scrunched ? "\nTime scrunched: tsamp is the DM's downsampling factor "
+                                "times the input's" : "");
+    return text;
+}
+
+int ddtk_ddargs_run(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const ddtk_notes *notes)
+{
+    char *text = input_notes(notes_text(a, plan, in, notes), in);
+    if (!text)
         return ddtk_fail(DDTK_ESYS, "out of memory");
-    int rc = run_plan(a, in, plan, notes);
-    free(notes);
+    int rc = run_plan(a, in, plan, text);
+    free(text);
     return rc;
 }
 

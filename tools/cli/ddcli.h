@@ -54,10 +54,24 @@ int ddtk_ddargs_describe(ddtk_ddargs *a, const ddtk_input *in);
 /* The same, then the kernel configuration (wisdom, --tune, DDTK_GPU_CONFIG:
  * the GPU kernel variant of benchmark sweeps), and the plan. */
 int ddtk_ddargs_plan(ddtk_ddargs *a, const ddtk_input *in, ddtk_plan **plan);
-/* Run a plan on the input into the outputs the options name, with .inf notes
- * `notes` (allocated; freed here; NULL: they could not be allocated), and
- * print the summary unless -q. */
-int ddtk_ddargs_run(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, char *notes);
+/*
+ * The .inf notes of a run, in short lines with the killed channels early
+ * (PRESTO's reader keeps lines of under 100 characters and about the first
+ * 500 characters of the notes): "Dedispersed by ddtk VERSION TOOL (ALGORITHM
+ * algorithm, BACKEND backend)", the algorithm's `lead` lines, the killed
+ * channels, its `trail` lines, the dispersion constant and reference (and,
+ * with rounding, how delays were rounded), --zerodm, time scrunching when
+ * `scrunched`, then how the input was read (PSRFITS: the input's notes).
+ * lead and trail are "" or lines each ending in a newline.
+ */
+typedef struct ddtk_notes {
+    const char *tool, *algorithm; /* "dd_subband", "sub-band" */
+    const char *lead, *trail;
+    int rounding, scrunched;
+} ddtk_notes;
+/* Run a plan on the input into the outputs the options name, with those
+ * notes in every .inf, and print the summary unless -q. */
+int ddtk_ddargs_run(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const ddtk_notes *notes);
 
 /* What a dd_* tool adds to the shared command line: its algorithm (each of
  * whose parameters is an option --NAME, underscores as dashes, set in
