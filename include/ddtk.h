@@ -345,8 +345,10 @@ extern const char *const ddtk_backend_names[];
  * listed by ddtk_algorithm_param. The tools take each as --NAME (underscores
  * as dashes).
  */
-/* The name of algorithm i (0, 1, ...), NULL past the last. */
+/* The name of algorithm i (0, 1, ...), NULL past the last; its name in
+ * prose ("sub-band"). */
 const char *ddtk_algorithm(int i);
+const char *ddtk_algorithm_label(int i);
 
 enum { DDTK_PARAM_INT = 0, DDTK_PARAM_REAL = 1, DDTK_PARAM_CHOICE = 2 };
 #define DDTK_MAX_PARAMS 8

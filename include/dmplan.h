@@ -1,7 +1,8 @@
 /*
  * dmplan.h - DM plans (plan.c): tolerance lists with per-DM time scrunching,
- * PRESTO DDplan-style ranges, the smearing and cost models, and the --plan
- * TSV files that ddplan writes and the dedispersion tools read.
+ * PRESTO DDplan-style ranges, the smearing and cost models (each
+ * algorithm's its descriptor's), and the --plan TSV files that ddplan
+ * writes and the dedispersion tools read.
  */
 #ifndef DDTK_DMPLAN_H
 #define DDTK_DMPLAN_H
@@ -60,25 +61,29 @@ int ddtk_dmplan_write(const ddtk_dmplan *p, const char *path, int force);
 /* Rows must be ascending and contiguous, with sane values; name is for messages. */
 int ddtk_dmplan_validate(const ddtk_dmplan *p, const char *name);
 
-/* Smearing (seconds) of one row at its largest DM, for a pulse of intrinsic
- * width `width`, with sub-bands of chans_per_sub channels. */
+/* Smearing (seconds) of one row at its largest DM for a pulse of intrinsic
+ * width `width`: the terms of the direct algorithm and their total. */
 typedef struct ddtk_smear {
-    double samp, width, chan, step;   /* the terms of the direct algorithm */
-    double sub, tree;                 /* Barsdell eqs. B1 and A1/A3 */
-    double direct, subband, piecewise;/* totals in quadrature */
+    double samp, width, chan, step;   /* sampling, intrinsic, channel, DM step */
+    double direct;                    /* in quadrature */
 } ddtk_smear;
 
-void ddtk_smear_row(const ddtk_obs *o, const ddtk_dmplan_row *r, double width,
-                    int chans_per_sub, ddtk_smear *s);
+void ddtk_smear_row(const ddtk_obs *o, const ddtk_dmplan_row *r, double width, ddtk_smear *s);
 
-/* Work of a plan over nsamples input samples: sample-adds per algorithm and
- * bytes of output. */
-typedef struct ddtk_cost {
-    double direct, subband, tree, out_bytes;
-} ddtk_cost;
-
-void ddtk_dmplan_cost(const ddtk_obs *o, const ddtk_dmplan *p, int64_t nsamples,
-                    int chans_per_sub, ddtk_cost *c);
+/*
+ * An algorithm's model (ddtk_algorithm names them; ddplan prints them), with
+ * sub-bands of chans_per_sub channels: the total smearing of row r, the
+ * direct terms s and the algorithm's own in quadrature (Barsdell eq. B1 for
+ * the sub-band's nominal DMs, A1 for the tree's piecewise-linear sub-bands),
+ * and the sample-adds of plan p over nsamples input samples. DDTK_EUSAGE for
+ * an algorithm without a model.
+ */
+int ddtk_model_smear(const char *algorithm, const ddtk_obs *o, const ddtk_dmplan_row *r,
+                     const ddtk_smear *s, int chans_per_sub, double *total);
+int ddtk_model_adds(const char *algorithm, const ddtk_obs *o, const ddtk_dmplan *p,
+                    int64_t nsamples, int chans_per_sub, double *adds);
+/* Bytes of float32 output of plan p over nsamples input samples. */
+double ddtk_dmplan_out_bytes(const ddtk_dmplan *p, int64_t nsamples);
 
 /*
  * Split n DMs of cost[i] >= 0 into nparts contiguous ranges [first[j],

@@ -23,6 +23,11 @@ const char *ddtk_algorithm(int i)
     return i >= 0 && i < NALGORITHMS ? algorithms[i]->name : NULL;
 }
 
+const char *ddtk_algorithm_label(int i)
+{
+    return i >= 0 && i < NALGORITHMS ? algorithms[i]->label : NULL;
+}
+
 const ddtk_algo *ddtk_algo_find(const char *name)
 {
     for (int i = 0; i < NALGORITHMS; i++)

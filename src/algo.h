@@ -36,6 +36,7 @@
 #ifndef DDTK_ALGO_H
 #define DDTK_ALGO_H
 
+#include "dmplan.h"
 #include "internal.h"
 
 DDTK_BEGIN_DECLS
@@ -72,7 +73,8 @@ enum { DDTK_TUNE_NONE = 0, DDTK_TUNE_DIRECT_KERNEL = 1 };
  * destroy frees lv->state and lv->cpu. The optional members may be NULL.
  */
 typedef struct ddtk_algo {
-    const char *name;             /* "direct": the plan description's and the wisdom's */
+    const char *name;             /* "subband": the plan description's and the wisdom's */
+    const char *label;            /* in prose: "sub-band" (.inf notes, ddplan) */
     const ddtk_param_info *params;/* its parameters, nparams of them (at most DDTK_MAX_PARAMS) */
     int nparams;
     int tune;                     /* DDTK_TUNE_*: what ddtk_tune may vary */
@@ -90,6 +92,13 @@ typedef struct ddtk_algo {
      * *start = 0 where a device's share may not start (DMs that share work
      * stay together). */
     double (*split_cost)(const ddtk_level *lv, int i, int *start);
+    /* Optional, ddplan's model (plan.c: ddtk_model_smear, ddtk_model_adds):
+     * the smearing (s) the algorithm adds in quadrature to the direct terms
+     * of row r (NULL: none) with sub-bands of chans_per_sub channels, and
+     * its sample-adds per output sample for ndm DMs at one resolution,
+     * dms_per_sub of them per sub-band DM (0: not planned). */
+    double (*model_smear)(const ddtk_obs *o, const ddtk_dmplan_row *r, int chans_per_sub);
+    double (*model_adds)(const ddtk_obs *o, int ndm, int dms_per_sub, int chans_per_sub);
     /* The GPU half, DDTK_GPU_HALF(symbol); NULL: the CPU only. */
     const struct ddtk_gpu_algo *gpu;
 } ddtk_algo;

@@ -71,10 +71,19 @@ static double split_cost(const ddtk_level *lv, int i, int *start)
     return 1.0 + (1.0 / SPLIT_BD + (double)step / SPLIT_TILE) * SPLIT_STAGED;
 }
 
+/* ddplan's cost: every live channel per output sample and DM. */
+static double model_adds(const ddtk_obs *o, int ndm, int dms_per_sub, int chans_per_sub)
+{
+    (void)dms_per_sub, (void)chans_per_sub;
+    return (double)ndm * o->nchans;
+}
+
 extern const struct ddtk_gpu_algo ddtk_gpu_direct;
 
 const ddtk_algo ddtk_algo_direct = {
     .name = "direct",
+    .label = "direct",
+    .model_adds = model_adds,
     .tune = DDTK_TUNE_DIRECT_KERNEL,
     .create = create,
     .cpu_gulp = cpu_gulp,

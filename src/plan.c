@@ -1,9 +1,11 @@
 /*
  * plan.c - DM plans: the observing set-up, the scrunch factor per DM
  * (Barsdell 2.1), PRESTO DDplan-style ranges, the smearing model per
- * algorithm (Barsdell appendices A and B), the cost model, the split of a
+ * algorithm (Barsdell appendices A and B) and the cost model (each algorithm's
+ * own terms in its descriptor, algo.h), the split of a
  * DM list by cost (the multi-GPU partition), and --plan files.
  */
+#include "algo.h"
 #include "dmplan.h"
 #include "internal.h"
 #include "tempfile.h"
@@ -236,67 +238,65 @@ int ddtk_dmplan_ranges(ddtk_dmplan *p, const ddtk_obs *o, double lo, double hi, 
 
 /* ---- smearing and cost ------------------------------------------------------ */
 
-void ddtk_smear_row(const ddtk_obs *o, const ddtk_dmplan_row *r, double width,
-                    int chans_per_sub, ddtk_smear *s)
+void ddtk_smear_row(const ddtk_obs *o, const ddtk_dmplan_row *r, double width, ddtk_smear *s)
 {
     double dm = r->dm_lo + (r->ndm - 1) * r->dm_step;
-    double sub_bw = chans_per_sub * o->chan_bw, flo = o->flo;
-    int per_sub = r->dms_per_sub ? r->dms_per_sub : chans_per_sub;
     s->samp = o->tsamp * r->downsamp;
     s->width = width;
     s->chan = dm_smear(o, dm, o->chan_bw);
     s->step = step_smear(o, r->dm_step);
-    /* B1: nominal-DM spacing times the delay change across the lowest sub-band. */
-    s->sub = per_sub * r->dm_step * o->kdm * (1.0 / (flo * flo) - 1.0 / ((flo + sub_bw) * (flo + sub_bw)));
-    /* A1 with A3 at the lowest frequency: (1/8) h^2 * 6 K DM / f^4. */
-    s->tree = 0.75 * o->kdm * dm * sub_bw * sub_bw / (flo * flo * flo * flo);
-    double w2 = s->samp * s->samp + width * width + s->chan * s->chan + s->step * s->step;
-    s->direct = sqrt(w2);
-    s->subband = sqrt(w2 + s->sub * s->sub);
-    s->piecewise = sqrt(w2 + s->tree * s->tree);
+    s->direct = sqrt(s->samp * s->samp + width * width + s->chan * s->chan + s->step * s->step);
 }
 
-static int pow2_at_least(int n)
+static int model_of(const char *algorithm, const ddtk_algo **a)
 {
-    int p = 1;
-    while (p < n)
-        p *= 2;
-    return p;
+    *a = ddtk_algo_find(algorithm);
+    if (!*a || !(*a)->model_adds)
+        return ddtk_fail(DDTK_EUSAGE, "no smearing and cost model for the algorithm '%s'",
+                         algorithm ? algorithm : "(null)");
+    return DDTK_OK;
 }
 
-/* Adds of one run of DMs sharing a resolution, over nout output samples. */
-static void cost_run(ddtk_cost *c, double nout, int ndm, int per_sub, int nchans, int nsub,
-                     int n2, int log2n)
+int ddtk_model_smear(const char *algorithm, const ddtk_obs *o, const ddtk_dmplan_row *r,
+                     const ddtk_smear *s, int chans_per_sub, double *total)
 {
-    c->direct += nout * ndm * nchans;
-    c->subband += nout * (ceil((double)ndm / per_sub) * nchans + (double)ndm * nsub);
-    c->tree += nout * ceil((double)ndm / n2) * n2 * log2n;
-    c->out_bytes += nout * ndm * 4.0;
+    const ddtk_algo *a;
+    int rc = model_of(algorithm, &a);
+    if (rc)
+        return rc;
+    double w2 = s->samp * s->samp + s->width * s->width + s->chan * s->chan
+              + s->step * s->step;
+    double own = a->model_smear ? a->model_smear(o, r, chans_per_sub) : 0.0;
+    *total = sqrt(w2 + own * own);
+    return DDTK_OK;
 }
 
-/*
- * Sample-adds per output sample and DM: direct, nchans; sub-band (Barsdell 4.2),
- * nchans per nominal DM plus one add per sub-band per DM; tree (Barsdell 3.2),
- * N log2 N per pass of N = nchans padded to a power of two, one pass per N DMs.
- * Consecutive rows at one resolution are one run (a tol plan has a row per DM).
- */
-void ddtk_dmplan_cost(const ddtk_obs *o, const ddtk_dmplan *p, int64_t nsamples,
-                    int chans_per_sub, ddtk_cost *c)
+/* Consecutive rows at one resolution (and DMs per sub-band DM) are one run
+ * of the cost model (a tol plan has a row per DM). */
+int ddtk_model_adds(const char *algorithm, const ddtk_obs *o, const ddtk_dmplan *p,
+                    int64_t nsamples, int chans_per_sub, double *adds)
 {
-    int n2 = pow2_at_least(o->nchans), log2n = 1;
-    int nsub = (o->nchans + chans_per_sub - 1) / chans_per_sub;
-    while ((1 << log2n) < n2)
-        log2n++;
-    memset(c, 0, sizeof *c);
-    for (int i = 0; i < p->n;) {
+    const ddtk_algo *a;
+    int rc = model_of(algorithm, &a);
+    *adds = 0;
+    for (int i = 0; !rc && i < p->n;) {
         const ddtk_dmplan_row *r = &p->row[i];
         int ndm = 0;
         for (; i < p->n && p->row[i].downsamp == r->downsamp
                && p->row[i].dms_per_sub == r->dms_per_sub; i++)
             ndm += p->row[i].ndm;
-        cost_run(c, (double)nsamples / r->downsamp, ndm,
-                 r->dms_per_sub ? r->dms_per_sub : chans_per_sub, o->nchans, nsub, n2, log2n);
+        *adds += (double)nsamples / r->downsamp
+                 * a->model_adds(o, ndm, r->dms_per_sub, chans_per_sub);
     }
+    return rc;
+}
+
+double ddtk_dmplan_out_bytes(const ddtk_dmplan *p, int64_t nsamples)
+{
+    double bytes = 0;
+    for (int i = 0; i < p->n; i++)
+        bytes += (double)nsamples / p->row[i].downsamp * p->row[i].ndm * 4.0;
+    return bytes;
 }
 
 /* ---- splitting a DM list by cost ------------------------------------------- */

@@ -145,7 +145,7 @@ static double direct_smear(const ddtk_obs *o, const ddtk_level *lv, int i)
     ddtk_dmplan_row r = { .dm_lo = lv->dms[i], .dm_step = step, .downsamp = 1 << lv->k,
                           .ndm = 1 };
     ddtk_smear sm;
-    ddtk_smear_row(o, &r, DDTK_PULSE_WIDTH, 1, &sm);
+    ddtk_smear_row(o, &r, DDTK_PULSE_WIDTH, &sm);
     return sm.direct;
 }
 
@@ -555,10 +555,34 @@ static double split_cost(const ddtk_level *lv, int i, int *start)
     return ((double)s->nsub + (double)s->nlive / size) / s->nlive;
 }
 
+/* ---- ddplan's model ---------------------------------------------------------- */
+
+/* B1: the nominal-DM spacing (dms_per_sub DM steps, else as many as the
+ * channels of a sub-band) times the delay change across the lowest sub-band. */
+static double model_smear(const ddtk_obs *o, const ddtk_dmplan_row *r, int chans_per_sub)
+{
+    double sub_bw = chans_per_sub * o->chan_bw, flo = o->flo;
+    int per_sub = r->dms_per_sub ? r->dms_per_sub : chans_per_sub;
+    return per_sub * r->dm_step * o->kdm * (1.0 / (flo * flo) - 1.0 / ((flo + sub_bw)
+                                                                      * (flo + sub_bw)));
+}
+
+/* Barsdell 4.2: every channel once per nominal DM, then one add per
+ * sub-band per DM. */
+static double model_adds(const ddtk_obs *o, int ndm, int dms_per_sub, int chans_per_sub)
+{
+    int per_sub = dms_per_sub ? dms_per_sub : chans_per_sub;
+    int nsub = (o->nchans + chans_per_sub - 1) / chans_per_sub;
+    return ceil((double)ndm / per_sub) * o->nchans + (double)ndm * nsub;
+}
+
 extern const struct ddtk_gpu_algo ddtk_gpu_subband;
 
 const ddtk_algo ddtk_algo_subband = {
     .name = "subband",
+    .label = "sub-band",
+    .model_smear = model_smear,
+    .model_adds = model_adds,
     .params = params,
     .nparams = (int)(sizeof params / sizeof params[0]),
     .tune = DDTK_TUNE_DIRECT_KERNEL,

@@ -505,10 +505,35 @@ static void cpu_gulp(const ddtk_plan *p, ddtk_level *lv, const float *rows, size
     ddtk_tree_combine_cpu(c->src, nsb, lv->ndm, nout, out, ostride);
 }
 
+/* ---- ddplan's model ---------------------------------------------------------- */
+
+/* A1 with A3 at the lowest frequency, sub-bands of chans_per_sub channels:
+ * (1/8) h^2 * 6 K DM / f^4. */
+static double model_smear(const ddtk_obs *o, const ddtk_dmplan_row *r, int chans_per_sub)
+{
+    double dm = r->dm_lo + (r->ndm - 1) * r->dm_step, sub_bw = chans_per_sub * o->chan_bw;
+    double flo = o->flo;
+    return 0.75 * o->kdm * dm * sub_bw * sub_bw / (flo * flo * flo * flo);
+}
+
+/* Barsdell 3.2: N log2 N per pass of N = nchans padded to a power of two,
+ * one pass per N DMs. */
+static double model_adds(const ddtk_obs *o, int ndm, int dms_per_sub, int chans_per_sub)
+{
+    (void)dms_per_sub, (void)chans_per_sub;
+    int n2 = next_pow2(o->nchans), log2n = 1;
+    while ((1 << log2n) < n2)
+        log2n++;
+    return ceil((double)ndm / n2) * n2 * log2n;
+}
+
 extern const struct ddtk_gpu_algo ddtk_gpu_tree;
 
 const ddtk_algo ddtk_algo_tree = {
     .name = "tree",
+    .label = "tree",
+    .model_smear = model_smear,
+    .model_adds = model_adds,
     .params = params,
     .nparams = (int)(sizeof params / sizeof params[0]),
     .create = create,

@@ -194,6 +194,19 @@ static int next_line(const ddtk_dmplan *p, int i, line *l)
     return i + l->rows;
 }
 
+/* The algorithms with a smearing and cost model, as index + 1 (0 ends). */
+#define NMODELS 16
+static int models[NMODELS];
+
+static void find_models(const ddtk_obs *o)
+{
+    const ddtk_dmplan none = { 0 };
+    double adds;
+    for (int i = 0, n = 0; ddtk_algorithm(i) && n < NMODELS; i++)
+        if (!ddtk_model_adds(ddtk_algorithm(i), o, &none, 0, 1, &adds))
+            models[n++] = i + 1;
+}
+
 static void print_header(const args *a, const ddtk_obs *o, int chans_per_sub)
 {
     printf("# ddplan: %d channels, %.6g..%.6g MHz (centre %.6g, BW %.6g, channel %.6g MHz), "
@@ -209,9 +222,11 @@ static void print_header(const args *a, const ddtk_obs *o, int chans_per_sub)
     printf("# smearing in ms at each line's highest DM: sampling, intrinsic width, channel,\n"
            "# DM step, and totals in quadrature for direct, sub-band (%d ch/sub-band, Barsdell\n"
            "# eq. B1) and piecewise-linear tree (eq. A1)\n", chans_per_sub);
-    printf("%9s %9s %7s %8s %7s %9s %7s %7s %7s %7s %7s %7s %7s\n", "Low_DM", "High_DM", "dDM",
-           "DownSamp", "#DMs", "WorkFract", "t_samp", "t_width", "t_chan", "t_step", "direct",
-           "subband", "tree");
+    printf("%9s %9s %7s %8s %7s %9s %7s %7s %7s %7s", "Low_DM", "High_DM", "dDM",
+           "DownSamp", "#DMs", "WorkFract", "t_samp", "t_width", "t_chan", "t_step");
+    for (int i = 0; i < NMODELS && models[i]; i++)
+        printf(" %7s", ddtk_algorithm(models[i] - 1));
+    printf("\n");
 }
 
 static void print_table(const args *a, const ddtk_obs *o, const ddtk_dmplan *p, int chans_per_sub)
@@ -224,25 +239,37 @@ static void print_table(const args *a, const ddtk_obs *o, const ddtk_dmplan *p, 
         line l;
         ddtk_smear s;
         i = next_line(p, i, &l);
-        ddtk_smear_row(o, &l.probe, a->width * 1e-6, chans_per_sub, &s);
-        printf("%9.3f %9.3f %7.4g %8d %7d %9.4g %7.4f %7.4f %7.4f %7.4f %7.4f %7.4f %7.4f\n",
-               l.lo, l.hi, l.max_step, l.downsamp, l.ndm, (double)l.ndm / l.downsamp / work,
-               s.samp * 1e3, s.width * 1e3, s.chan * 1e3, s.step * 1e3, s.direct * 1e3,
-               s.subband * 1e3, s.piecewise * 1e3);
+        ddtk_smear_row(o, &l.probe, a->width * 1e-6, &s);
+        printf("%9.3f %9.3f %7.4g %8d %7d %9.4g %7.4f %7.4f %7.4f %7.4f", l.lo, l.hi,
+               l.max_step, l.downsamp, l.ndm, (double)l.ndm / l.downsamp / work, s.samp * 1e3,
+               s.width * 1e3, s.chan * 1e3, s.step * 1e3);
+        for (int m = 0; m < NMODELS && models[m]; m++) {
+            double total = 0;
+            ddtk_model_smear(ddtk_algorithm(models[m] - 1), o, &l.probe, &s, chans_per_sub,
+                             &total);
+            printf(" %7.4f", total * 1e3);
+        }
+        printf("\n");
     }
 }
 
 static void print_cost(const ddtk_obs *o, const ddtk_dmplan *p, int nbits, int chans_per_sub)
 {
     int64_t n = o->nsamples > 0 ? o->nsamples : (int64_t)llround(1.0 / o->tsamp);
-    ddtk_cost c;
-    ddtk_dmplan_cost(o, p, n, chans_per_sub, &c);
-    double tobs = n * o->tsamp;
-    printf("# total: %d DMs; cost for %lld samples (%.6g s):\n", ddtk_dmplan_ndm(p), (long long)n, tobs);
-    printf("#   sample-adds: direct %.4g, sub-band %.4g, tree %.4g (%.4g, %.4g, %.4g per s of data)\n",
-           c.direct, c.subband, c.tree, c.direct / tobs, c.subband / tobs, c.tree / tobs);
-    printf("#   output %.4g bytes (%.4g MB/s of data); input %.4g MB/s at %d bits\n", c.out_bytes,
-           c.out_bytes / tobs / 1e6, o->nchans * (double)nbits / 8 / o->tsamp / 1e6, nbits);
+    double tobs = n * o->tsamp, adds[NMODELS], out = ddtk_dmplan_out_bytes(p, n);
+    int m = 0;
+    printf("# total: %d DMs; cost for %lld samples (%.6g s):\n", ddtk_dmplan_ndm(p),
+           (long long)n, tobs);
+    printf("#   sample-adds:");
+    for (; m < NMODELS && models[m]; m++) {
+        ddtk_model_adds(ddtk_algorithm(models[m] - 1), o, p, n, chans_per_sub, &adds[m]);
+        printf("%s %s %.4g", m ? "," : "", ddtk_algorithm_label(models[m] - 1), adds[m]);
+    }
+    for (int i = 0; i < m; i++)
+        printf("%s%.4g", i ? ", " : " (", adds[i] / tobs);
+    printf(" per s of data)\n");
+    printf("#   output %.4g bytes (%.4g MB/s of data); input %.4g MB/s at %d bits\n", out,
+           out / tobs / 1e6, o->nchans * (double)nbits / 8 / o->tsamp / 1e6, nbits);
 }
 
 static void print_dms(const ddtk_dmplan *p)
@@ -288,6 +315,7 @@ static int run(args *a)
     if (!rc && a->plan && !a->force && access(a->plan, F_OK) == 0)
         rc = ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", a->plan);
     if (!rc && !a->quiet) {
+        find_models(&o);
         print_table(a, &o, &p, chans_per_sub);
         if (a->verbose)
             print_dms(&p);

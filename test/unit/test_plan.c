@@ -171,15 +171,30 @@ static void cost_model(void)
 {
     ddtk_obs o;
     ddtk_dmplan p = { 0 };
-    ddtk_cost c;
+    double direct, subband, tree, out, bad;
     ddtk_dmplan_row r = { 0, 100, 1, 1, 100, 0 }, s = { 100, 200, 1, 4, 100, 0 };
     ddtk_obs_init(&o, 1024, 1581.8, -0.390625, 64e-6, 0, DDTK_KDM_DEFAULT);
     ddtk_dmplan_push(&p, &r);
     ddtk_dmplan_push(&p, &s);
-    ddtk_dmplan_cost(&o, &p, 1000, 32, &c);
-    CHECK(fabs(c.direct - 1024.0 * (100 * 1000 + 100 * 250)) < 1, "direct adds %g", c.direct);
-    CHECK(fabs(c.out_bytes - 4.0 * (100 * 1000 + 100 * 250)) < 1, "output bytes %g", c.out_bytes);
-    CHECK(c.subband < c.direct && c.tree < c.direct, "sub-band %g, tree %g", c.subband, c.tree);
+    CHECK(!ddtk_model_adds("direct", &o, &p, 1000, 32, &direct)
+          && !ddtk_model_adds("subband", &o, &p, 1000, 32, &subband)
+          && !ddtk_model_adds("tree", &o, &p, 1000, 32, &tree), "%s", ddtk_errmsg());
+    out = ddtk_dmplan_out_bytes(&p, 1000);
+    CHECK(fabs(direct - 1024.0 * (100 * 1000 + 100 * 250)) < 1, "direct adds %g", direct);
+    CHECK(fabs(out - 4.0 * (100 * 1000 + 100 * 250)) < 1, "output bytes %g", out);
+    CHECK(subband < direct && tree < direct, "sub-band %g, tree %g", subband, tree);
+    /* Sub-band: 32 channels per sub-band and as many DMs per nominal DM:
+     * 100/32 rounded up nominal DMs of 1024 channels, then 32 sub-bands per DM. */
+    CHECK(fabs(subband - (4.0 * 1024 + 100 * 32) * (1000 + 250)) < 1, "sub-band adds %g",
+          subband);
+    CHECK(ddtk_model_adds("fast", &o, &p, 1000, 32, &bad) == DDTK_EUSAGE, "unknown algorithm");
+    /* Smearing: the direct terms alone for direct, more for the others. */
+    ddtk_smear sm;
+    double td, ts, tt;
+    ddtk_smear_row(&o, &s, 40e-6, &sm);
+    CHECK(!ddtk_model_smear("direct", &o, &s, &sm, 32, &td) && td == sm.direct, "direct %g", td);
+    CHECK(!ddtk_model_smear("subband", &o, &s, &sm, 32, &ts) && ts > td, "sub-band %g", ts);
+    CHECK(!ddtk_model_smear("tree", &o, &s, &sm, 32, &tt) && tt > td, "tree %g", tt);
     ddtk_dmplan_free(&p);
 }
 
