@@ -455,6 +455,14 @@ int ddtk_plan_desc_set_param(ddtk_plan_desc *d, const char *name, double value);
 int ddtk_plan_desc_set_param_per_dm(ddtk_plan_desc *d, const char *name, const int *values);
 /* The value of a parameter: set, else its default. */
 int ddtk_plan_desc_get_param(const ddtk_plan_desc *d, const char *name, double *value);
+/* The DMs of an algorithm that has its own (the tree's, eq. 9 and its
+ * scrunched extensions), from dm_min to dm_max for d's channels and sample
+ * time, with a smearing budget for pulses of `width` s: *dms and each DM's
+ * scrunch factor *downsamp (all 1 without scrunch), both malloc'd. The
+ * parameters the list settles (the tree's sub_chans) are set in d. An
+ * algorithm that takes any DM list is DDTK_EUSAGE. */
+int ddtk_plan_desc_own_dms(ddtk_plan_desc *d, double dm_min, double dm_max, double width,
+                           int scrunch, double **dms, int **downsamp, int *ndm);
 /* Channels, tsamp and sample format from a SIGPROC header; *freqs (malloc'd,
  * the caller frees it after planning) holds the channel frequencies. */
 int ddtk_plan_desc_header(ddtk_plan_desc *d, const ddtk_header *h, double **freqs);

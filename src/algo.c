@@ -140,6 +140,27 @@ int ddtk_plan_desc_get_param(const ddtk_plan_desc *d, const char *name, double *
     return rc;
 }
 
+int ddtk_plan_desc_own_dms(ddtk_plan_desc *d, double dm_min, double dm_max, double width,
+                           int scrunch, double **dms, int **downsamp, int *ndm)
+{
+    const ddtk_algo *a;
+    ddtk_channels ch;
+    int rc = find_algo(d->algorithm, &a);
+    *dms = NULL;
+    *downsamp = NULL;
+    *ndm = 0;
+    if (!rc && !a->own_dms)
+        rc = ddtk_fail(DDTK_EUSAGE, "the %s algorithm has no DM list of its own", a->name);
+    if (!rc && (d->nchans < 1 || !d->freqs))
+        rc = ddtk_fail(DDTK_EUSAGE, "no channels to list the DMs of");
+    if (rc || (rc = ddtk_channels_from_freqs(&ch, d->nchans, d->freqs, d->chan_bw, NULL,
+                                             d->fref)))
+        return rc;
+    rc = a->own_dms(d, &ch, dm_min, dm_max, width, scrunch, dms, downsamp, ndm);
+    ddtk_channels_free(&ch);
+    return rc;
+}
+
 /* ---- in a plan ---------------------------------------------------------------- */
 
 int ddtk_param_given(const ddtk_plan *p, int i)

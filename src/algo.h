@@ -92,6 +92,13 @@ typedef struct ddtk_algo {
      * *start = 0 where a device's share may not start (DMs that share work
      * stay together). */
     double (*split_cost)(const ddtk_level *lv, int i, int *start);
+    /* Optional: the algorithm's own DMs (the tree's eq. 9), from dm_min to
+     * dm_max for the channels ch and d's sample time and parameters, each
+     * with its scrunch factor (scrunch: coarser past the diagonal DM), for a
+     * pulse of `width` s; parameters the list resolves are set in d
+     * (ddtk_plan_desc_own_dms). */
+    int (*own_dms)(ddtk_plan_desc *d, const ddtk_channels *ch, double dm_min, double dm_max,
+                   double width, int scrunch, double **dms, int **downsamp, int *ndm);
     /* Optional, ddplan's model (plan.c: ddtk_model_smear, ddtk_model_adds):
      * the smearing (s) the algorithm adds in quadrature to the direct terms
      * of row r (NULL: none) with sub-bands of chans_per_sub channels, and

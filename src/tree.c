@@ -505,6 +505,28 @@ static void cpu_gulp(const ddtk_plan *p, ddtk_level *lv, const float *rows, size
     ddtk_tree_combine_cpu(c->src, nsb, lv->ndm, nout, out, ostride);
 }
 
+/* ---- the tree's own DMs ------------------------------------------------------- */
+
+static double desc_param(const ddtk_plan_desc *d, const char *name)
+{
+    double v = 0;
+    ddtk_plan_desc_get_param(d, name, &v);
+    return v;
+}
+
+/* ddtk_tree_dms for the description's parameters; sub_chans resolved into d. */
+static int own_dms(ddtk_plan_desc *d, const ddtk_channels *ch, double dm_min, double dm_max,
+                   double width, int scrunch, double **dms, int **downsamp, int *ndm)
+{
+    ddtk_tree_setup s = {
+        .method = (int)desc_param(d, "method"), .cps = (int)desc_param(d, "sub_chans"),
+        .scrunch = scrunch, .dm_min = dm_min, .dm_max = dm_max, .width = width, .kdm = d->kdm,
+        .max_smear = desc_param(d, "max_smear"),
+    };
+    int rc = ddtk_tree_dms(&s, ch, d->tsamp, dms, downsamp, ndm);
+    return rc ? rc : ddtk_plan_desc_set_param(d, "sub_chans", s.cps);
+}
+
 /* ---- ddplan's model ---------------------------------------------------------- */
 
 /* A1 with A3 at the lowest frequency, sub-bands of chans_per_sub channels:
@@ -532,6 +554,7 @@ extern const struct ddtk_gpu_algo ddtk_gpu_tree;
 const ddtk_algo ddtk_algo_tree = {
     .name = "tree",
     .label = "tree",
+    .own_dms = own_dms,
     .model_smear = model_smear,
     .model_adds = model_adds,
     .params = params,

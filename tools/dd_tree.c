@@ -59,12 +59,17 @@ static int tree_option(int code, const char *arg, void *ctx)
     }
 }
 
-/* A parameter's value in a->desc (set, else its default). */
-static double param(const ddtk_ddargs *a, const char *name)
+/* A parameter's value in a description (set, else its default). */
+static double param_of(const ddtk_plan_desc *d, const char *name)
 {
     double v = 0;
-    ddtk_plan_desc_get_param(&a->desc, name, &v);
+    ddtk_plan_desc_get_param(d, name, &v);
     return v;
+}
+
+static double param(const ddtk_ddargs *a, const char *name)
+{
+    return param_of(&a->desc, name);
 }
 
 static int check_args(const ddtk_ddargs *a, const tree_args *t)
@@ -116,30 +121,32 @@ static void report(const ddtk_ddargs *a, const ddtk_tree_setup *s, const ddtk_in
     ddtk_channels_free(&ch);
 }
 
-/* The tree's DMs for the input into a->dms and a->downsamp. */
+/* The tree's DMs for the input (the algorithm's own list) into a->dms and
+ * a->downsamp, and its sub-band size into a->desc; s: the set-up for report. */
 static int tree_dms(ddtk_ddargs *a, const tree_args *t, const ddtk_input *in,
                     ddtk_tree_setup *s)
 {
-    ddtk_channels ch;
-    int rc = ddtk_channels_init(&ch, &in->hdr, NULL, a->desc.fref);
-    if (rc)
-        return rc;
-    int np = pow2_at_least(ch.nchans), sub_chans = (int)param(a, "sub_chans");
-    *s = (ddtk_tree_setup){
-        .method = (int)param(a, "method"), .scrunch = a->scrunch != 0,
-        .cps = sub_chans ? sub_chans : t->nsub ? (np > t->nsub ? np / t->nsub : 1) : 0,
-        .dm_min = isnan(a->dm_min) ? 0 : a->dm_min, .dm_max = a->dm_max,
-        .width = a->pulse_width * 1e-6, .kdm = a->desc.kdm, .max_smear = param(a, "max_smear"),
-    };
-    if (s->dm_min > s->dm_max || s->dm_min < 0)
-        rc = ddtk_fail(DDTK_EUSAGE, "--dm-min %g --dm-max %g: need 0 <= min <= max",
-                       s->dm_min, s->dm_max);
+    ddtk_plan_desc d = a->desc;
+    double *freqs = NULL, lo = isnan(a->dm_min) ? 0 : a->dm_min;
+    const int np = pow2_at_least(in->hdr.nchans);
+    if (lo > a->dm_max || lo < 0)
+        return ddtk_fail(DDTK_EUSAGE, "--dm-min %g --dm-max %g: need 0 <= min <= max", lo,
+                         a->dm_max);
+    int rc = ddtk_plan_desc_header(&d, &in->hdr, &freqs);
+    if (!rc && t->nsub)
+        rc = ddtk_plan_desc_set_param(&d, "sub_chans", np > t->nsub ? np / t->nsub : 1);
     if (!rc)
-        rc = ddtk_tree_dms(s, &ch, in->hdr.tsamp, &a->dms.dm, &a->downsamp, &a->dms.n);
-    ddtk_channels_free(&ch);
+        rc = ddtk_plan_desc_own_dms(&d, lo, a->dm_max, a->pulse_width * 1e-6, a->scrunch != 0,
+                                    &a->dms.dm, &a->downsamp, &a->dms.n);
+    free(freqs);
     a->dms.cap = a->dms.n;
     a->dms_fixed = 1;
-    return rc;
+    *s = (ddtk_tree_setup){
+        .method = (int)param(a, "method"), .cps = (int)param_of(&d, "sub_chans"),
+        .scrunch = a->scrunch != 0, .dm_min = lo, .dm_max = a->dm_max,
+        .width = a->pulse_width * 1e-6, .kdm = a->desc.kdm, .max_smear = param(a, "max_smear"),
+    };
+    return rc ? rc : ddtk_plan_desc_set_param(&a->desc, "sub_chans", s->cps);
 }
 
 static int list_dms(const ddtk_ddargs *a)
@@ -159,8 +166,7 @@ static int dedisperse(ddtk_ddargs *a, ddtk_input *in, void *ctx)
         rc = tree_dms(a, t, in, &s);
     if (rc || t->list)
         return rc ? rc : list_dms(a);
-    if ((rc = ddtk_plan_desc_set_param(&a->desc, "sub_chans", s.cps))
-        || (rc = ddtk_ddargs_plan(a, in, &plan)))
+    if ((rc = ddtk_ddargs_plan(a, in, &plan)))
         return rc;
     report(a, &s, in);
     char trail[256];
