@@ -152,6 +152,56 @@ static void test_errors(void)
     ddtk_plan_destroy(p);
 }
 
+/* The parameters by name: introspection, per-DM values equal to the same
+ * scalar, getting a default, and an algorithm's own DM list. */
+static void test_params(void)
+{
+    double freqs[NCHANS], v;
+    for (int c = 0; c < NCHANS; c++)
+        freqs[c] = FCH1 - c;
+    uint8_t *raw = malloc((size_t)NSAMP * NCHANS);
+    fill(raw, 5);
+    ddtk_param_info pi;
+    int n = 0;
+    while (ddtk_algorithm_param("subband", n, &pi) == DDTK_OK)
+        n++;
+    CHECK(n == 4 && ddtk_algorithm_param("subband", 1, &pi) == DDTK_OK
+          && strcmp(pi.name, "dm_group") == 0 && pi.per_dm && pi.lo == 1);
+    CHECK(ddtk_algorithm_param("direct", 0, &pi) == DDTK_EUSAGE);
+    CHECK(ddtk_algorithm(0) && strcmp(ddtk_algorithm(0), "direct") == 0 && !ddtk_algorithm(9));
+    ddtk_plan_desc d;
+    desc_of(&d, freqs, "subband");
+    CHECK(ddtk_plan_desc_get_param(&d, "max_smear_ratio", &v) == DDTK_OK && v == 0.1);
+    CHECK(ddtk_plan_desc_set_param(&d, "nsub", 8) == DDTK_OK);
+    CHECK(ddtk_plan_desc_set_param(&d, "dm_group", 3) == DDTK_OK);
+    int64_t n1 = 0, n2 = 0;
+    float *scalar = run(&d, raw, &n1);
+    int per[NDM];
+    for (int i = 0; i < NDM; i++)
+        per[i] = 3;
+    desc_of(&d, freqs, "subband");
+    CHECK(ddtk_plan_desc_set_param(&d, "nsub", 8) == DDTK_OK);
+    CHECK(ddtk_plan_desc_set_param_per_dm(&d, "dm_group", per) == DDTK_OK);
+    CHECK(ddtk_plan_desc_set_param_per_dm(&d, "nsub", per) == DDTK_EUSAGE);
+    float *perdm = run(&d, raw, &n2);
+    CHECK(n1 > 1000 && n1 == n2 && memcmp(scalar, perdm, (size_t)NDM * NSAMP * 4) == 0);
+    per[7] = 0;                   /* out of range: refused when the plan is made */
+    ddtk_plan *p;
+    CHECK(ddtk_plan_create(&p, &d) == DDTK_EUSAGE && !p);
+    double *dms;
+    int *ds, ndm;
+    CHECK(ddtk_plan_desc_own_dms(&d, 0, 100, 40e-6, 1, &dms, &ds, &ndm) == DDTK_EUSAGE);
+    CHECK(ddtk_plan_desc_set_algorithm(&d, "tree") == DDTK_OK);
+    CHECK(ddtk_plan_desc_own_dms(&d, 0, 100, 40e-6, 1, &dms, &ds, &ndm) == DDTK_OK);
+    CHECK(ndm > 10 && dms[0] == 0 && dms[ndm - 1] <= 100);
+    CHECK(ddtk_plan_desc_get_param(&d, "sub_chans", &v) == DDTK_OK && v >= 1);
+    free(dms);
+    free(ds);
+    free(scalar);
+    free(perdm);
+    free(raw);
+}
+
 int main(void)
 {
     for (int i = 0; i < NDM; i++)
@@ -160,5 +210,6 @@ int main(void)
     test_exact(+1.0, 1);
     test_budget();
     test_errors();
+    test_params();
     return check_result();
 }
