@@ -9,8 +9,9 @@
  * into one directory take turns (flock on the directory) to create
  * temporaries, sweep stale ones and commit, so a sweep never sees a
  * temporary before it is locked, and two commits never interleave.
- * Temporaries still open when SIGINT, SIGTERM, SIGHUP or SIGPIPE ends the
- * process are removed.
+ * Temporaries not yet committed are listed for ddtk_remove_temporaries,
+ * which a program's signal handler calls (the tools' do on SIGINT, SIGTERM,
+ * SIGHUP and SIGPIPE): the library installs no handler itself.
  */
 #define _GNU_SOURCE               /* renameat2 */
 #include "tempfile.h"
@@ -30,19 +31,17 @@
 
 /* ---- removal on signals ------------------------------------------------------ */
 
-/* Temporaries not yet committed, for the signal handler to remove. The list
+/* Temporaries not yet committed, for a signal handler to remove. The list
  * only changes with those signals blocked, so the handler sees it whole. */
 static char **pending;
 static size_t npending, cap_pending;
 static const int cleanup_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
 #define NCLEANUP (sizeof cleanup_signals / sizeof cleanup_signals[0])
 
-static void remove_pending(int sig)
+void ddtk_remove_temporaries(void)
 {
     for (size_t i = 0; i < npending; i++)
         unlink(pending[i]);
-    signal(sig, SIG_DFL);
-    raise(sig);
 }
 
 void ddtk_temp_hold_signals(sigset_t *old)
@@ -59,19 +58,10 @@ void ddtk_temp_release_signals(const sigset_t *old)
     sigprocmask(SIG_SETMASK, old, NULL);
 }
 
+/* Called with the signals held (open_new). */
 static int track(char *tmp)
 {
-    sigset_t old;
     int ok = 1;
-    ddtk_temp_hold_signals(&old);
-    if (!pending)
-        for (size_t i = 0; i < NCLEANUP; i++) {
-            struct sigaction sa = { .sa_handler = remove_pending };
-            struct sigaction prev;
-            sigaction(cleanup_signals[i], NULL, &prev);
-            if (prev.sa_handler == SIG_DFL)   /* leave ignored signals ignored */
-                sigaction(cleanup_signals[i], &sa, NULL);
-        }
     if (npending == cap_pending) {
         size_t cap = cap_pending ? 2 * cap_pending : 64;
         char **p = realloc(pending, cap * sizeof *p);
@@ -83,7 +73,6 @@ static int track(char *tmp)
     }
     if (ok)
         pending[npending++] = tmp;
-    ddtk_temp_release_signals(&old);
     return ok;
 }
 
@@ -136,19 +125,9 @@ void ddtk_tempdir_unlock(int fd)
         close(fd);                /* releases the lock */
 }
 
-/* Create name exclusively (from a mkstemp template, or as it is), locked and
- * tracked, with the mode the umask gives new files. The signals that remove
- * temporaries are held from the creation to the tracking: one arriving
- * between them left an empty temporary behind (bad_input.bats's interrupted
- * run, about one run in three on a loaded host). */
-static FILE *open_new(char *name, int from_template)
+/* The new file's mode, lock, stream and place in the list (or it goes). */
+static FILE *open_tracked(char *name, int fd, int from_template)
 {
-    sigset_t old;
-    ddtk_temp_hold_signals(&old);
-    int fd = from_template ? mkostemp(name, O_CLOEXEC)
-                           : open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0)
-        return NULL;
     if (from_template) {
         mode_t mask = umask(0);
         umask(mask);
@@ -169,6 +148,22 @@ static FILE *open_new(char *name, int from_template)
         unlink(name);
         errno = err;
     }
+    return fp;
+}
+
+/* Create name exclusively (from a mkstemp template, or as it is), locked and
+ * tracked, with the mode the umask gives new files. The signals are held from
+ * before the file exists until it is listed (a failure included): a signal
+ * between the two left it behind. */
+static FILE *open_new(char *name, int from_template)
+{
+    sigset_t old;
+    ddtk_temp_hold_signals(&old);
+    FILE *fp = NULL;
+    int fd = from_template ? mkostemp(name, O_CLOEXEC)
+                           : open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0)
+        fp = open_tracked(name, fd, from_template);
     ddtk_temp_release_signals(&old);
     return fp;
 }

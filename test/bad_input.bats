@@ -255,6 +255,24 @@ freq_table() {
     done
 }
 
+@test "a run interrupted while it creates its outputs leaves no temporary behind" {
+    # 2001 outputs of a short input: most of the run is creating them, and a
+    # signal between a temporary's creation and its listing left it behind
+    # (19 of 20 runs before the fix)
+    fbsim -o s.fil --nchans 16 --nbits 8 --tsamp 0.001 --tobs 1 --fch1 1500 --foff -1
+    for t in 0.02 0.035 0.05 0.065 0.08 0.095 0.11 0.125 0.14 0.155; do
+        rm -rf out && mkdir out
+        run timeout -s INT $t dd_direct s.fil --dm-min 0 --dm-max 200 --dm-step 0.1 --prefix out/x \
+            -q --backend cpu
+        if [ "$status" -eq 0 ]; then
+            [ "$(ls out | wc -l)" -eq 2001 ]
+        else
+            [ "$status" -eq 124 ]
+            [ -z "$(ls -A out)" ] || { echo "after $t s:"; ls -A out | head; return 1; }
+        fi
+    done
+}
+
 @test "a second frequency table is bad data, not a heap overflow" {
     { str HEADER_START; str nchans; i32 1024; str nbits; i32 8; str tsamp; f64 0.001
       freq_table 1024 1400 -0.25; freq_table 1024 1400 -0.25; str HEADER_END

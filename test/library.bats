@@ -1,9 +1,9 @@
 #!/usr/bin/env bats
 # library.bats - libddtk on its own: the installed headers compile alone as
 # C99 and as C++ with every warning, and the library's objects reach for no
-# stderr, command-line parser, environment or process-wide thread setting
-# (messages and progress go through the caller's handlers; the tools read
-# the environment into the plan).
+# stderr, command-line parser, environment, process-wide thread setting or
+# signal handler (messages and progress go through the caller's handlers;
+# the tools read the environment into the plan and catch the signals).
 
 load common
 
@@ -23,10 +23,10 @@ LIB=$(dirname "$BIN")/libddtk.a
     done
 }
 
-@test "the library's objects refer to no stderr, getopt_long, getenv or omp_set_num_threads" {
+@test "the library's objects refer to no stderr, getopt_long, getenv, omp_set_num_threads or signal handler" {
     [ -f "$LIB" ] || skip "no $LIB"
     [ "$(nm "$LIB" | grep -c ' U ')" -gt 100 ]     # nm reads the archive
-    run bash -c "nm -A '$LIB' | grep -E ' U (stderr|getopt_long|getenv|secure_getenv|omp_set_num_threads)\$'"
+    run bash -c "nm -A '$LIB' | grep -E ' U (stderr|getopt_long|getenv|secure_getenv|omp_set_num_threads|sigaction|signal|on_exit|atexit)\$'"
     [ "$status" -eq 1 ] || { echo "$output"; return 1; }
     [ -z "$output" ]
 }

@@ -4,12 +4,15 @@
  * file in, .tim files out); the library's memory and callback sinks agree,
  * with --pad; a failing source stops the run with its message, and the
  * sink's finish sees the failure. Messages and progress reach the caller's
- * handlers, and with none set the library writes nothing to stderr.
+ * handlers, and with none set the library writes nothing to stderr. The
+ * library installs no signal handler; ddtk_remove_temporaries removes the
+ * hidden temporaries of outputs not yet committed.
  */
 #include "ddtk.h"
 #include "internal.h"
 #include "check.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -354,6 +357,48 @@ static void test_messages(void)
     ddtk_input_close(&in);
 }
 
+/* Hidden temporaries in dir (names starting with "."). */
+static int hidden(void)
+{
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "ls -A %s | grep -c '^\\.' > %s/count", dir, dir);
+    if (system(cmd) < 0)
+        return -1;
+    snprintf(cmd, sizeof cmd, "%s/count", dir);
+    FILE *fp = fopen(cmd, "r");
+    int n = -1;
+    if (fp && fscanf(fp, "%d", &n) != 1)
+        n = -1;
+    if (fp)
+        fclose(fp);
+    return n;
+}
+
+/* The library installs no signal handler; a program's removes the
+ * temporaries of uncommitted outputs with ddtk_remove_temporaries. */
+static void test_signals(void)
+{
+    ddtk_input in;
+    ddtk_outset out;
+    char prefix[300];
+    struct sigaction sa;
+    snprintf(prefix, sizeof prefix, "%s/s", dir);
+    CHECK(ddtk_input_open(&in, path) == DDTK_OK);
+    ddtk_outspec spec = { .format = DDTK_FMT_TIM, .prefix = prefix };
+    ddtk_series_meta meta = { .in = &in.hdr, .tsamp = in.hdr.tsamp, .fref = 1500,
+                              .nchans = NCHANS, .notes = "" };
+    int before = hidden();
+    CHECK(ddtk_outset_open(&out, dms, NDM, &spec, &meta) == DDTK_OK);
+    CHECK(hidden() == before + NDM);
+    for (int sig = 1; sig < 32; sig++)
+        CHECK(sigaction(sig, NULL, &sa) != 0 || sa.sa_handler == SIG_DFL
+              || sa.sa_handler == SIG_IGN);
+    ddtk_remove_temporaries();
+    CHECK(hidden() == before);
+    ddtk_outset_abort(&out);
+    ddtk_input_close(&in);
+}
+
 static void cleanup(void)
 {
     char cmd[128];
@@ -369,6 +414,7 @@ int main(void)
     test_same_bytes();
     test_memory_and_callback();
     test_messages();
+    test_signals();
     cleanup();
     return check_result();
 }

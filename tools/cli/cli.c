@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio_ext.h>
 #include <stdlib.h>
@@ -36,6 +37,26 @@ static void check_stdout(int status, void *unused)
     _exit(DDTK_ESYS);
 }
 
+/* A signal that ends a tool removes its uncommitted outputs first, then ends
+ * it as it would have. */
+static void on_signal(int sig)
+{
+    ddtk_remove_temporaries();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void catch_signals(void)
+{
+    static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction sa = { .sa_handler = on_signal }, prev;
+        sigaction(sigs[i], NULL, &prev);
+        if (prev.sa_handler == SIG_DFL)   /* leave ignored signals ignored */
+            sigaction(sigs[i], &sa, NULL);
+    }
+}
+
 void ddtk_set_progname(const char *argv0)
 {
     static int registered;
@@ -44,8 +65,10 @@ void ddtk_set_progname(const char *argv0)
     ddtk_set_message_handler(ddtk_cli_message, NULL);
     ddtk_set_progress_handler(ddtk_cli_progress, NULL);
     ddtk_set_analyst(getenv("USER"));
-    if (!registered++)
+    if (!registered++) {
+        catch_signals();
         on_exit(check_stdout, NULL);
+    }
 }
 
 int ddtk_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,

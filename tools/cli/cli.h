@@ -52,8 +52,10 @@ extern const char *ddtk_progname;
 /* The wisdom file of the environment: $DDTK_WISDOM, $XDG_CACHE_HOME, $HOME
  * (ddtk_wisdom_path). */
 char *ddtk_cli_wisdom_path(void);
-/* Set the name messages start with, and check stdout at exit: a tool that
- * returns 0 but whose stdout could not be written exits 3 with one line. */
+/* Set the name messages start with, install the library's handlers (below,
+ * and SIGINT, SIGTERM, SIGHUP, SIGPIPE removing uncommitted outputs), and
+ * check stdout at exit: a tool that returns 0 but whose stdout could not be
+ * written exits 3 with one line. */
 void ddtk_set_progname(const char *argv0);
 /* A library message in the command line's words: the options for the
  * settings it names by value ("backend gpu: " -> "--backend gpu: "), into buf. */
