@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -125,14 +126,30 @@ void ddtk_tempdir_unlock(int fd)
         close(fd);                /* releases the lock */
 }
 
-/* The new file's mode, lock, stream and place in the list (or it goes). */
-static FILE *open_tracked(char *name, int fd, int from_template)
+/* A new file from a template ending in XXXXXX, as mkostemp makes one but
+ * with mode 0666 less the umask, as any new output: mkostemp's is 0600, and
+ * the umask can only be read by setting it, for every thread of the process. */
+static int create_unique(char *name)
 {
-    if (from_template) {
-        mode_t mask = umask(0);
-        umask(mask);
-        fchmod(fd, 0666 & ~mask);
+    static const char chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    char *x = name + strlen(name) - 6;
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        uint64_t r;
+        if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+            r = ((uint64_t)getpid() << 40) ^ (uint64_t)(ddtk_now() * 1e9) ^ (uint64_t)attempt;
+        for (int i = 0; i < 6; i++, r /= 62)
+            x[i] = chars[r % 62];
+        int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
     }
+    errno = EEXIST;
+    return -1;
+}
+
+/* The new file's lock, stream and place in the list (or it goes). */
+static FILE *open_tracked(char *name, int fd)
+{
     flock(fd, LOCK_EX | LOCK_NB);   /* a new file: never contended; NFS may refuse */
     FILE *fp = fdopen(fd, "wb");
     if (fp && !track(name)) {
@@ -160,10 +177,10 @@ static FILE *open_new(char *name, int from_template)
     sigset_t old;
     ddtk_temp_hold_signals(&old);
     FILE *fp = NULL;
-    int fd = from_template ? mkostemp(name, O_CLOEXEC)
+    int fd = from_template ? create_unique(name)
                            : open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0)
-        fp = open_tracked(name, fd, from_template);
+        fp = open_tracked(name, fd);
     ddtk_temp_release_signals(&old);
     return fp;
 }

@@ -172,3 +172,12 @@ start_blocked_run() {   # start_blocked_run DMS: pid in $blocked, writer on fd 8
     [ "$status" -eq 2 ]
     [ ! -e ./- ]
 }
+
+@test "outputs get mode 0666 less the umask, .tim, .dat and .inf alike" {
+    (umask 027 && dd_direct good.fil --dm 10,20 --prefix out/a -q)
+    (umask 027 && dd_direct good.fil --dm 10 --format dat --prefix out/d -q)
+    (umask 002 && dd_direct good.fil --dm 10 -o out/w.tim -q)
+    [ "$(stat -c %a out/a_DM10.00.tim out/a_DM20.00.tim | sort -u)" = 640 ]
+    [ "$(stat -c %a out/d_DM10.00.dat out/d_DM10.00.inf | sort -u)" = 640 ]
+    [ "$(stat -c %a out/w.tim)" = 664 ]
+}
