@@ -390,9 +390,10 @@ static void test_signals(void)
     int before = hidden();
     CHECK(ddtk_outset_open(&out, dms, NDM, &spec, &meta) == DDTK_OK);
     CHECK(hidden() == before + NDM);
-    for (int sig = 1; sig < 32; sig++)
-        CHECK(sigaction(sig, NULL, &sa) != 0 || sa.sa_handler == SIG_DFL
-              || sa.sa_handler == SIG_IGN);
+    /* The signals that end a run (a sanitizer's runtime keeps others). */
+    static const int ends[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGUSR1 };
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
+        CHECK(sigaction(ends[i], NULL, &sa) == 0 && sa.sa_handler == SIG_DFL);
     ddtk_remove_temporaries();
     CHECK(hidden() == before);
     ddtk_outset_abort(&out);
