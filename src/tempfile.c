@@ -22,6 +22,8 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -30,33 +32,83 @@
 
 /* ---- removal on signals ------------------------------------------------------ */
 
-/* Temporaries not yet committed, for the signal handler to remove. The list
- * only changes with those signals blocked, so the handler sees it whole. */
+/*
+ * Temporaries not yet committed, for the signal handler to remove. The list
+ * only changes inside held sections (ddtk_temp_hold_signals), and a process
+ * has several threads (OpenMP, the writeback thread, fdas's GPU workers), any
+ * of which may take a process's signal: blocking it in the thread that holds
+ * is not enough. So the handler, on whichever thread, notes the signal and
+ * cleans up only when no thread is inside a held section; otherwise the last
+ * thread to leave one does, and a thread that would enter one after the
+ * signal waits for the end instead. A creation, a list change or a set's
+ * renames are thus never cut in half.
+ */
 static char **pending;
 static size_t npending, cap_pending;
+static atomic_int holders;        /* threads inside a held section */
+static atomic_int dying;          /* the first cleanup signal that came; 0: none */
 static const int cleanup_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
 #define NCLEANUP (sizeof cleanup_signals / sizeof cleanup_signals[0])
 
-static void remove_pending(int sig)
+static void cleanup_set(sigset_t *set)
 {
+    sigemptyset(set);
+    for (size_t i = 0; i < NCLEANUP; i++)
+        sigaddset(set, cleanup_signals[i]);
+}
+
+/* Remove the temporaries and end the process by sig (async-signal-safe). */
+static void remove_pending_and_die(int sig)
+{
+    sigset_t set;
     for (size_t i = 0; i < npending; i++)
         unlink(pending[i]);
     signal(sig, SIG_DFL);
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
     raise(sig);
 }
+
+static void on_cleanup_signal(int sig)
+{
+    int none = 0;
+    atomic_compare_exchange_strong(&dying, &none, sig);
+    if (atomic_load(&holders) == 0)
+        remove_pending_and_die(atomic_load(&dying));
+}
+
+static void leave_held(void)
+{
+    int sig;
+    if (atomic_fetch_sub(&holders, 1) == 1 && (sig = atomic_load(&dying)))
+        remove_pending_and_die(sig);
+}
+
+/* This thread's held sections, nested: only the outermost counts in holders. */
+static __thread int depth;
 
 void ddtk_temp_hold_signals(sigset_t *old)
 {
     sigset_t set;
-    sigemptyset(&set);
-    for (size_t i = 0; i < NCLEANUP; i++)
-        sigaddset(&set, cleanup_signals[i]);
-    sigprocmask(SIG_BLOCK, &set, old);
+    cleanup_set(&set);
+    pthread_sigmask(SIG_BLOCK, &set, old);
+    if (depth++ > 0)
+        return;
+    atomic_fetch_add(&holders, 1);
+    if (atomic_load(&dying)) {    /* the process is ending: the cleanup is not to move */
+        depth--;
+        leave_held();
+        for (;;)
+            pause();
+    }
 }
 
 void ddtk_temp_release_signals(const sigset_t *old)
 {
-    sigprocmask(SIG_SETMASK, old, NULL);
+    pthread_sigmask(SIG_SETMASK, old, NULL);
+    if (--depth == 0)
+        leave_held();
 }
 
 static int track(char *tmp)
@@ -66,8 +118,9 @@ static int track(char *tmp)
     ddtk_temp_hold_signals(&old);
     if (!pending)
         for (size_t i = 0; i < NCLEANUP; i++) {
-            struct sigaction sa = { .sa_handler = remove_pending };
+            struct sigaction sa = { .sa_handler = on_cleanup_signal };
             struct sigaction prev;
+            cleanup_set(&sa.sa_mask);
             sigaction(cleanup_signals[i], NULL, &prev);
             if (prev.sa_handler == SIG_DFL)   /* leave ignored signals ignored */
                 sigaction(cleanup_signals[i], &sa, NULL);
@@ -136,17 +189,31 @@ void ddtk_tempdir_unlock(int fd)
         close(fd);                /* releases the lock */
 }
 
-/* Create name exclusively (from a mkstemp template, or as it is), locked and
- * tracked, with the mode the umask gives new files. The signals that remove
- * temporaries are held from the creation to the tracking: one arriving
- * between them left an empty temporary behind (bad_input.bats's interrupted
- * run, about one run in three on a loaded host). */
-static FILE *open_new(char *name, int from_template)
+/* Create name exclusively (from a mkstemp template, or as it is) and track
+ * it, in one held section: a signal never finds it created but untracked. */
+static int create_tracked(char *name, int from_template)
 {
     sigset_t old;
     ddtk_temp_hold_signals(&old);
     int fd = from_template ? mkostemp(name, O_CLOEXEC)
                            : open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 && !track(name)) {
+        close(fd);
+        unlink(name);
+        fd = -1;
+        errno = ENOMEM;
+    }
+    int err = errno;
+    ddtk_temp_release_signals(&old);
+    errno = err;
+    return fd;
+}
+
+/* Create name exclusively, locked and tracked, with the mode the umask gives
+ * new files. */
+static FILE *open_new(char *name, int from_template)
+{
+    int fd = create_tracked(name, from_template);
     if (fd < 0)
         return NULL;
     if (from_template) {
@@ -156,20 +223,13 @@ static FILE *open_new(char *name, int from_template)
     }
     flock(fd, LOCK_EX | LOCK_NB);   /* a new file: never contended; NFS may refuse */
     FILE *fp = fdopen(fd, "wb");
-    if (fp && !track(name)) {
-        fclose(fp);
-        fp = NULL;
-        fd = -1;
-        errno = ENOMEM;
-    }
     if (!fp) {
         int err = errno;
-        if (fd >= 0)
-            close(fd);
+        close(fd);
         unlink(name);
+        untrack(name);
         errno = err;
     }
-    ddtk_temp_release_signals(&old);
     return fp;
 }
 
@@ -271,15 +331,52 @@ void ddtk_temp_remove(char **tmp)
     *tmp = NULL;
 }
 
+/* Rename the open temporaries in turn with other runs in the directory (a
+ * sweep never finds them closed and unlocked) and with the cleanup signals
+ * held; if one fails, those already renamed are removed again. */
+static int rename_all(char **tmp, const char *const *path, int n, int force)
+{
+    sigset_t old;
+    int rc = DDTK_OK, i, lock = ddtk_tempdir_lock(path[0]);
+    char renamed[n];
+    ddtk_temp_hold_signals(&old);
+    for (i = 0; i < n && !rc; i++) {
+        renamed[i] = tmp[i] != NULL;
+        rc = ddtk_temp_rename(&tmp[i], path[i], force);
+    }
+    for (int j = 0; rc && j < i - 1; j++)
+        if (renamed[j])
+            unlink(path[j]);
+    if (!rc && lock >= 0)
+        fsync(lock);              /* the renames themselves, where the system allows */
+    ddtk_temp_release_signals(&old);
+    ddtk_tempdir_unlock(lock);
+    return rc;
+}
+
+int ddtk_temp_commit_all(FILE **fp, char **tmp, const char *const *path, int n, int force)
+{
+    int rc = DDTK_OK;
+    for (int i = 0; i < n && !rc; i++)
+        rc = ddtk_temp_flush(fp[i], tmp[i], path[i]);
+    if (!rc)
+        rc = rename_all(tmp, path, n, force);
+    for (int i = 0; i < n; i++) {
+        if (fclose(fp[i]) != 0 && !rc) {
+            rc = ddtk_fail(DDTK_ESYS, "%s: write error: %s", path[i], strerror(errno));
+            for (int j = 0; j < n; j++)
+                if (!tmp[j] && !ddtk_temp_is_special(path[j]))
+                    unlink(path[j]);
+        }
+        fp[i] = NULL;
+        ddtk_temp_remove(&tmp[i]);
+    }
+    return rc;
+}
+
 int ddtk_temp_commit(FILE *fp, char **tmp, const char *path)
 {
-    int rc = ddtk_temp_flush(fp, *tmp, path);
-    if (fclose(fp) != 0 && !rc)
-        rc = ddtk_fail(DDTK_ESYS, "%s: write error: %s", path, strerror(errno));
-    if (!rc)
-        return ddtk_temp_rename(tmp, path, 1);
-    ddtk_temp_remove(tmp);
-    return rc;
+    return ddtk_temp_commit_all(&fp, tmp, &path, 1, 1);
 }
 
 void ddtk_temp_discard(FILE *fp, char **tmp)

@@ -188,17 +188,26 @@ static int named(int rc, const char *name)
     return ddtk_fail(rc, "%s: %s", name, msg);
 }
 
-static int write_file(const char *name, writer_fn write, ddtk_fdas_plan *plan,
-                      const ddtk_fdas_series *s)
+/* An input's output files (the ACCEL text and its .cand, or one table),
+ * each written to a temporary and committed together: all or nothing. */
+static int write_files(const args *a, int n, const char *const *names, const writer_fn *write,
+                       ddtk_fdas_plan *plan, const ddtk_fdas_series *s)
 {
-    char *tmp = NULL;
-    FILE *fp = ddtk_temp_create(name, &tmp);
-    int rc = fp ? write(fp, plan, s) : DDTK_ESYS;
-    if (fp && !rc)
-        rc = ddtk_temp_commit(fp, &tmp, name);
-    else if (fp)
-        ddtk_temp_discard(fp, &tmp);
-    return rc && fp ? named(rc, name) : rc;
+    FILE *fp[2] = { NULL, NULL };
+    char *tmp[2] = { NULL, NULL };
+    int rc = DDTK_OK;
+    for (int i = 0; i < n && !rc; i++) {
+        if (!(fp[i] = ddtk_temp_create(names[i], &tmp[i])))
+            rc = DDTK_ESYS;
+        else if ((rc = write[i](fp[i], plan, s)))
+            rc = named(rc, names[i]);
+    }
+    if (!rc)
+        return ddtk_temp_commit_all(fp, tmp, names, n, a->force);
+    for (int i = 0; i < n; i++)
+        if (fp[i])
+            ddtk_temp_discard(fp[i], &tmp[i]);
+    return rc;
 }
 
 static int write_output(const args *a, ddtk_fdas_plan *plan, const ddtk_fdas_series *s,
@@ -216,13 +225,16 @@ static int write_output(const args *a, ddtk_fdas_plan *plan, const ddtk_fdas_ser
     int rc;
     if (a->format == DDTK_FDAS_PRESTO) {
         char *cand = cand_name(name);
-        rc = cand ? write_file(name, ddtk_fdas_write_presto, plan, s)
+        const char *names[2] = { name, cand };
+        const writer_fn write[2] = { ddtk_fdas_write_presto, ddtk_fdas_write_cand };
+        rc = cand ? write_files(a, 2, names, write, plan, s)
                   : ddtk_fail(DDTK_ESYS, "out of memory");
-        if (!rc)
-            rc = write_file(cand, ddtk_fdas_write_cand, plan, s);
         free(cand);
-    } else
-        rc = write_file(name, write_tsv, plan, s);
+    } else {
+        const char *names[1] = { name };
+        const writer_fn write[1] = { write_tsv };
+        rc = write_files(a, 1, names, write, plan, s);
+    }
     free(name);
     return rc;
 }
