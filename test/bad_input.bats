@@ -348,3 +348,29 @@ freq_table() {
     run_err out fbinfo out
     [ "$status" -eq 1 ]
 }
+
+@test "dd_tree: a DM list past 10^7 is refused before it is built, fast (issue 32.2)" {
+    fbsim -q -o low.fil --nchans 64 --nbits 8 --tsamp 0.000256 --nsamples 1000 --fch1 130 --foff -2
+    { str HEADER_START; str nchans; i32 4; str nbits; i32 8; str tsamp; f64 1e-300
+      str fch1; f64 1400; str foff; f64 -1; str HEADER_END; head -c 4000 /dev/zero; } > tiny.fil
+    for args in "low.fil --dm-max 100" "tiny.fil --dm-max 10" "good.fil --dm-max 1e308" \
+                "good.fil --dm-min 1e300 --dm-max 1e308" "low.fil --dm-max 100 --scrunch none"; do
+        # shellcheck disable=SC2086
+        run_err "10^7" timeout 20 dd_tree $args --prefix out/x
+        [ "$status" -eq 2 ]
+        no_output_left
+        # shellcheck disable=SC2086
+        run_err "10^7" timeout 20 dd_tree $args --list-dms
+        [ "$status" -eq 2 ]
+    done
+}
+
+@test "a file with foff 0 and one channel width unknown: exit 1 naming the file, every tool (issue 32.11)" {
+    band 1400 0 > flat.fil
+    for tool in dd_direct dd_subband dd_tree; do
+        run_err flat.fil $tool flat.fil --dm-min 0 --dm-max 10 --prefix out/x
+        [ "$status" -eq 1 ] || { echo "$tool: exit $status: $output"; return 1; }
+        [[ "$output" != *"see --help"* ]]
+    done
+    no_output_left
+}
