@@ -16,6 +16,7 @@
 #include "tree.h"
 #include "engine.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -402,6 +403,14 @@ static int create(const ddtk_plan *p, ddtk_level *lv)
         return ddtk_fail(DDTK_EUSAGE, "gpu_group %d: must be a power of two from 2 to 1024",
                          t->gpu_group);
     int rc = ddtk_tree_geom_init(&t->g, &p->ch, p->d.kdm, method, cps);
+    /* the routes: a sweep, a selection, an offset and a source per DM and sub-band */
+    double routes = (double)lv->ndm * t->g.nsb;
+    if (!rc && routes > INT_MAX)
+        rc = ddtk_fail(DDTK_EUSAGE, "tree: %d DMs in %d sub-bands are over 2^31 routes",
+                       lv->ndm, t->g.nsb);
+    if (!rc)
+        rc = ddtk_check_mem(&p->d, routes * (3 * sizeof(int) + sizeof(float *)),
+                            "tree: the routing table");
     return rc ? rc : route(p, lv, t);
 }
 

@@ -125,7 +125,8 @@ static const struct option common_options[] = {
     "\n" \
     "Resources:\n" \
     "  --gulp N                 spectra per gulp (default: automatic, >= 16384 and the max delay)\n" \
-    "  --max-mem SIZE           memory bound for the gulp buffers (default 2G)\n" \
+    "  --max-mem SIZE           memory bound for the gulp buffers and the tables\n" \
+    "                           that grow with the DMs (default 2G)\n" \
     "  --threads N              CPU threads (default: OpenMP's, all cores)\n" \
     "  --backend cpu|gpu|auto   (default auto: the GPU when usable, else the CPU)\n" \
     "  --gpu N|LIST|all         GPU index (default 0; respects CUDA_VISIBLE_DEVICES), or\n" \
