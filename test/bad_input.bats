@@ -385,3 +385,39 @@ freq_table() {
     [ "$status" -eq 2 ] && [[ "$output" == *"routing table"* ]]
     no_output_left
 }
+
+@test "a killfile mask with a typo, a NUL byte, a device or a huge file is refused, naming it (issue 32.9)" {
+    { for i in $(seq 64); do [ "$i" -eq 5 ] && echo 2 || echo 1; done; } > typo.kill
+    run_err typo.kill dd_direct good.fil --dm 10 --killfile typo.kill --prefix out/x
+    [ "$status" -eq 1 ] && [[ "$output" == *"line 5: '2'"* ]]
+    printf '0:3\0 5\n' > nul.kill
+    run_err nul.kill dd_direct good.fil --dm 10 --killfile nul.kill --prefix out/x
+    [ "$status" -eq 1 ] && [[ "$output" == *"NUL"* ]]
+    run_err /dev/zero timeout 10 dd_direct good.fil --dm 10 --killfile /dev/zero --prefix out/x
+    [ "$status" -eq 1 ] && [[ "$output" == *"not a regular file"* ]]
+    truncate -s 300M huge.kill
+    run_err huge.kill timeout 10 dd_direct good.fil --dm 10 --killfile huge.kill --prefix out/x
+    [ "$status" -eq 1 ] && [[ "$output" == *"larger than"* ]]
+    no_output_left
+    # a mask still reads as a mask, a list as a list (a pipe too)
+    dd_direct -q good.fil --dm 10 --killfile <(printf '0:3\n') -o a.tim
+    dd_direct -q good.fil --dm 10 --killfile <(for i in $(seq 64); do [ "$i" -le 4 ] && echo 0 || echo 1; done) -o b.tim
+    cmp a.tim b.tim
+}
+
+@test "DM lists, plans and .inf files: devices, huge files, endless lines and NUL bytes refused (issue 32.8)" {
+    printf '10\n20\n' > ok.dms
+    for bad in /dev/zero nul.dms long.dms; do
+        case $bad in
+            nul.dms) printf '10\n2\0000\n' > nul.dms ;;
+            long.dms) { printf '10\n'; head -c 2000000 /dev/zero | tr '\0' 1; } > long.dms ;;
+        esac
+        run_err "$bad" timeout 10 dd_direct good.fil --dm-list "$bad" --prefix out/x
+        [ "$status" -eq 1 ] || { echo "$bad: $status"; return 1; }
+        run_err "$bad" timeout 10 dd_direct good.fil --plan "$bad" --prefix out/x
+        [ "$status" -eq 1 ] || { echo "$bad: $status"; return 1; }
+    done
+    no_output_left
+    dd_direct -q good.fil --dm-list <(printf '10\n20\n') --prefix out/p
+    [ "$(ls out | wc -l)" -eq 2 ]
+}
