@@ -240,6 +240,13 @@ static int scrunch(job *j)
     }
     if (!rc)
         rc = finish_remainder(j, acc, fill);
+    if (!rc && j->nout == 0)      /* never an empty output that looks complete */
+        rc = j->in.samples_read == 0
+            ? ddtk_fail(DDTK_EDATA, "%s: no data after the header (shorter than one sample)",
+                        j->in.name)
+            : ddtk_fail(DDTK_EDATA, "%s: %lld samples, fewer than one group of %lld "
+                        "(--keep-remainder keeps a partial group)", j->in.name,
+                        (long long)j->in.samples_read, (long long)j->o->n);
     free(raw);
     free(rows);
     free(acc);

@@ -7,6 +7,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,11 +171,21 @@ int ddtk_inf_read(const char *path, ddtk_inf *inf, char **text)
             return ddtk_fail(DDTK_EDATA, "%s: truncated or invalid .inf (no '%s' line)",
                              path, need[i]);
         }
-    if (text)
+    /* the numbers as the tools use them: a tsamp of inf or 0 is no time series */
+    if (!(inf->tsamp > 0) || !isfinite(inf->tsamp))
+        rc = ddtk_fail(DDTK_EDATA, "%s: bin width %g: must be a finite number > 0", path,
+                       inf->tsamp);
+    else if (!isfinite(inf->dm) || !isfinite(inf->mjd))
+        rc = ddtk_fail(DDTK_EDATA, "%s: DM %g or epoch %g is not a finite number", path,
+                       inf->dm, inf->mjd);
+    else if (inf->nsamples < 0)
+        rc = ddtk_fail(DDTK_EDATA, "%s: %lld bins: must be >= 0", path,
+                       (long long)inf->nsamples);
+    if (text && !rc)
         *text = buf;
     else
         free(buf);
-    return DDTK_OK;
+    return rc;
 }
 
 int ddtk_ends_with(const char *s, const char *suffix)

@@ -421,3 +421,22 @@ freq_table() {
     dd_direct -q good.fil --dm-list <(printf '10\n20\n') --prefix out/p
     [ "$(ls out | wc -l)" -eq 2 ]
 }
+
+@test "smaller: an .inf tsamp of inf, a pulse at DM 1e300, a header-only file to tscrunch (issue 32.11)" {
+    dd_direct -q good.fil --dm 10 --prefix s --format dat
+    sed -i 's/^\( Width of each time series bin (sec) *= *\).*/\1inf/' s_DM10.00.inf
+    run_err s_DM10.00.inf tscrunch -n 4 s_DM10.00.dat -o out/t.dat
+    [ "$status" -eq 1 ] && [[ "$output" == *"bin width inf"* ]]
+    run_err s_DM10.00.inf fdas s_DM10.00.dat -o out/f.tsv
+    [ "$status" -eq 1 ]
+    # pulses far outside the observation: no undefined conversion (UBSan in check-sanitize)
+    fbsim -q -o far.fil --nchans 16 --nbits 8 --tsamp 0.001 --nsamples 500 --fch1 1400 --foff -1 \
+        --pulse 0.001,1e300,0.001,10 --pulse 1e300,10,0.001,10 --seed 3
+    [ "$(fbinfo -k nsamples far.fil)" -eq 500 ]
+    head -c "$(fbinfo -k header_size good.fil)" good.fil > hdr.fil
+    run_err hdr.fil tscrunch -n 2 hdr.fil -o out/h.fil
+    [ "$status" -eq 1 ]
+    run_err "fewer than one group" tscrunch -n 1000000 good.fil -o out/few.fil
+    [ "$status" -eq 1 ]
+    no_output_left
+}
