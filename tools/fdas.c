@@ -439,24 +439,18 @@ static int run_inputs(args *a, char **inputs, int ninputs)
     return rc;
 }
 
-/* $DDTK_FDAS_GPU_MEM (MiB) caps the GPU plane and its work buffers (a tuning
- * and test knob). */
-static int64_t fdas_gpu_mem(void)
-{
-    const char *s = getenv("DDTK_FDAS_GPU_MEM");
-    double v = s ? atof(s) : 0;
-    return v > 0 ? (int64_t)(v * 1048576.0) : 0;
-}
-
 int main(int argc, char **argv)
 {
     args a;
     char *std_in[] = { "-" };
     memset(&a, 0, sizeof a);
     ddtk_fdas_config_init(&a.cfg);
-    a.cfg.gpu_mem = fdas_gpu_mem();
     ddtk_set_progname(argv[0]);
-    int rc = parse(&a, argc, argv);
+    /* $DDTK_FDAS_GPU_MEM (MiB) caps the GPU plane and its work buffers (a
+     * tuning and test knob) */
+    int rc = ddtk_env_mib("DDTK_FDAS_GPU_MEM", &a.cfg.gpu_mem);
+    if (!rc)
+        rc = parse(&a, argc, argv);
     if (!rc)
         rc = argc > optind ? run_inputs(&a, argv + optind, argc - optind)
                            : run_inputs(&a, std_in, 1);

@@ -247,6 +247,20 @@ int ddtk_parse_double(const char *s, double *v)
     return end != s && !*end && !errno && isfinite(*v) ? DDTK_OK : DDTK_EUSAGE;
 }
 
+int ddtk_env_mib(const char *name, int64_t *bytes)
+{
+    const char *s = getenv(name);
+    double mib;
+    *bytes = 0;
+    if (!s || !*s)
+        return DDTK_OK;
+    if (ddtk_parse_double(s, &mib) || !(mib >= 1 && mib <= DDTK_ENV_MIB_MAX))
+        return ddtk_fail(DDTK_EUSAGE, "%s '%s': expected MiB from 1 to %.0f", name, s,
+                         DDTK_ENV_MIB_MAX);
+    *bytes = (int64_t)(mib * 1048576.0);
+    return DDTK_OK;
+}
+
 int ddtk_parse_int64(const char *s, int64_t *v)
 {
     char *end;

@@ -540,11 +540,11 @@ static int configure(ddtk_ddargs *a)
  * --gpu-group did not. */
 static int environment(ddtk_ddargs *a)
 {
-    const char *mem = getenv("DDTK_GPU_MEM"), *serial = getenv("DDTK_GPU_SERIAL");
-    const char *group = getenv("DDTK_TREE_GROUP");
+    const char *serial = getenv("DDTK_GPU_SERIAL"), *group = getenv("DDTK_TREE_GROUP");
     double given;
     int g;
-    a->desc.gpu_mem = mem ? (int64_t)(atof(mem) * 1048576.0) : 0;
+    if (ddtk_env_mib("DDTK_GPU_MEM", &a->desc.gpu_mem))
+        return DDTK_EUSAGE;
     a->desc.gpu_serial = serial && *serial && strcmp(serial, "0") != 0;
     if (group && *group && !ddtk_plan_desc_get_param(&a->desc, "gpu_group", &given)
         && given == 0 && (ddtk_opt_int("DDTK_TREE_GROUP", group, 2, 1024, &g) || (g & (g - 1))
