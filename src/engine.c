@@ -56,8 +56,8 @@ int ddtk_check_mem(const ddtk_plan_desc *d, double bytes, const char *what)
 {
     double most = (double)ddtk_plan_max_mem(d);
     if (!(bytes <= most))
-        return ddtk_fail(DDTK_EUSAGE, "%s would take %.0f MiB, over the memory bound of "
-                         "%.0f MiB (--max-mem)", what, bytes / 1048576, most / 1048576);
+        return ddtk_fail(DDTK_EUSAGE, "%s would take %.0f MiB, over the memory bound "
+                         "%.0f MiB", what, bytes / 1048576, most / 1048576);
     return DDTK_OK;
 }
 

@@ -379,7 +379,7 @@ freq_table() {
     # under 3 GB of address space an allocation past the bound would fail as exit 3
     run_err "--max-mem" bash -c 'ulimit -v 3000000; exec ddtune good.fil --dm-min 0 --dm-max 1000 \
         --dm-step 0.001 --max-mem 256M --budget 1 --no-wisdom --backend cpu'
-    [ "$status" -eq 2 ] && [[ "$output" == *"tuning: the synthetic block"*"over the memory bound of 256 MiB"* ]]
+    [ "$status" -eq 2 ] && [[ "$output" == *"tuning: the synthetic block"*"over --max-mem 256 MiB"* ]]
     run_err "--max-mem" bash -c 'ulimit -v 3000000; exec timeout 20 dd_tree good.fil --dm-max 1e6 \
         --scrunch none --prefix out/x --max-mem 16M --backend cpu'
     [ "$status" -eq 2 ] && [[ "$output" == *"routing table"* ]]
