@@ -104,6 +104,6 @@ only_whole_outputs() {
     only_whole_outputs
     dd_direct -q in.fil --dm 20 -o s.tim
     rm -rf ref out && mkdir ref out
-    kill_runs fdas -q --format presto --zmax 20 s.tim -o OUT_ACCEL_20 --backend cpu
+    kill_runs fdas -q --format presto --zmax 20 s.tim -o OUT_ACCEL_20 --backend cpu --threads 1
     only_whole_outputs
 }
