@@ -111,20 +111,29 @@ void ddtk_temp_release_signals(const sigset_t *old)
         leave_held();
 }
 
+/* Before the first temporary is created (called inside a held section): a
+ * signal taken by another thread between the creation and the tracking would
+ * otherwise still have its default action and end the process there. */
+static void install_handlers(void)
+{
+    static int installed;
+    if (installed++)
+        return;
+    for (size_t i = 0; i < NCLEANUP; i++) {
+        struct sigaction sa = { .sa_handler = on_cleanup_signal };
+        struct sigaction prev;
+        cleanup_set(&sa.sa_mask);
+        sigaction(cleanup_signals[i], NULL, &prev);
+        if (prev.sa_handler == SIG_DFL)   /* leave ignored signals ignored */
+            sigaction(cleanup_signals[i], &sa, NULL);
+    }
+}
+
 static int track(char *tmp)
 {
     sigset_t old;
     int ok = 1;
     ddtk_temp_hold_signals(&old);
-    if (!pending)
-        for (size_t i = 0; i < NCLEANUP; i++) {
-            struct sigaction sa = { .sa_handler = on_cleanup_signal };
-            struct sigaction prev;
-            cleanup_set(&sa.sa_mask);
-            sigaction(cleanup_signals[i], NULL, &prev);
-            if (prev.sa_handler == SIG_DFL)   /* leave ignored signals ignored */
-                sigaction(cleanup_signals[i], &sa, NULL);
-        }
     if (npending == cap_pending) {
         size_t cap = cap_pending ? 2 * cap_pending : 64;
         char **p = realloc(pending, cap * sizeof *p);
@@ -195,6 +204,7 @@ static int create_tracked(char *name, int from_template)
 {
     sigset_t old;
     ddtk_temp_hold_signals(&old);
+    install_handlers();
     int fd = from_template ? mkostemp(name, O_CLOEXEC)
                            : open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0 && !track(name)) {
