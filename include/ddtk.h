@@ -320,11 +320,13 @@ int ddtk_outspec_length(const ddtk_outspec *spec);
 int ddtk_outset_close(ddtk_outset *o);
 /* Remove temporaries after a failure. */
 void ddtk_outset_abort(ddtk_outset *o);
-/* Remove the hidden temporaries of every output not yet committed: safe in a
- * signal handler, for a program's handler of SIGINT, SIGTERM, SIGHUP and
- * SIGPIPE (the tools install one), so that an interrupted run leaves nothing.
- * The library installs no signal handler itself. */
-void ddtk_remove_temporaries(void);
+/* For a program's handler of SIGINT, SIGTERM, SIGHUP and SIGPIPE (the tools
+ * install one; the library installs none): remove the hidden temporaries of
+ * every output not yet committed, then call end(sig), which ends the process.
+ * Safe in a signal handler, on any thread: while another thread is creating
+ * a temporary or committing a set, both wait until it is done (the last
+ * thread to finish does them), so an interrupted run leaves nothing. */
+void ddtk_remove_temporaries(int sig, void (*end)(int sig));
 /* Write a time series .tim header for the given meta and DM. */
 int ddtk_tim_header_write(FILE *fp, const ddtk_series_meta *m, double dm);
 /* The PRESTO .inf text of a series (SPEC section 3). */

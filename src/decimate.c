@@ -36,18 +36,20 @@ typedef struct job {
 
 /* ---- PRESTO .inf ------------------------------------------------------------ */
 
-/* Copy the input .inf with the new name, length and bin width, and a note. */
-static int write_inf(job *j)
+/* The output's .inf into a temporary (*out gets its path, *tmp the
+ * temporary's): the input .inf with the new name, length and bin width, and
+ * a note. */
+static FILE *write_inf(job *j, char **out, char **tmp)
 {
-    char *in_inf = ddtk_inf_path(j->o->input), *out_inf = ddtk_inf_path(j->out_name), *tmp = NULL;
-    char *base = strdup(j->out_name), line[512];
+    char *in_inf = ddtk_inf_path(j->o->input), *base = strdup(j->out_name), line[512];
     FILE *src = in_inf ? fopen(in_inf, "r") : NULL, *dst = NULL;
-    int rc = DDTK_ESYS;
-    if (!src || !out_inf || !base) {
+    *out = ddtk_inf_path(j->out_name);
+    *tmp = NULL;
+    if (!src || !*out || !base) {
         ddtk_fail(DDTK_ESYS, "%s: cannot read: %s", in_inf ? in_inf : "", strerror(errno));
         goto done;
     }
-    if (!(dst = ddtk_temp_create(out_inf, &tmp)))
+    if (!(dst = ddtk_temp_create(*out, tmp)))
         goto done;
     char *b = strrchr(base, '/') ? strrchr(base, '/') + 1 : base;
     b[strlen(b) - 4] = '\0';
@@ -65,14 +67,12 @@ static int write_inf(job *j)
     }
     fprintf(dst, "    Time scrunched by ddtk tscrunch: %s of %lld samples\n",
             j->o->mean ? "mean" : "sum", (long long)j->o->n);
-    rc = ddtk_temp_commit(dst, &tmp, out_inf);
 done:
     if (src)
         fclose(src);
     free(in_inf);
-    free(out_inf);
     free(base);
-    return rc;
+    return dst;
 }
 
 /* A .dat is headerless float32: open it as a one-channel series. */
@@ -240,6 +240,13 @@ static int scrunch(job *j)
     }
     if (!rc)
         rc = finish_remainder(j, acc, fill);
+    if (!rc && j->nout == 0)      /* never an empty output that looks complete */
+        rc = j->in.samples_read == 0
+            ? ddtk_fail(DDTK_EDATA, "%s: no data after the header (shorter than one sample)",
+                        j->in.name)
+            : ddtk_fail(DDTK_EDATA, "%s: %lld samples, fewer than one group of %lld "
+                        "(--keep-remainder keeps a partial group)", j->in.name,
+                        (long long)j->in.samples_read, (long long)j->o->n);
     free(raw);
     free(rows);
     free(acc);
@@ -253,12 +260,23 @@ static int finish(job *j)
     if (j->out == stdout)
         return fflush(stdout) || ferror(stdout)
             ? ddtk_fail(DDTK_ESYS, "stdout: write error: %s", strerror(errno)) : DDTK_OK;
-    int rc = ddtk_temp_commit(j->out, &j->tmp, j->out_name);
-    j->out = NULL;
-    if (!rc && j->dat)
-        rc = write_inf(j);
-    if (rc && j->dat)
-        unlink(j->out_name);
+    if (!j->dat) {
+        int rc = ddtk_temp_commit(j->out, &j->tmp, j->out_name);
+        j->out = NULL;
+        return rc;
+    }
+    /* a .dat and its .inf: committed together, all or nothing */
+    char *inf, *inf_tmp;
+    FILE *fp[2] = { j->out, write_inf(j, &inf, &inf_tmp) };
+    char *tmp[2] = { j->tmp, inf_tmp };
+    const char *path[2] = { j->out_name, inf };
+    int rc = DDTK_ESYS;
+    if (fp[1]) {                  /* the commit closes both and frees their names */
+        j->out = NULL;
+        j->tmp = NULL;
+        rc = ddtk_temp_commit_all(fp, tmp, path, 2, j->o->force);
+    }
+    free(inf);
     return rc;
 }
 

@@ -86,17 +86,16 @@ static int parse_dm_line(ddtk_dmlist *l, const char *line, const char *path, lon
 
 int ddtk_dmlist_file(ddtk_dmlist *l, const char *path)
 {
-    FILE *fp = fopen(path, "r");
-    if (!fp)
-        return ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", path, strerror(errno));
+    FILE *fp;
+    int rc = ddtk_text_open(path, &fp);
+    if (rc)
+        return rc;
     char *line = NULL;
     size_t cap = 0;
-    long lineno = 0;
-    int rc = DDTK_OK;
-    while (!rc && getline(&line, &cap, fp) >= 0)
-        rc = parse_dm_line(l, line, path, ++lineno);
-    if (!rc && ferror(fp))
-        rc = ddtk_fail(DDTK_ESYS, "%s: read error: %s", path, strerror(errno));
+    long lineno = 0, len;
+    int64_t total = 0;
+    while (!rc && (len = ddtk_text_line(fp, path, ++lineno, &line, &cap, &total)) != 0)
+        rc = len < 0 ? (int)-len : parse_dm_line(l, line, path, lineno);
     if (!rc && l->n == 0)
         rc = ddtk_fail(DDTK_EDATA, "%s: no DMs in the file", path);
     free(line);

@@ -47,6 +47,20 @@ static const char *plan_name(const ddtk_plan_desc *d)
     return d->name ? d->name : "plan";
 }
 
+int64_t ddtk_plan_max_mem(const ddtk_plan_desc *d)
+{
+    return d->max_mem > 0 ? d->max_mem : DDTK_DEFAULT_MAX_MEM;
+}
+
+int ddtk_check_mem(const ddtk_plan_desc *d, double bytes, const char *what)
+{
+    double most = (double)ddtk_plan_max_mem(d);
+    if (!(bytes <= most))
+        return ddtk_fail(DDTK_EUSAGE, "%s would take %.0f MiB, over the memory bound "
+                         "%.0f MiB", what, bytes / 1048576, most / 1048576);
+    return DDTK_OK;
+}
+
 static int check_desc(const ddtk_plan_desc *d)
 {
     const char *name = plan_name(d);

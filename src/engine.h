@@ -22,6 +22,11 @@
 DDTK_BEGIN_DECLS
 
 #define DDTK_DEFAULT_MAX_MEM ((int64_t)2 << 30)
+/* The plan's host memory bound: --max-mem, else the default. Tables a plan
+ * builds in proportion to its DMs (the tree's routes, the tuner's block) are
+ * held to it too, with the option named in the refusal. */
+int64_t ddtk_plan_max_mem(const ddtk_plan_desc *d);
+int ddtk_check_mem(const ddtk_plan_desc *d, double bytes, const char *what);
 
 /* Streaming state of a backend, kept between runs of one plan. */
 typedef struct ddtk_cpu_stream ddtk_cpu_stream;

@@ -7,18 +7,75 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <math.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+int ddtk_text_open(const char *path, FILE **fp)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    *fp = NULL;
+    if (fd < 0)
+        return ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", path, strerror(errno));
+    int rc = DDTK_OK;
+    if (fstat(fd, &st) != 0)
+        rc = ddtk_fail(DDTK_ESYS, "%s: %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode))
+        rc = ddtk_fail(DDTK_EDATA, "%s: not a regular file or a pipe", path);
+    else if (S_ISREG(st.st_mode) && st.st_size > DDTK_TEXT_MAX)
+        rc = ddtk_fail(DDTK_EDATA, "%s: larger than %d MiB: not a text input", path,
+                       DDTK_TEXT_MAX >> 20);
+    else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0
+             || !(*fp = fdopen(fd, "r")))
+        rc = ddtk_fail(DDTK_ESYS, "%s: %s", path, strerror(errno));
+    if (rc)
+        close(fd);
+    return rc;
+}
+
+long ddtk_text_line(FILE *fp, const char *path, long lineno, char **line, size_t *cap,
+                    int64_t *total)
+{
+    size_t n = 0;
+    int c = 0;
+    while (c != '\n' && (c = getc_unlocked(fp)) != EOF) {
+        if (c == '\0')
+            return -ddtk_fail(DDTK_EDATA, "%s: line %ld: a NUL byte: not a text file", path,
+                              lineno);
+        if (n == DDTK_TEXT_LINE_MAX || ++*total > DDTK_TEXT_MAX)
+            return -ddtk_fail(DDTK_EDATA, "%s: line %ld: %s", path, lineno,
+                              n == DDTK_TEXT_LINE_MAX ? "longer than 64 KiB"
+                                                      : "past 256 MiB of text");
+        if (n + 2 > *cap) {
+            size_t want = *cap ? 2 * *cap : 256;
+            char *grown = realloc(*line, want);
+            if (!grown)
+                return -ddtk_fail(DDTK_ESYS, "%s: out of memory", path);
+            *line = grown;
+            *cap = want;
+        }
+        (*line)[n++] = (char)c;
+    }
+    if (ferror(fp))
+        return -ddtk_fail(DDTK_ESYS, "%s: read error: %s", path, strerror(errno));
+    if (*line)
+        (*line)[n] = '\0';
+    return (long)n;
+}
 
 int ddtk_slurp(const char *path, char **text)
 {
-    FILE *fp = fopen(path, "r");
-    if (!fp)
-        return ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", path, strerror(errno));
+    FILE *fp;
+    int rc = ddtk_text_open(path, &fp);
+    if (rc)
+        return rc;
     size_t cap = 4096, n = 0, got;
     char *buf = malloc(cap);
-    while (buf && (got = fread(buf + n, 1, cap - n - 1, fp)) > 0) {
+    while (buf && n <= DDTK_TEXT_MAX && (got = fread(buf + n, 1, cap - n - 1, fp)) > 0) {
         n += got;
         if (n + 1 == cap) {
             char *bigger = realloc(buf, cap *= 2);
@@ -29,9 +86,16 @@ int ddtk_slurp(const char *path, char **text)
     }
     int err = ferror(fp);
     fclose(fp);
-    if (!buf || err) {
+    if (!buf || err)
+        rc = ddtk_fail(DDTK_ESYS, "%s: %s", path, buf ? "read error" : "out of memory");
+    else if (n > DDTK_TEXT_MAX)
+        rc = ddtk_fail(DDTK_EDATA, "%s: past %d MiB of text", path, DDTK_TEXT_MAX >> 20);
+    else if (memchr(buf, '\0', n))
+        rc = ddtk_fail(DDTK_EDATA, "%s: a NUL byte at offset %zu: not a text file", path,
+                       (size_t)((char *)memchr(buf, '\0', n) - buf));
+    if (rc) {
         free(buf);
-        return ddtk_fail(DDTK_ESYS, "%s: %s", path, buf ? "read error" : "out of memory");
+        return rc;
     }
     buf[n] = '\0';
     *text = buf;
@@ -107,11 +171,21 @@ int ddtk_inf_read(const char *path, ddtk_inf *inf, char **text)
             return ddtk_fail(DDTK_EDATA, "%s: truncated or invalid .inf (no '%s' line)",
                              path, need[i]);
         }
-    if (text)
+    /* the numbers as the tools use them: a tsamp of inf or 0 is no time series */
+    if (!(inf->tsamp > 0) || !isfinite(inf->tsamp))
+        rc = ddtk_fail(DDTK_EDATA, "%s: bin width %g: must be a finite number > 0", path,
+                       inf->tsamp);
+    else if (!isfinite(inf->dm) || !isfinite(inf->mjd))
+        rc = ddtk_fail(DDTK_EDATA, "%s: DM %g or epoch %g is not a finite number", path,
+                       inf->dm, inf->mjd);
+    else if (inf->nsamples < 0)
+        rc = ddtk_fail(DDTK_EDATA, "%s: %lld bins: must be >= 0", path,
+                       (long long)inf->nsamples);
+    if (text && !rc)
         *text = buf;
     else
         free(buf);
-    return DDTK_OK;
+    return rc;
 }
 
 int ddtk_ends_with(const char *s, const char *suffix)

@@ -125,6 +125,23 @@ int32_t ddtk_round_delay(double samples, int rounding);
 
 /* The value of a line " Label ... =  value", or NULL if the line has another label. */
 const char *ddtk_inf_value(const char *line, const char *label);
+/*
+ * Text inputs (kill lists, DM lists, plans, .inf files) are bounded before
+ * they are trusted: a regular file of at most DDTK_TEXT_MAX bytes, or a pipe
+ * (process substitution) read to at most that; devices and directories are
+ * refused, a NUL byte or a line past DDTK_TEXT_LINE_MAX is an error naming
+ * the file (DDTK_EDATA), so /dev/zero or a binary file never fills memory.
+ */
+#define DDTK_TEXT_MAX (256 << 20)
+#define DDTK_TEXT_LINE_MAX 65536
+/* Open path for reading text into *fp (never blocks on a FIFO without a
+ * writer): DDTK_OK, or an error with the message set. */
+int ddtk_text_open(const char *path, FILE **fp);
+/* The next line of fp into *line (grown as getline's; newline kept): its
+ * length, 0 at the end, or minus an error code with the message set. *total
+ * counts the bytes read. */
+long ddtk_text_line(FILE *fp, const char *path, long lineno, char **line, size_t *cap,
+                    int64_t *total);
 /* Read a whole text file into a NUL-terminated buffer (caller frees). */
 int ddtk_slurp(const char *path, char **text);
 

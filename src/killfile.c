@@ -22,38 +22,54 @@ static void strip_comments(char *text)
             *p++ = ' ';
 }
 
-/* A mask has only 0/1 tokens, one per line, and no ranges or commas. */
+/* A mask has one token a line and no ranges or commas, and its tokens are
+ * 0s and 1s; a list of indices one a line names channel 0 and 1 at most
+ * once each. So lines of single tokens with more than two 0s and 1s among
+ * them are a mask, typos and all (parse_mask names them), never a list. */
 static int looks_like_mask(const char *text, int *ntokens)
 {
-    int n = 0;
+    int n = 0, n01 = 0;
     for (const char *p = text; *p; ) {
         while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
             p++;
         if (!*p)
             break;
-        if ((*p != '0' && *p != '1') || (p[1] && !isspace((unsigned char)p[1])))
+        size_t len = strcspn(p, " \t\r\n");
+        if (memchr(p, ',', len) || memchr(p, ':', len))
             return 0;
+        n01 += len == 1 && (*p == '0' || *p == '1');
         n++;
-        p++;
+        p += len;
         while (*p == ' ' || *p == '\t' || *p == '\r')
             p++;
         if (*p && *p != '\n')
             return 0;
     }
     *ntokens = n;
-    return n > 0;
+    return n > 0 && (n01 == n || n01 > 2);
 }
 
 static int parse_mask(const char *text, const char *path, int nchans, int ntokens, uint8_t *kill)
 {
+    int c = 0, line = 1;
+    for (const char *p = text; *p; ) {
+        if (*p == '\n' || *p == ' ' || *p == '\t' || *p == '\r') {
+            line += *p++ == '\n';
+            continue;
+        }
+        size_t len = strcspn(p, " \t\r\n");
+        if (len != 1 || (*p != '0' && *p != '1'))
+            return ddtk_fail(DDTK_EDATA, "%s: line %d: '%.*s' in a 0/1 mask (0 kills a "
+                             "channel, 1 keeps it)", path, line, (int)(len < 20 ? len : 20), p);
+        if (c < nchans)
+            kill[c] = *p == '0';
+        c++;
+        p += len;
+    }
     if (ntokens != nchans)
         return ddtk_fail(DDTK_EDATA, "%s: killfile mask has %d entries for %d channels "
                          "(to list channels to kill, separate them with commas)",
                          path, ntokens, nchans);
-    int c = 0;
-    for (const char *p = text; *p; p++)
-        if (*p == '0' || *p == '1')
-            kill[c++] = *p == '0';
     return DDTK_OK;
 }
 

@@ -442,22 +442,22 @@ static int read_lines(ddtk_dmplan *p, FILE *fp, const char *path)
 {
     char *line = NULL;
     size_t cap = 0;
-    long lineno = 0;
+    long lineno = 0, len;
+    int64_t total = 0;
     int ncols = 0, rc = DDTK_OK;
-    while (!rc && getline(&line, &cap, fp) >= 0)
-        rc = read_line(p, line, path, ++lineno, &ncols);
-    if (!rc && ferror(fp))
-        rc = ddtk_fail(DDTK_ESYS, "%s: read error: %s", path, strerror(errno));
+    while (!rc && (len = ddtk_text_line(fp, path, ++lineno, &line, &cap, &total)) != 0)
+        rc = len < 0 ? (int)-len : read_line(p, line, path, lineno, &ncols);
     free(line);
     return rc;
 }
 
 int ddtk_dmplan_read(ddtk_dmplan *p, const char *path)
 {
-    FILE *fp = fopen(path, "r");
-    if (!fp)
-        return ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", path, strerror(errno));
-    int rc = read_lines(p, fp, path);
+    FILE *fp;
+    int rc = ddtk_text_open(path, &fp);
+    if (rc)
+        return rc;
+    rc = read_lines(p, fp, path);
     fclose(fp);
     return rc ? rc : ddtk_dmplan_validate(p, path);
 }

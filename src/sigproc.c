@@ -266,12 +266,19 @@ static int check_frequencies(const ddtk_header *h, const char *name)
         return DDTK_OK;
     if (h->nfreqs == 0 && !ddtk_header_has(h, "fch1"))
         return ddtk_fail(DDTK_EDATA, "%s: header has no 'fch1' (nor a frequency table)", name);
+    double lo = INFINITY, hi = -INFINITY;
     for (int c = 0; c < h->nchans; c++) {
         double f = ddtk_chan_freq(h, c);
         if (!(f > 0) || !isfinite(f))
             return ddtk_fail(DDTK_EDATA, "%s: channel %d is at %g MHz; channel frequencies "
                              "must be finite and above 0", name, c, f);
+        lo = fmin(lo, f);
+        hi = fmax(hi, f);
     }
+    /* channels without width: no delay between them, no DM step */
+    if (h->nchans > 1 && !(hi > lo))
+        return ddtk_fail(DDTK_EDATA, "%s: all %d channels are at %g MHz (foff %g): the band "
+                         "has no width", name, h->nchans, lo, h->foff);
     return DDTK_OK;
 }
 

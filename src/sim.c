@@ -84,12 +84,13 @@ static void add_pulse(sim_state *st, const ddtk_sim_pulse *p, int64_t s0, int64_
         smeared(p->width, p->dm * st->smear[c], p->amp * st->scale, &w, &peak);
         double sig = w / FWHM_PER_SIGMA;
         double tc = p->t + ddtk_delay_seconds(p->dm, st->freq[c], st->fref, st->s->kdm);
-        int64_t lo = (int64_t)floor((tc - PULSE_EXTENT * sig) / ts) - 1;
-        int64_t hi = (int64_t)ceil((tc + PULSE_EXTENT * sig) / ts) + 1;
-        if (lo < s0)
-            lo = s0;
-        if (hi > s0 + n)
-            hi = s0 + n;
+        /* clamped to the block as doubles: a pulse far outside (DM 1e300) has
+         * sample numbers no integer holds */
+        double first = fmax(floor((tc - PULSE_EXTENT * sig) / ts) - 1, (double)s0);
+        double last = fmin(ceil((tc + PULSE_EXTENT * sig) / ts) + 1, (double)(s0 + n));
+        if (!(first < last))
+            continue;
+        int64_t lo = (int64_t)first, hi = (int64_t)last;
         /* Mean of the Gaussian over each sample: peak * sig*sqrt(pi/2) * d(erf)/ts. */
         double norm = sig > 0 ? peak * sig * sqrt(M_PI / 2.0) / ts : 0;
         for (int64_t s = lo; s < hi; s++) {

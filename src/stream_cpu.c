@@ -62,7 +62,7 @@ static int fits(const ddtk_plan *p, int64_t step, void *ctx)
 
 static int choose_step(const ddtk_plan *p, const ddtk_source *src, int64_t *step)
 {
-    int64_t max_mem = p->d.max_mem > 0 ? p->d.max_mem : DDTK_DEFAULT_MAX_MEM;
+    int64_t max_mem = ddtk_plan_max_mem(&p->d);
     if (!ddtk_choose_step(p, src, DEFAULT_STEP, INT64_MAX, fits, &max_mem, step))
         return ddtk_fail(DDTK_EUSAGE, "%s: a gulp of %lld spectra plus the maximum delay of %d "
                          "needs %.1f MiB, over the memory bound %.1f MiB", src->name,

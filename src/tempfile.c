@@ -23,6 +23,8 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -32,37 +34,92 @@
 
 /* ---- removal on signals ------------------------------------------------------ */
 
-/* Temporaries not yet committed, for a signal handler to remove. The list
- * only changes with those signals blocked, so the handler sees it whole. */
+/*
+ * Temporaries not yet committed, for the signal handler to remove. The list
+ * only changes inside held sections (ddtk_temp_hold_signals), and a process
+ * has several threads (OpenMP, the writeback thread, fdas's GPU workers), any
+ * of which may take a process's signal: blocking it in the thread that holds
+ * is not enough. So the handler, on whichever thread, notes the signal and
+ * cleans up only when no thread is inside a held section; otherwise the last
+ * thread to leave one does, and a thread that would enter one after the
+ * signal waits for the end instead. A creation, a list change or a set's
+ * renames are thus never cut in half.
+ */
 static char **pending;
 static size_t npending, cap_pending;
+static atomic_int holders;        /* threads inside a held section */
+static atomic_int dying;          /* the first cleanup signal that came; 0: none */
 static const int cleanup_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
 #define NCLEANUP (sizeof cleanup_signals / sizeof cleanup_signals[0])
 
-void ddtk_remove_temporaries(void)
+static void cleanup_set(sigset_t *set)
+{
+    sigemptyset(set);
+    for (size_t i = 0; i < NCLEANUP; i++)
+        sigaddset(set, cleanup_signals[i]);
+}
+
+static void (*volatile end_process)(int sig);
+
+/* Remove the temporaries and let the program end the process by sig
+ * (async-signal-safe). An end that returns (a test's) leaves the process
+ * going on as before. */
+static void remove_pending_and_end(int sig)
 {
     for (size_t i = 0; i < npending; i++)
         unlink(pending[i]);
+    if (end_process)
+        end_process(sig);
+    atomic_store(&dying, 0);      /* end returned: the process goes on */
 }
+
+void ddtk_remove_temporaries(int sig, void (*end)(int sig))
+{
+    int none = 0;
+    end_process = end;
+    atomic_compare_exchange_strong(&dying, &none, sig);
+    if (atomic_load(&holders) == 0)
+        remove_pending_and_end(atomic_load(&dying));
+}
+
+static void leave_held(void)
+{
+    int sig;
+    if (atomic_fetch_sub(&holders, 1) == 1 && (sig = atomic_load(&dying)))
+        remove_pending_and_end(sig);
+}
+
+/* This thread's held sections, nested: only the outermost counts in holders. */
+static __thread int depth;
 
 void ddtk_temp_hold_signals(sigset_t *old)
 {
     sigset_t set;
-    sigemptyset(&set);
-    for (size_t i = 0; i < NCLEANUP; i++)
-        sigaddset(&set, cleanup_signals[i]);
-    sigprocmask(SIG_BLOCK, &set, old);
+    cleanup_set(&set);
+    pthread_sigmask(SIG_BLOCK, &set, old);
+    if (depth++ > 0)
+        return;
+    atomic_fetch_add(&holders, 1);
+    if (atomic_load(&dying)) {    /* the process is ending: the cleanup is not to move */
+        depth--;
+        leave_held();
+        for (;;)
+            pause();
+    }
 }
 
 void ddtk_temp_release_signals(const sigset_t *old)
 {
-    sigprocmask(SIG_SETMASK, old, NULL);
+    pthread_sigmask(SIG_SETMASK, old, NULL);
+    if (--depth == 0)
+        leave_held();
 }
 
-/* Called with the signals held (open_new). */
 static int track(char *tmp)
 {
+    sigset_t old;
     int ok = 1;
+    ddtk_temp_hold_signals(&old);
     if (npending == cap_pending) {
         size_t cap = cap_pending ? 2 * cap_pending : 64;
         char **p = realloc(pending, cap * sizeof *p);
@@ -74,6 +131,7 @@ static int track(char *tmp)
     }
     if (ok)
         pending[npending++] = tmp;
+    ddtk_temp_release_signals(&old);
     return ok;
 }
 
@@ -147,41 +205,42 @@ static int create_unique(char *name)
     return -1;
 }
 
-/* The new file's lock, stream and place in the list (or it goes). */
-static FILE *open_tracked(char *name, int fd)
-{
-    flock(fd, LOCK_EX | LOCK_NB);   /* a new file: never contended; NFS may refuse */
-    FILE *fp = fdopen(fd, "wb");
-    if (fp && !track(name)) {
-        fclose(fp);
-        fp = NULL;
-        fd = -1;
-        errno = ENOMEM;
-    }
-    if (!fp) {
-        int err = errno;
-        if (fd >= 0)
-            close(fd);
-        unlink(name);
-        errno = err;
-    }
-    return fp;
-}
-
-/* Create name exclusively (from a mkstemp template, or as it is), locked and
- * tracked, with the mode the umask gives new files. The signals are held from
- * before the file exists until it is listed (a failure included): a signal
- * between the two left it behind. */
-static FILE *open_new(char *name, int from_template)
+/* Create name exclusively (from a mkstemp-style template, or as it is) and track
+ * it, in one held section: a signal never finds it created but untracked. */
+static int create_tracked(char *name, int from_template)
 {
     sigset_t old;
     ddtk_temp_hold_signals(&old);
-    FILE *fp = NULL;
     int fd = from_template ? create_unique(name)
                            : open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0)
-        fp = open_tracked(name, fd);
+    if (fd >= 0 && !track(name)) {
+        close(fd);
+        unlink(name);
+        fd = -1;
+        errno = ENOMEM;
+    }
+    int err = errno;
     ddtk_temp_release_signals(&old);
+    errno = err;
+    return fd;
+}
+
+/* Create name exclusively, locked and tracked, with the mode the umask gives
+ * new files. */
+static FILE *open_new(char *name, int from_template)
+{
+    int fd = create_tracked(name, from_template);
+    if (fd < 0)
+        return NULL;
+    flock(fd, LOCK_EX | LOCK_NB);   /* a new file: never contended; NFS may refuse */
+    FILE *fp = fdopen(fd, "wb");
+    if (!fp) {
+        int err = errno;
+        close(fd);
+        unlink(name);
+        untrack(name);
+        errno = err;
+    }
     return fp;
 }
 
@@ -283,15 +342,52 @@ void ddtk_temp_remove(char **tmp)
     *tmp = NULL;
 }
 
+/* Rename the open temporaries in turn with other runs in the directory (a
+ * sweep never finds them closed and unlocked) and with the cleanup signals
+ * held; if one fails, those already renamed are removed again. */
+static int rename_all(char **tmp, const char *const *path, int n, int force)
+{
+    sigset_t old;
+    int rc = DDTK_OK, i, lock = ddtk_tempdir_lock(path[0]);
+    char renamed[n];
+    ddtk_temp_hold_signals(&old);
+    for (i = 0; i < n && !rc; i++) {
+        renamed[i] = tmp[i] != NULL;
+        rc = ddtk_temp_rename(&tmp[i], path[i], force);
+    }
+    for (int j = 0; rc && j < i - 1; j++)
+        if (renamed[j])
+            unlink(path[j]);
+    if (!rc && lock >= 0)
+        fsync(lock);              /* the renames themselves, where the system allows */
+    ddtk_temp_release_signals(&old);
+    ddtk_tempdir_unlock(lock);
+    return rc;
+}
+
+int ddtk_temp_commit_all(FILE **fp, char **tmp, const char *const *path, int n, int force)
+{
+    int rc = DDTK_OK;
+    for (int i = 0; i < n && !rc; i++)
+        rc = ddtk_temp_flush(fp[i], tmp[i], path[i]);
+    if (!rc)
+        rc = rename_all(tmp, path, n, force);
+    for (int i = 0; i < n; i++) {
+        if (fclose(fp[i]) != 0 && !rc) {
+            rc = ddtk_fail(DDTK_ESYS, "%s: write error: %s", path[i], strerror(errno));
+            for (int j = 0; j < n; j++)
+                if (!tmp[j] && !ddtk_temp_is_special(path[j]))
+                    unlink(path[j]);
+        }
+        fp[i] = NULL;
+        ddtk_temp_remove(&tmp[i]);
+    }
+    return rc;
+}
+
 int ddtk_temp_commit(FILE *fp, char **tmp, const char *path)
 {
-    int rc = ddtk_temp_flush(fp, *tmp, path);
-    if (fclose(fp) != 0 && !rc)
-        rc = ddtk_fail(DDTK_ESYS, "%s: write error: %s", path, strerror(errno));
-    if (!rc)
-        return ddtk_temp_rename(tmp, path, 1);
-    ddtk_temp_remove(tmp);
-    return rc;
+    return ddtk_temp_commit_all(&fp, tmp, &path, 1, 1);
 }
 
 void ddtk_temp_discard(FILE *fp, char **tmp)

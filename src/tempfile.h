@@ -25,6 +25,12 @@
 FILE *ddtk_temp_create(const char *path, char **tmp);
 int ddtk_temp_commit(FILE *fp, char **tmp, const char *path);
 void ddtk_temp_discard(FILE *fp, char **tmp);
+/* Commit n files as one (a .dat and its .inf, fdas's ACCEL text and .cand):
+ * each flushed and fsynced, then renamed under the directory's lock (that of
+ * path[0]) with the cleanup signals held, an existing path refused unless
+ * force; if any step fails, none of the n is left: those renamed are removed
+ * and the rest discarded. Closes every fp[i] and frees every tmp[i]. */
+int ddtk_temp_commit_all(FILE **fp, char **tmp, const char *const *path, int n, int force);
 
 /* Devices and pipes (-o /dev/null, a FIFO) are written in place, never replaced. */
 int ddtk_temp_is_special(const char *path);
@@ -57,7 +63,10 @@ void ddtk_temp_remove(char **tmp);
 int ddtk_temp_sweep(const char *path, int (*owned)(const char *name, const void *ctx),
                     const void *ctx);
 
-/* Hold off SIGINT, SIGTERM, SIGHUP and SIGPIPE while a set is committed. */
+/* Hold off the cleanup of SIGINT, SIGTERM, SIGHUP and SIGPIPE while a set is
+ * committed: the signal, on whichever thread it comes, waits until every
+ * thread has released (sections nest; a thread that would hold after the
+ * signal came waits for the end instead). */
 void ddtk_temp_hold_signals(sigset_t *old);
 void ddtk_temp_release_signals(const sigset_t *old);
 

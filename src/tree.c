@@ -16,6 +16,7 @@
 #include "tree.h"
 #include "engine.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,12 +178,20 @@ double ddtk_tree_list_smear(const ddtk_tree_setup *s, const ddtk_channels *ch, d
 }
 
 /* DMs m * step of level k within [lo, hi) and the selected range; *n counts
- * them, and they are stored when dms is not NULL. */
+ * them, and they are stored when dms is not NULL. Counting stops past
+ * DDTK_MAX_DMS (*n is then DDTK_MAX_DMS + 1), before a DM is stored or a
+ * multiple of the step stops being exact in a double. */
 static void level_dms(const ddtk_tree_setup *s, int k, double step, double lo, double hi,
-                      double *dms, int *downsamp, int *n)
+                      double *dms, int *downsamp, int64_t *n)
 {
-    double a = fmax(lo, s->dm_min);
-    for (int64_t m = (int64_t)ceil(a / step - 1e-9);; m++) {
+    double a = fmax(lo, s->dm_min), top = fmin(hi, s->dm_max + 1e-9 * step);
+    if (a > top)
+        return;
+    if (!((top - a) / step < DDTK_MAX_DMS) || !(top / step < 1e15)) {
+        *n = DDTK_MAX_DMS + 1;
+        return;
+    }
+    for (int64_t m = (int64_t)ceil(a / step - 1e-9); *n <= DDTK_MAX_DMS; m++) {
         double dm = m * step;
         if (dm >= hi * (1 - 1e-12) || dm > s->dm_max + 1e-9 * step)
             break;
@@ -195,10 +204,10 @@ static void level_dms(const ddtk_tree_setup *s, int k, double step, double lo, d
 }
 
 static void list_dms(const ddtk_tree_setup *s, double diag, double step, double *dms,
-                     int *downsamp, int *n)
+                     int *downsamp, int64_t *n)
 {
     *n = 0;
-    for (int k = 0; k < DDTK_MAX_LEVELS; k++) {
+    for (int k = 0; k < DDTK_MAX_LEVELS && *n <= DDTK_MAX_DMS; k++) {
         double f = 1 << k, lo = k ? f * diag : 0;
         double hi = s->scrunch && k < DDTK_MAX_LEVELS - 1 ? 2 * f * diag : INFINITY;
         if (lo > s->dm_max)
@@ -213,6 +222,7 @@ static int dms_for(ddtk_tree_setup *s, const ddtk_channels *ch, double tsamp, do
                    int **downsamp, int *ndm)
 {
     ddtk_tree_geom g;
+    int64_t n;
     int rc = ddtk_tree_geom_init(&g, ch, s->kdm, s->method, s->cps);
     if (rc)
         return rc;
@@ -220,15 +230,19 @@ static int dms_for(ddtk_tree_setup *s, const ddtk_channels *ch, double tsamp, do
     double diag = ddtk_tree_diagonal(&g, tsamp);
     double step = tsamp / (s->kdm * (pow(ch->fmin, -2) - pow(ch->fmax, -2)));
     ddtk_tree_geom_free(&g);
-    list_dms(s, diag, step, NULL, NULL, ndm);
-    if (*ndm == 0)
+    list_dms(s, diag, step, NULL, NULL, &n);
+    if (n == 0)
         return ddtk_fail(DDTK_EUSAGE, "no tree DM between %g and %g (the DM step is %g)",
                          s->dm_min, s->dm_max, step);
-    *dms = ddtk_malloc((size_t)*ndm * sizeof **dms, "tree DMs");
-    *downsamp = ddtk_malloc((size_t)*ndm * sizeof **downsamp, "tree DMs");
+    if (n > DDTK_MAX_DMS)
+        return ddtk_fail(DDTK_EUSAGE, "the tree's DMs from %g to %g in steps of %g are over "
+                         "10^7; narrow the range", s->dm_min, s->dm_max, step);
+    *dms = ddtk_malloc((size_t)n * sizeof **dms, "tree DMs");
+    *downsamp = ddtk_malloc((size_t)n * sizeof **downsamp, "tree DMs");
     if (!*dms || !*downsamp)
         return DDTK_ESYS;
-    list_dms(s, diag, step, *dms, *downsamp, ndm);
+    list_dms(s, diag, step, *dms, *downsamp, &n);
+    *ndm = (int)n;
     return DDTK_OK;
 }
 
@@ -248,6 +262,8 @@ int ddtk_tree_dms(ddtk_tree_setup *s, const ddtk_channels *ch, double tsamp, dou
             return rc;
         free(*dms);
         free(*downsamp);
+        *dms = NULL;
+        *downsamp = NULL;
     }
 }
 
@@ -387,6 +403,14 @@ static int create(const ddtk_plan *p, ddtk_level *lv)
         return ddtk_fail(DDTK_EUSAGE, "gpu_group %d: must be a power of two from 2 to 1024",
                          t->gpu_group);
     int rc = ddtk_tree_geom_init(&t->g, &p->ch, p->d.kdm, method, cps);
+    /* the routes: a sweep, a selection, an offset and a source per DM and sub-band */
+    double routes = (double)lv->ndm * t->g.nsb;
+    if (!rc && routes > INT_MAX)
+        rc = ddtk_fail(DDTK_EUSAGE, "tree: %d DMs in %d sub-bands are over 2^31 routes",
+                       lv->ndm, t->g.nsb);
+    if (!rc)
+        rc = ddtk_check_mem(&p->d, routes * (3 * sizeof(int) + sizeof(float *)),
+                            "tree: the routing table");
     return rc ? rc : route(p, lv, t);
 }
 

@@ -79,6 +79,12 @@ static int bench_init(bench *b, const ddtk_plan_desc *d, double budget, FILE *ta
         b->adds += (double)ddtk_plan_nout(p, i, b->nsamps) * ddtk_plan_nlive(p);
     ddtk_plan_destroy(p);
     size_t values = (size_t)b->nsamps * (size_t)d->nchans * (size_t)d->nifs;
+    /* the block and two copies of its series: the default's and the one timed */
+    rc = ddtk_check_mem(d, (double)values * d->nbits / 8
+                        + 2.0 * d->ndm * (double)b->stride * sizeof(float),
+                        "tuning: the synthetic block and its series");
+    if (rc)
+        return rc;
     b->in = ddtk_malloc((values * (size_t)d->nbits + 7) / 8, "tuning block");
     b->ref = ddtk_calloc((size_t)d->ndm * b->stride, sizeof(float), "tuning output");
     b->out = ddtk_calloc((size_t)d->ndm * b->stride, sizeof(float), "tuning output");

@@ -366,3 +366,98 @@ freq_table() {
     run_err out fbinfo out
     [ "$status" -eq 1 ]
 }
+
+@test "dd_tree: a DM list past 10^7 is refused before it is built, fast (issue 32.2)" {
+    fbsim -q -o low.fil --nchans 64 --nbits 8 --tsamp 0.000256 --nsamples 1000 --fch1 130 --foff -2
+    { str HEADER_START; str nchans; i32 4; str nbits; i32 8; str tsamp; f64 1e-300
+      str fch1; f64 1400; str foff; f64 -1; str HEADER_END; head -c 4000 /dev/zero; } > tiny.fil
+    for args in "low.fil --dm-max 100" "tiny.fil --dm-max 10" "good.fil --dm-max 1e308" \
+                "good.fil --dm-min 1e300 --dm-max 1e308" "low.fil --dm-max 100 --scrunch none"; do
+        # shellcheck disable=SC2086
+        run_err "10^7" timeout 20 dd_tree $args --prefix out/x
+        [ "$status" -eq 2 ]
+        no_output_left
+        # shellcheck disable=SC2086
+        run_err "10^7" timeout 20 dd_tree $args --list-dms
+        [ "$status" -eq 2 ]
+    done
+}
+
+@test "a file with foff 0 and one channel width unknown: exit 1 naming the file, every tool (issue 32.11)" {
+    band 1400 0 > flat.fil
+    for tool in dd_direct dd_subband dd_tree; do
+        run_err flat.fil $tool flat.fil --dm-min 0 --dm-max 10 --prefix out/x
+        [ "$status" -eq 1 ] || { echo "$tool: exit $status: $output"; return 1; }
+        [[ "$output" != *"see --help"* ]]
+    done
+    no_output_left
+}
+
+@test "tables that grow with the DMs are held to --max-mem: ddtune's block, dd_tree's routes (issue 32.6)" {
+    # under 3 GB of address space an allocation past the bound would fail as
+    # exit 3 (not under ASan, which reserves terabytes of shadow)
+    local lim='ulimit -v 3000000;'
+    [ -z "${ASAN_OPTIONS:-}" ] || lim=
+    run_err "--max-mem" bash -c "$lim"' exec ddtune good.fil --dm-min 0 --dm-max 1000 \
+        --dm-step 0.001 --max-mem 256M --budget 1 --no-wisdom --backend cpu'
+    [ "$status" -eq 2 ] && [[ "$output" == *"tuning: the synthetic block"*"over --max-mem 256 MiB"* ]]
+    run_err "--max-mem" bash -c "$lim"' exec timeout 20 dd_tree good.fil --dm-max 1e6 \
+        --scrunch none --prefix out/x --max-mem 16M --backend cpu'
+    [ "$status" -eq 2 ] && [[ "$output" == *"routing table"* ]]
+    no_output_left
+}
+
+@test "a killfile mask with a typo, a NUL byte, a device or a huge file is refused, naming it (issue 32.9)" {
+    { for i in $(seq 64); do [ "$i" -eq 5 ] && echo 2 || echo 1; done; } > typo.kill
+    run_err typo.kill dd_direct good.fil --dm 10 --killfile typo.kill --prefix out/x
+    [ "$status" -eq 1 ] && [[ "$output" == *"line 5: '2'"* ]]
+    printf '0:3\0 5\n' > nul.kill
+    run_err nul.kill dd_direct good.fil --dm 10 --killfile nul.kill --prefix out/x
+    [ "$status" -eq 1 ] && [[ "$output" == *"NUL"* ]]
+    run_err /dev/zero timeout 10 dd_direct good.fil --dm 10 --killfile /dev/zero --prefix out/x
+    [ "$status" -eq 1 ] && [[ "$output" == *"not a regular file"* ]]
+    truncate -s 300M huge.kill
+    run_err huge.kill timeout 10 dd_direct good.fil --dm 10 --killfile huge.kill --prefix out/x
+    [ "$status" -eq 1 ] && [[ "$output" == *"larger than"* ]]
+    no_output_left
+    # a mask still reads as a mask, a list as a list (a pipe too)
+    dd_direct -q good.fil --dm 10 --killfile <(printf '0:3\n') -o a.tim
+    dd_direct -q good.fil --dm 10 --killfile <(for i in $(seq 64); do [ "$i" -le 4 ] && echo 0 || echo 1; done) -o b.tim
+    cmp a.tim b.tim
+}
+
+@test "DM lists, plans and .inf files: devices, huge files, endless lines and NUL bytes refused (issue 32.8)" {
+    printf '10\n20\n' > ok.dms
+    for bad in /dev/zero nul.dms long.dms; do
+        case $bad in
+            nul.dms) printf '10\n2\0000\n' > nul.dms ;;
+            long.dms) { printf '10\n'; head -c 2000000 /dev/zero | tr '\0' 1; } > long.dms ;;
+        esac
+        run_err "$bad" timeout 10 dd_direct good.fil --dm-list "$bad" --prefix out/x
+        [ "$status" -eq 1 ] || { echo "$bad: $status"; return 1; }
+        run_err "$bad" timeout 10 dd_direct good.fil --plan "$bad" --prefix out/x
+        [ "$status" -eq 1 ] || { echo "$bad: $status"; return 1; }
+    done
+    no_output_left
+    dd_direct -q good.fil --dm-list <(printf '10\n20\n') --prefix out/p
+    [ "$(ls out | wc -l)" -eq 2 ]
+}
+
+@test "smaller: an .inf tsamp of inf, a pulse at DM 1e300, a header-only file to tscrunch (issue 32.11)" {
+    dd_direct -q good.fil --dm 10 --prefix s --format dat
+    sed -i 's/^\( Width of each time series bin (sec) *= *\).*/\1inf/' s_DM10.00.inf
+    run_err s_DM10.00.inf tscrunch -n 4 s_DM10.00.dat -o out/t.dat
+    [ "$status" -eq 1 ] && [[ "$output" == *"bin width inf"* ]]
+    run_err s_DM10.00.inf fdas s_DM10.00.dat -o out/f.tsv
+    [ "$status" -eq 1 ]
+    # pulses far outside the observation: no undefined conversion (UBSan in check-sanitize)
+    fbsim -q -o far.fil --nchans 16 --nbits 8 --tsamp 0.001 --nsamples 500 --fch1 1400 --foff -1 \
+        --pulse 0.001,1e300,0.001,10 --pulse 1e300,10,0.001,10 --seed 3
+    [ "$(fbinfo -k nsamples far.fil)" -eq 500 ]
+    head -c "$(fbinfo -k header_size good.fil)" good.fil > hdr.fil
+    run_err hdr.fil tscrunch -n 2 hdr.fil -o out/h.fil
+    [ "$status" -eq 1 ]
+    run_err "fewer than one group" tscrunch -n 1000000 good.fil -o out/few.fil
+    [ "$status" -eq 1 ]
+    no_output_left
+}

@@ -390,3 +390,15 @@ gulp_of() {
         --tobs 2 --pulse 1.1,60,0.002,20 --rfi impulses:0.5:40 --dat-scl 2 --zero-off 1
     same_output 1e-6 rfi4.fits --dm 0,30,60 --rfi auto
 }
+
+@test "gpu: DDTK_GPU_MEM and DDTK_FDAS_GPU_MEM out of range are usage errors naming them (issue 32)" {
+    need_gpu
+    sim --nchans 64 --nbits 8
+    for v in 1e300 nan -5 junk; do
+        run_err DDTK_GPU_MEM env DDTK_GPU_MEM=$v dd_direct in.fil --backend gpu --dm 10 -o x.tim
+        [ "$status" -eq 2 ] && [ ! -e x.tim ]
+    done
+    dd_direct -q in.fil --backend cpu --dm 0 -o s.tim
+    run_err DDTK_FDAS_GPU_MEM env DDTK_FDAS_GPU_MEM=1e300 fdas --backend gpu s.tim -o c.tsv
+    [ "$status" -eq 2 ] && [ ! -e c.tsv ]
+}

@@ -39,8 +39,8 @@ LIB=$(dirname "$BIN")/libddtk.a
 }
 
 @test "every DDTK_ variable a program reads is in a man page's ENVIRONMENT section" {
-    vars=$(grep -rhoE 'getenv\("DDTK_[A-Z_]+"\)' "$ROOT"/tools "$ROOT"/src "$ROOT"/cpu "$ROOT"/cuda \
-        | sed 's/getenv("\(.*\)")/\1/' | sort -u)
+    vars=$(grep -rhoE '(getenv|ddtk_env_mib)\("DDTK_[A-Z_]+"' "$ROOT"/tools "$ROOT"/src "$ROOT"/cpu \
+        "$ROOT"/cuda | sed 's/.*("\(.*\)"/\1/' | sort -u)
     [ "$(echo "$vars" | wc -l)" -ge 6 ]
     for v in $vars; do
         found=0

@@ -319,3 +319,68 @@ EOF
     [ "$(grep -c '^# ddsurvey ' out/logs/f1.log)" -eq 2 ]
     [ "$(grep -c '^# ddsurvey ' out/logs/f2.log)" -eq 1 ]
 }
+
+@test "two ddsurvey runs on one fresh --out: each runs its own command on its own file, or is refused (issue 32.3)" {
+    need_parallel
+    make_survey
+    local t
+    for t in 1 2 3 4 5; do
+        cp in/f1.fil "in/beam 1.fil" && cp in/f2.fil "in/beam 2.fil"
+        ddsurvey --out race$t -- dd_direct --backend cpu --dm 10 -- "in/beam 1.fil" > a.log 2>&1 & a=$!
+        ddsurvey --out race$t -- dd_direct --backend cpu --dm 20 -- "in/beam 2.fil" > b.log 2>&1 & b=$!
+        sa=0 sb=0
+        wait $a || sa=$?
+        wait $b || sb=$?
+        # one wins the directory; the other is told so and leaves it alone
+        [ $((sa == 0)) -ne $((sb == 0)) ] || { cat a.log b.log; return 1; }
+        if [ "$sa" -eq 0 ]; then win=1 dm=10 lose=b.log; else win=2 dm=20 lose=a.log; fi
+        grep -Eq "another ddsurvey is running there|holds another survey" "$lose" || { cat "$lose"; return 1; }
+        [ "$(ls "race$t" | grep -v '^journal$\|^logs$')" = "beam ${win}_DM$dm.00.tim" ]
+        dd_direct -q --backend cpu --dm $dm "in/beam $win.fil" -o want.tim
+        cmp want.tim "race$t/beam ${win}_DM$dm.00.tim" && rm want.tim
+    done
+}
+
+@test "--slurm: every value in the job script is quoted or refused (issue 32.7)" {
+    need_parallel
+    make_survey
+    run_err "newline" ddsurvey --out $'o\ntouch INJECTED #' --slurm --dry-run -- "${DD[@]}" -- in/f1.fil
+    [ "$status" -eq 2 ] && [ ! -e o ] && [ ! -e $'o\ntouch INJECTED #' ]
+    run_err "--sbatch" ddsurvey --out o --slurm --dry-run --sbatch $'--time=5\ntouch INJECTED' \
+        -- "${DD[@]}" -- in/f1.fil
+    [ "$status" -eq 2 ]
+    # spaces, quotes, '#' and '%' in --out: one #SBATCH --output argument, % doubled
+    out="my survey #1 100% 'x'"
+    run ddsurvey --out "$out" --slurm --dry-run -- "${DD[@]}" -- in/f1.fil
+    [ "$status" -eq 0 ]
+    script="$out/journal/ddsurvey.sbatch"
+    line=$(grep '^#SBATCH --output=' "$script")
+    [ "$line" = "#SBATCH --output=$PWD/my\\ survey\\ \\#1\\ 100%%\\ \\'x\\'/logs/slurm-%A_%a.out" ]
+    [ "$(grep -c '^#SBATCH' "$script")" -eq 4 ]
+    [ "$(grep -vc '^#' "$script")" -eq 1 ]
+    SLURM_ARRAY_TASK_ID=0 bash "$script"
+    cmp ref/f1_DM40.00.tim "$out/f1_DM40.00.tim"
+    [ ! -e INJECTED ]
+}
+
+@test "a damaged journal is named with the command that starts afresh; that command works (issue 32.10)" {
+    need_parallel
+    make_survey
+    ddsurvey --out out -- "${DD[@]}" -- in/f1.fil in/f2.fil in/f3.fil 2> /dev/null
+    cp out/journal/joblog good
+    for damage in truncate garbage binary; do
+        case $damage in
+            truncate) head -c -7 good > out/journal/joblog ;;
+            garbage) printf 'Seq\tHost\nnot a journal\n' > out/journal/joblog ;;
+            binary) head -c 300 /dev/urandom > out/journal/joblog ;;
+        esac
+        run_err "out/journal/joblog" ddsurvey --out out -- "${DD[@]}" -- in/f1.fil in/f2.fil in/f3.fil
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"damaged journal"*"to start afresh: rm "*"joblog"* ]]
+    done
+    fix=$(sed -n 's/.*to start afresh: \(rm .*\)$/\1/p' <<< "$output")
+    eval "$fix"
+    run ddsurvey --out out -- "${DD[@]}" -- in/f1.fil in/f2.fil in/f3.fil
+    [ "$status" -eq 0 ] && [[ "$output" == *"3 files: 3 done (3 in this run)"* ]]
+    for f in ref/f[123]_*.tim; do cmp "$f" "out/${f#ref/}"; done
+}

@@ -188,17 +188,26 @@ static int named(int rc, const char *name)
     return ddtk_fail(rc, "%s: %s", name, msg);
 }
 
-static int write_file(const char *name, writer_fn write, ddtk_fdas_plan *plan,
-                      const ddtk_fdas_series *s)
+/* An input's output files (the ACCEL text and its .cand, or one table),
+ * each written to a temporary and committed together: all or nothing. */
+static int write_files(const args *a, int n, const char *const *names, const writer_fn *write,
+                       ddtk_fdas_plan *plan, const ddtk_fdas_series *s)
 {
-    char *tmp = NULL;
-    FILE *fp = ddtk_temp_create(name, &tmp);
-    int rc = fp ? write(fp, plan, s) : DDTK_ESYS;
-    if (fp && !rc)
-        rc = ddtk_temp_commit(fp, &tmp, name);
-    else if (fp)
-        ddtk_temp_discard(fp, &tmp);
-    return rc && fp ? named(rc, name) : rc;
+    FILE *fp[2] = { NULL, NULL };
+    char *tmp[2] = { NULL, NULL };
+    int rc = DDTK_OK;
+    for (int i = 0; i < n && !rc; i++) {
+        if (!(fp[i] = ddtk_temp_create(names[i], &tmp[i])))
+            rc = DDTK_ESYS;
+        else if ((rc = write[i](fp[i], plan, s)))
+            rc = named(rc, names[i]);
+    }
+    if (!rc)
+        return ddtk_temp_commit_all(fp, tmp, names, n, a->force);
+    for (int i = 0; i < n; i++)
+        if (fp[i])
+            ddtk_temp_discard(fp[i], &tmp[i]);
+    return rc;
 }
 
 static int write_output(const args *a, ddtk_fdas_plan *plan, const ddtk_fdas_series *s,
@@ -216,13 +225,16 @@ static int write_output(const args *a, ddtk_fdas_plan *plan, const ddtk_fdas_ser
     int rc;
     if (a->format == DDTK_FDAS_PRESTO) {
         char *cand = cand_name(name);
-        rc = cand ? write_file(name, ddtk_fdas_write_presto, plan, s)
+        const char *names[2] = { name, cand };
+        const writer_fn write[2] = { ddtk_fdas_write_presto, ddtk_fdas_write_cand };
+        rc = cand ? write_files(a, 2, names, write, plan, s)
                   : ddtk_fail(DDTK_ESYS, "out of memory");
-        if (!rc)
-            rc = write_file(cand, ddtk_fdas_write_cand, plan, s);
         free(cand);
-    } else
-        rc = write_file(name, write_tsv, plan, s);
+    } else {
+        const char *names[1] = { name };
+        const writer_fn write[1] = { write_tsv };
+        rc = write_files(a, 1, names, write, plan, s);
+    }
     free(name);
     return rc;
 }
@@ -427,24 +439,18 @@ static int run_inputs(args *a, char **inputs, int ninputs)
     return rc;
 }
 
-/* $DDTK_FDAS_GPU_MEM (MiB) caps the GPU plane and its work buffers (a tuning
- * and test knob). */
-static int64_t fdas_gpu_mem(void)
-{
-    const char *s = getenv("DDTK_FDAS_GPU_MEM");
-    double v = s ? atof(s) : 0;
-    return v > 0 ? (int64_t)(v * 1048576.0) : 0;
-}
-
 int main(int argc, char **argv)
 {
     args a;
     char *std_in[] = { "-" };
     memset(&a, 0, sizeof a);
     ddtk_fdas_config_init(&a.cfg);
-    a.cfg.gpu_mem = fdas_gpu_mem();
     ddtk_set_progname(argv[0]);
-    int rc = parse(&a, argc, argv);
+    /* $DDTK_FDAS_GPU_MEM (MiB) caps the GPU plane and its work buffers (a
+     * tuning and test knob) */
+    int rc = ddtk_env_mib("DDTK_FDAS_GPU_MEM", &a.cfg.gpu_mem);
+    if (!rc)
+        rc = parse(&a, argc, argv);
     if (!rc)
         rc = argc > optind ? run_inputs(&a, argv + optind, argc - optind)
                            : run_inputs(&a, std_in, 1);

@@ -7,6 +7,10 @@
  *
  * ERRNO is ENOSPC, EIO, EDQUOT or EXDEV. Calls are counted per process, from
  * every thread (the commit syncs files on several).
+ *
+ *   DDTK_SLOW=MICROSECONDS      every call of those families and of fchmod
+ *                               (just after a temporary is made) waits this
+ *                               long first: signals land inside (signals.bats)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -14,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static int parse_errno(const char *s)
 {
@@ -43,32 +49,51 @@ static int fail_now(const char *family)
 
 #define NEXT(name) ((__typeof__(&name))dlsym(RTLD_NEXT, #name))
 
+static void slow(void)
+{
+    const char *us = getenv("DDTK_SLOW");
+    if (us)
+        usleep((useconds_t)atoi(us));
+}
+
+int fchmod(int fd, mode_t mode)
+{
+    slow();
+    return NEXT(fchmod)(fd, mode);
+}
+
 int rename(const char *from, const char *to)
 {
+    slow();
     return fail_now("rename") ? -1 : NEXT(rename)(from, to);
 }
 
 int renameat(int fd1, const char *from, int fd2, const char *to)
 {
+    slow();
     return fail_now("rename") ? -1 : NEXT(renameat)(fd1, from, fd2, to);
 }
 
 int renameat2(int fd1, const char *from, int fd2, const char *to, unsigned flags)
 {
+    slow();
     return fail_now("rename") ? -1 : NEXT(renameat2)(fd1, from, fd2, to, flags);
 }
 
 int link(const char *from, const char *to)
 {
+    slow();
     return fail_now("rename") ? -1 : NEXT(link)(from, to);
 }
 
 int fsync(int fd)
 {
+    slow();
     return fail_now("fsync") ? -1 : NEXT(fsync)(fd);
 }
 
 int fdatasync(int fd)
 {
+    slow();
     return fail_now("fsync") ? -1 : NEXT(fdatasync)(fd);
 }

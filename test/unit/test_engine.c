@@ -7,6 +7,7 @@
  * the CPU where a GPU is usable.
  */
 #include "engine.h"
+#include "cli.h"
 #include "check.h"
 #include "../helpers/ddref.h"
 
@@ -243,6 +244,31 @@ static void test_gpu(void)
     free(v), free(raw);
 }
 
+/* Environment knobs and configuration fields: one validated range each. */
+static void test_ranges(void)
+{
+    int64_t mib = -1;
+    setenv("DDTK_TEST_MIB", "", 1);
+    CHECK(ddtk_env_mib("DDTK_TEST_MIB", &mib) == DDTK_OK && mib == 0);
+    setenv("DDTK_TEST_MIB", "512", 1);
+    CHECK(ddtk_env_mib("DDTK_TEST_MIB", &mib) == DDTK_OK && mib == 512 << 20);
+    const char *bad[] = { "1e300", "nan", "-5", "0", "12x", "inf" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("DDTK_TEST_MIB", bad[i], 1);
+        CHECK(ddtk_env_mib("DDTK_TEST_MIB", &mib) == DDTK_EUSAGE);
+        CHECK(strstr(ddtk_errmsg(), "DDTK_TEST_MIB") != NULL);
+    }
+    unsetenv("DDTK_TEST_MIB");
+    ddtk_cpu_config c = { 1024, 64, 32 };
+    ddtk_gpu_config g = { -1, 5 };
+    CHECK(ddtk_config_check(&c, &g) == DDTK_OK);
+    c.chan_block = 2147483647;
+    CHECK(ddtk_config_check(&c, NULL) == DDTK_EUSAGE);
+    CHECK(strstr(ddtk_errmsg(), "cpu chans 2147483647: expected 0 to 4096") != NULL);
+    g.lane_variant = -2;
+    CHECK(ddtk_config_check(NULL, &g) == DDTK_EUSAGE);
+}
+
 int main(void)
 {
     for (int nbits = 1; nbits <= 8; nbits *= 2) {
@@ -254,5 +280,6 @@ int main(void)
     test_errors();
     test_thread_error();
     test_gpu();
+    test_ranges();
     return check_result();
 }

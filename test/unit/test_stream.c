@@ -374,8 +374,15 @@ static int hidden(void)
     return n;
 }
 
+static int ended;
+static void note_end(int sig)
+{
+    ended = sig;
+}
+
 /* The library installs no signal handler; a program's removes the
- * temporaries of uncommitted outputs with ddtk_remove_temporaries. */
+ * temporaries of uncommitted outputs with ddtk_remove_temporaries, which
+ * then calls the program's end. */
 static void test_signals(void)
 {
     ddtk_input in;
@@ -394,8 +401,8 @@ static void test_signals(void)
     static const int ends[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGUSR1 };
     for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
         CHECK(sigaction(ends[i], NULL, &sa) == 0 && sa.sa_handler == SIG_DFL);
-    ddtk_remove_temporaries();
-    CHECK(hidden() == before);
+    ddtk_remove_temporaries(SIGTERM, note_end);
+    CHECK(hidden() == before && ended == SIGTERM);
     ddtk_outset_abort(&out);
     ddtk_input_close(&in);
 }

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio_ext.h>
@@ -37,13 +38,23 @@ static void check_stdout(int status, void *unused)
     _exit(DDTK_ESYS);
 }
 
+/* End the process as sig would have (the signal is blocked in its own
+ * handler, and in a thread that held it). */
+static void end_by(int sig)
+{
+    sigset_t set;
+    signal(sig, SIG_DFL);
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    raise(sig);
+}
+
 /* A signal that ends a tool removes its uncommitted outputs first, then ends
  * it as it would have. */
 static void on_signal(int sig)
 {
-    ddtk_remove_temporaries();
-    signal(sig, SIG_DFL);
-    raise(sig);
+    ddtk_remove_temporaries(sig, end_by);
 }
 
 static void catch_signals(void)
@@ -268,6 +279,20 @@ int ddtk_parse_double(const char *s, double *v)
     errno = 0;
     *v = strtod(s, &end);
     return end != s && !*end && !errno && isfinite(*v) ? DDTK_OK : DDTK_EUSAGE;
+}
+
+int ddtk_env_mib(const char *name, int64_t *bytes)
+{
+    const char *s = getenv(name);
+    double mib;
+    *bytes = 0;
+    if (!s || !*s)
+        return DDTK_OK;
+    if (ddtk_parse_double(s, &mib) || !(mib >= 1 && mib <= DDTK_ENV_MIB_MAX))
+        return ddtk_fail(DDTK_EUSAGE, "%s '%s': expected MiB from 1 to %.0f", name, s,
+                         DDTK_ENV_MIB_MAX);
+    *bytes = (int64_t)(mib * 1048576.0);
+    return DDTK_OK;
 }
 
 int ddtk_parse_int64(const char *s, int64_t *v)

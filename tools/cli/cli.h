@@ -72,6 +72,12 @@ void ddtk_cli_message(void *ctx, int level, const char *text);
 void ddtk_cli_progress(void *ctx, int stage, const char *what, int64_t done, int64_t total);
 extern int ddtk_cli_verbose;
 int ddtk_parse_double(const char *s, double *v);
+/* A size in MiB from environment variable name (DDTK_GPU_MEM, a test and
+ * tuning knob) into *bytes: 0 when unset or empty, else a number from 1 to
+ * 2^30 MiB; anything else is a usage error naming the variable, as the
+ * options' values are. */
+#define DDTK_ENV_MIB_MAX 1073741824.0
+int ddtk_env_mib(const char *name, int64_t *bytes);
 int ddtk_parse_int64(const char *s, int64_t *v);
 /* "512M", "2G", "1048576" */
 int ddtk_parse_size(const char *s, int64_t *v);

@@ -125,7 +125,8 @@ static const struct option common_options[] = {
     "\n" \
     "Resources:\n" \
     "  --gulp N                 spectra per gulp (default: automatic, >= 16384 and the max delay)\n" \
-    "  --max-mem SIZE           memory bound for the gulp buffers (default 2G)\n" \
+    "  --max-mem SIZE           memory bound for the gulp buffers and the tables\n" \
+    "                           that grow with the DMs (default 2G)\n" \
     "  --threads N              CPU threads (default: OpenMP's, all cores)\n" \
     "  --backend cpu|gpu|auto   (default auto: the GPU when usable, else the CPU)\n" \
     "  --gpu N|LIST|all         GPU index (default 0; respects CUDA_VISIBLE_DEVICES), or\n" \
@@ -539,11 +540,11 @@ static int configure(ddtk_ddargs *a)
  * --gpu-group did not. */
 static int environment(ddtk_ddargs *a)
 {
-    const char *mem = getenv("DDTK_GPU_MEM"), *serial = getenv("DDTK_GPU_SERIAL");
-    const char *group = getenv("DDTK_TREE_GROUP");
+    const char *serial = getenv("DDTK_GPU_SERIAL"), *group = getenv("DDTK_TREE_GROUP");
     double given;
     int g;
-    a->desc.gpu_mem = mem ? (int64_t)(atof(mem) * 1048576.0) : 0;
+    if (ddtk_env_mib("DDTK_GPU_MEM", &a->desc.gpu_mem))
+        return DDTK_EUSAGE;
     a->desc.gpu_serial = serial && *serial && strcmp(serial, "0") != 0;
     if (group && *group && !ddtk_plan_desc_get_param(&a->desc, "gpu_group", &given)
         && given == 0 && (ddtk_opt_int("DDTK_TREE_GROUP", group, 2, 1024, &g) || (g & (g - 1))
