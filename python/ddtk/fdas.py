@@ -8,10 +8,13 @@ import numpy as np
 from . import _lib
 from ._lib import lib
 
-CAND_DTYPE = np.dtype([("sigma", "f8"), ("power", "f8"), ("cpow", "f8"), ("numharm", "i4"),
-                       ("r", "f8"), ("z", "f8"), ("freq", "f8"), ("fdot", "f8"),
-                       ("accel", "f8")])
-_FIELDS = [n for n, _ in _lib.FdasCand._fields_]
+# ddtk_fdas_cand's layout, field for field (offsets from the ctypes mirror).
+CAND_DTYPE = np.dtype({
+    "names": [n for n, _ in _lib.FdasCand._fields_],
+    "formats": ["i4" if t is ctypes.c_int else "f8" for _, t in _lib.FdasCand._fields_],
+    "offsets": [getattr(_lib.FdasCand, n).offset for n, _ in _lib.FdasCand._fields_],
+    "itemsize": ctypes.sizeof(_lib.FdasCand),
+})
 
 
 def fdas(series, tsamp, *, zmax=None, numharm=None, sigma=None, interp=None, flo=None,
@@ -60,11 +63,7 @@ def fdas(series, tsamp, *, zmax=None, numharm=None, sigma=None, interp=None, flo
             lib.ddtk_fdas_filter_accel(plan, float(accel_range[0]), float(accel_range[1]))
         count = ctypes.c_int(0)
         c = lib.ddtk_fdas_candidates(plan, ctypes.byref(count))
-        out = np.empty(count.value, CAND_DTYPE)
-        if count.value:
-            cands = np.ctypeslib.as_array(c, (count.value,))
-            for f in _FIELDS:
-                out[f] = cands[f]
-        return out
+        nbytes = count.value * CAND_DTYPE.itemsize
+        return np.frombuffer(ctypes.string_at(c, nbytes) if nbytes else b"", CAND_DTYPE).copy()
     finally:
         lib.ddtk_fdas_plan_destroy(plan)

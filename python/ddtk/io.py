@@ -74,7 +74,7 @@ class Reader:
             raise ValueError("'-': a Reader needs a file; stream standard input with "
                              "Plan.stream over an iterable of blocks")
         self._in = _lib.Input()
-        self._open = False
+        self._open, self._fh = False, None
         path = os.fsencode(path)
         _lib.check(lib.ddtk_input_open(ctypes.byref(self._in), path))
         self._open = True
@@ -85,7 +85,6 @@ class Reader:
         self.signed = h.signed_data == 1
         self.nsamples = self._in.nsamples
         self.bits_per_spectrum = self._in.bits_per_spectrum
-        self._fh = None
 
     def close(self):
         if self._open:
