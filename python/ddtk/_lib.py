@@ -204,6 +204,56 @@ class FdasCand(ctypes.Structure):
     ]
 
 
+class RunStats(ctypes.Structure):
+    _fields_ = [
+        ("nin", i64), ("nout", i64),
+        ("nlen", i64),
+        ("ndm", cint), ("nlive", cint), ("nkilled", cint),
+        ("wall", dbl), ("kernel", dbl), ("tobs", dbl),
+        ("commit", dbl),
+        ("adds", dbl),
+        ("backend", ctypes.c_char_p),
+    ]
+
+
+class Source(ctypes.Structure):
+    pass
+
+
+SOURCE_READ = ctypes.CFUNCTYPE(cint, ctypes.POINTER(Source), vp, i64, ctypes.POINTER(i64))
+Source._fields_ = [
+    ("name", ctypes.c_char_p),
+    ("nsamples", i64),
+    ("read", SOURCE_READ),
+    ("ctx", vp),
+    ("bits", i64),
+    ("samples_read", i64),
+    ("eof", cint),
+]
+
+
+class Sink(ctypes.Structure):
+    pass
+
+
+SERIES_FN = ctypes.CFUNCTYPE(cint, vp, cint, i64, ctypes.POINTER(ctypes.c_float), i64)
+Sink._fields_ = [
+    ("write", ctypes.CFUNCTYPE(cint, ctypes.POINTER(Sink), cint, i64,
+                               ctypes.POINTER(ctypes.c_float), i64)),
+    ("pad", ctypes.CFUNCTYPE(cint, ctypes.POINTER(Sink), cint, i64, ctypes.c_float, i64)),
+    ("finish", ctypes.CFUNCTYPE(cint, ctypes.POINTER(Sink), cint)),
+    ("length", cint),
+    ("serial", cint),
+    ("ctx", vp),
+    ("stride", ctypes.c_size_t),
+    ("fn", SERIES_FN),
+]
+
+
+class StreamOptions(ctypes.Structure):
+    _fields_ = [("pad", cint), ("quiet", cint)]
+
+
 # C name -> mirror, for the ABI test (and its C snippet's header).
 STRUCTS = {
     "ddtk_header": Header,
@@ -217,6 +267,10 @@ STRUCTS = {
     "ddtk_dmplan": DmPlan,
     "ddtk_fdas_config": FdasConfig,
     "ddtk_fdas_cand": FdasCand,
+    "ddtk_run_stats": RunStats,
+    "ddtk_source": Source,
+    "ddtk_sink": Sink,
+    "ddtk_stream_options": StreamOptions,
 }
 HEADERS = ("ddtk.h", "dmplan.h", "fdas.h")
 
@@ -279,6 +333,10 @@ _protos = {
     "ddtk_plan_algorithm": (ctypes.c_char_p, [vp]),
     "ddtk_plan_nout": (i64, [vp, cint, i64]),
     "ddtk_plan_execute": (cint, [vp, i64, vp, cint, vp, ctypes.c_size_t, cint]),
+    "ddtk_source_file": (None, [P(Source), P(Input)]),
+    "ddtk_sink_memory": (None, [P(Sink), vp, ctypes.c_size_t]),
+    "ddtk_sink_callback": (None, [P(Sink), SERIES_FN, vp]),
+    "ddtk_plan_stream": (cint, [vp, P(Source), P(Sink), P(StreamOptions), P(RunStats)]),
     "ddtk_wisdom_path": (vp, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]),
     "ddtk_wisdom_apply": (cint, [P(PlanDesc), ctypes.c_char_p, P(cint)]),
     "ddtk_gpu_count": (cint, []),
@@ -305,6 +363,16 @@ for _name, (_res, _args) in _protos.items():
 
 libc = ctypes.CDLL(None)
 libc.free.argtypes, libc.free.restype = [vp], None
+
+
+# ddtk_fail(code, fmt, ...): a Python source's or sink's failure, for the library.
+lib.ddtk_fail.restype = cint
+
+
+def fail(code, message):
+    """Record message as the library's last failure (what a C source or sink
+    does with ddtk_fail) and return code."""
+    return lib.ddtk_fail(cint(code), b"%s", message.encode("utf-8", "replace"))
 
 
 def errmsg():

@@ -1,6 +1,7 @@
 """Dedispersion plans on NumPy arrays (ddtk_plan_create / ddtk_plan_execute),
-streaming of long inputs in bounded memory, and the one-call
-``dedisperse(path, dms)``.
+streaming of long inputs in bounded memory (ddtk_plan_stream: a file,
+standard input or Python blocks in; a Python callback or a NumPy array out),
+and the one-call ``dedisperse(path, dms)``.
 
 ``Plan.execute`` hands the library the block's and the output's own buffers:
 a time-major block (spectrum after spectrum, as files hold them, or the
@@ -26,9 +27,6 @@ ALGORITHM_PARAMS = {
     "subband": {"nsub": "nsub", "dm_group": "dm_group", "sub_dm": "sub_dm",
                 "max_smear_ratio": "max_smear_ratio"},
 }
-
-DEFAULT_GULP = 1 << 16
-
 
 def _choice(what, value, table):
     if value not in table:
@@ -80,7 +78,8 @@ class Plan:
     max_smear_ratio). ``backend`` "auto", "cpu" or "gpu" and ``gpu`` (index).
     Also: ``kill`` (per channel, true = killed), ``fref`` (MHz), ``kdm``,
     ``rounding`` ("nearest" or "floor"), ``zerodm``, ``pol`` (IF index or
-    "sum"), ``threads``, ``chan_bw``. ``wisdom``: True reads the tools' wisdom
+    "sum"), ``threads``, ``chan_bw``; for streaming, ``gulp`` (spectra per
+    gulp, 0: automatic) and ``max_mem`` (bytes of gulp buffers, 0: 2 GiB). ``wisdom``: True reads the tools' wisdom
     file ($DDTK_WISDOM, else the cache), a path that file, False none.
 
     Failures raise ``ddtk.Error`` subclasses with the library's message.
@@ -90,8 +89,8 @@ class Plan:
                  signed=None, chan_bw=None, dms=None, dm_range=None, dm_step=None, tol=1.25,
                  pulse_width=40.0, scrunch=False, downsamp=None, algorithm="direct",
                  params=None, backend="auto", gpu=0, kill=None, fref=None, kdm=None,
-                 rounding="nearest", zerodm=False, pol=None, threads=0, wisdom=True,
-                 verbose=False, name=None):
+                 rounding="nearest", zerodm=False, pol=None, threads=0, gulp=0, max_mem=0,
+                 wisdom=True, verbose=False, name=None):
         self._plan = None
         h = _header_of(header) if header is not None else {}
         if freqs is None:
@@ -150,6 +149,7 @@ class Plan:
             setattr(d, field, type(getattr(d, field))(v))
         d.backend = _choice("backend", backend, _lib.BACKENDS)
         d.gpu, d.threads = int(gpu), int(threads)
+        d.gulp, d.max_mem = int(gulp), int(max_mem)
         d.quiet, d.verbose = int(not verbose), int(bool(verbose))
         self.wisdom_found = self._apply_wisdom(d, wisdom)
 
@@ -319,101 +319,171 @@ class Plan:
             return [res[i, :nout[i]] for i in range(self.ndm)]
         return res if out is not None else res[:, :nout[0]]
 
-    # ---- streaming ----
+    # ---- streaming (ddtk_plan_stream) ----
 
-    def stream(self, source, callback, gulp=DEFAULT_GULP):
-        """Dedisperse a long input in bounded memory: ``source`` a file path
-        (or ``Reader``) or an iterable of blocks (as ``execute`` takes them,
-        consecutive in time). ``callback(t0, series)`` gets each run of
-        output samples from sample t0: a float32 (ndm, n) array valid during
-        the call only (its buffer is reused). Returns the output length.
+    def stream(self, source, callback, per_dm=False, pad=False):
+        """Dedisperse a whole input in bounded memory with the library's
+        streaming (ddtk_plan_stream, the tools' engine): ``source`` a file
+        path ("-": standard input), a ``Reader``, or an iterable of blocks
+        as ``execute`` takes them, consecutive in time.
 
-        Gulps of ``gulp`` output samples overlap by the maximum delay, each
-        an ``execute`` of the plan (series equal dd_direct's byte for byte).
-        Implemented here in Python until the library's ddtk_plan_stream is
-        public; scrunched plans are not streamed."""
-        if self.scrunched:
-            raise _lib.UsageError("stream: scrunched plans are not streamed from Python yet "
-                                  "(they need the library's ddtk_plan_stream)", _lib.EUSAGE)
-        if gulp < 1:
-            raise ValueError(f"gulp {gulp}: expected >= 1")
+        ``callback(t0, series)`` gets each gulp's output samples from sample
+        t0 of every DM, a float32 (ndm, n) array valid during the call only,
+        in time order. With ``per_dm=True``, ``callback(dm, offset, x)`` gets
+        each DM's samples as the library makes them (x a view of its buffer,
+        valid during the call; scrunched plans stream this way only). An
+        exception in the callback stops the run and is raised here. ``pad``
+        extends every series to the input's length with its mean (--pad).
+        Returns the run's figures (a dict: nin, nout, ndm, wall, kernel,
+        adds, backend)."""
+        if self.scrunched and not per_dm:
+            raise _lib.UsageError("stream: a scrunched plan's DMs have series of several "
+                                  "lengths: use per_dm=True", _lib.EUSAGE)
+        if not callable(callback):
+            raise TypeError("callback: expected a function")
+        sink = _lib.Sink()
+        state = _PerDm(callback) if per_dm else _Gulps(self.ndm, callback)
+        fn = _lib.SERIES_FN(state.write)
+        lib.ddtk_sink_callback(ctypes.byref(sink), fn, None)
+        sink.serial = 1                         # Python runs one callback at a time anyway
+        return self._run(source, sink, pad, state)
+
+    def _run(self, source, sink, pad, state=None):
+        src = _lib.Source()
+        inp, feeder = None, None
         if isinstance(source, (str, bytes, os.PathLike, Reader)):
-            return self._stream_file(source, callback, gulp, None)
-        return self._stream_blocks(source, callback, gulp)
-
-    def _stream_file(self, source, callback, gulp, out):
-        reader = source if isinstance(source, Reader) else Reader(source)
+            inp = _lib.Input()
+            path = source.path if isinstance(source, Reader) else source
+            _lib.check(lib.ddtk_input_open(ctypes.byref(inp), os.fsencode(path)))
+            lib.ddtk_source_file(ctypes.byref(src), ctypes.byref(inp))
+            if (inp.hdr.nchans or 1) != self.nchans or inp.hdr.nbits != self.nbits or \
+                    inp.hdr.nifs != self.nifs:
+                lib.ddtk_input_close(ctypes.byref(inp))
+                raise _lib.UsageError(
+                    f"{os.fsdecode(path)}: {inp.hdr.nchans} channels, {inp.hdr.nbits}-bit, "
+                    f"{inp.hdr.nifs} IFs; the plan is for {self.nchans}, {self.nbits}-bit, "
+                    f"{self.nifs}", _lib.EUSAGE)
+        else:
+            feeder = _BlockSource(self, iter(source))
+            src.name, src.nsamples = b"blocks", -1
+            src.read = _lib.SOURCE_READ(feeder.read)
+        opts = _lib.StreamOptions(pad=int(bool(pad)), quiet=1)
+        stats = _lib.RunStats()
         try:
-            return self._file_gulps(reader, callback, gulp, out)
+            rc = lib.ddtk_plan_stream(self._handle(), ctypes.byref(src), ctypes.byref(sink),
+                                      ctypes.byref(opts), ctypes.byref(stats))
         finally:
-            if reader is not source:
-                reader.close()
+            if inp is not None:
+                lib.ddtk_input_close(ctypes.byref(inp))
+        for side in (feeder, state):
+            if side is not None and side.error is not None:
+                raise side.error
+        _lib.check(rc)
+        return {"nin": stats.nin, "nout": stats.nout, "ndm": stats.ndm, "wall": stats.wall,
+                "kernel": stats.kernel, "adds": stats.adds,
+                "backend": (stats.backend or b"").decode()}
 
-    def _file_gulps(self, reader, callback, gulp, out):
-        """Gulps of a file read into one reused buffer; a gulp starts on a
-        byte (sub-byte samples), recomputing the few outputs before it."""
-        if reader.nchans != self.nchans or reader.nbits != self.nbits or \
-                reader.nifs != self.nifs:
-            raise _lib.UsageError(f"{reader.path}: {reader.nchans} channels, {reader.nbits}-bit, "
-                                  f"{reader.nifs} IFs; the plan is for {self.nchans}, "
-                                  f"{self.nbits}-bit, {self.nifs}", _lib.EUSAGE)
-        md, total = self.max_delay, reader.nsamples
-        ntotal = total - md
-        if ntotal <= 0:
-            raise _lib.DataError(f"{reader.path}: {total} spectra, not more than the maximum "
-                                 f"delay ({md} samples)", _lib.EDATA)
-        align = 8 // np.gcd(reader.bits_per_spectrum, 8)
-        raw = np.empty(reader.nbytes(gulp + md + align), np.uint8)
-        buf = None if out is not None else np.empty((self.ndm, gulp + align), np.float32)
-        t = 0
-        while t < ntotal:
-            s0 = t - t % align
-            nin = min(gulp + md + (t - s0), total - s0)
-            block = reader.read_raw(s0, nin, out=raw)
-            dst = out[:, s0:s0 + nin - md] if out is not None else buf
-            lib_rc = lib.ddtk_plan_execute(self._handle(), nin, block.ctypes.data, self.nbits,
-                                           dst.ctypes.data, dst.strides[0] // 4, 32)
-            _lib.check(lib_rc)
-            if callback:
-                callback(t, buf[:, t - s0:nin - md])
-            t = s0 + nin - md
-        return ntotal
 
-    def _stream_blocks(self, blocks, callback, gulp):
-        """Blocks joined to the last max-delay spectra of the one before."""
-        md, carry, t, buf = self.max_delay, None, 0, None
-        for block in blocks:
-            tm = self._time_major(block)
-            if carry is not None:
-                tm = np.concatenate([carry, tm])
-            nout = tm.shape[0] - md
-            if nout <= 0:
-                carry = tm
-                continue
-            if buf is None or buf.shape[1] < nout:
-                buf = np.empty((self.ndm, max(nout, gulp)), np.float32)
-            self.execute(tm, out=buf)
-            callback(t, buf[:, :nout])
-            t += nout
-            carry = tm[nout:].copy()
-        return t
+class _Gulps:
+    """The callback sink's calls, one per DM and gulp, gathered into (ndm, n)
+    arrays handed on in time order."""
+
+    def __init__(self, ndm, callback):
+        self.ndm, self.callback, self.error = ndm, callback, None
+        self.open = {}                          # offset -> [buffer, DMs written]
+        self.next = 0                           # the offset handed on next
+
+    def write(self, ctx, dm, offset, x, n):
+        try:
+            if offset not in self.open:
+                self.open[offset] = [np.empty((self.ndm, n), np.float32), 0]
+            g = self.open[offset]
+            ctypes.memmove(g[0][dm].ctypes.data, x, n * 4)
+            g[1] += 1
+            while self.next in self.open and self.open[self.next][1] == self.ndm:
+                buf = self.open.pop(self.next)[0]
+                self.callback(self.next, buf)
+                self.next += buf.shape[1]
+            return 0
+        except BaseException as e:              # the run stops; stream raises it
+            self.error = e
+            return _lib.fail(_lib.ESYS, f"callback: {e!r}")
+
+
+class _PerDm:
+    def __init__(self, callback):
+        self.callback, self.error = callback, None
+
+    def write(self, ctx, dm, offset, x, n):
+        try:
+            self.callback(dm, offset, np.ctypeslib.as_array(x, (n,)))
+            return 0
+        except BaseException as e:
+            self.error = e
+            return _lib.fail(_lib.ESYS, f"callback: {e!r}")
+
+
+class _BlockSource:
+    """A source over an iterable of blocks: the spectra each read asks for,
+    copied (packed, for sub-byte samples) into the library's buffer."""
+
+    def __init__(self, plan, blocks):
+        self.plan, self.blocks, self.error = plan, blocks, None
+        self.pending, self.npending = [], 0
+
+    def read(self, src, raw, n, got):
+        try:
+            per = self.plan.nchans * self.plan.nifs
+            while self.npending < n:
+                b = next(self.blocks, None)
+                if b is None:
+                    break
+                tm = self.plan._time_major(b).reshape(-1, per)
+                self.pending.append(tm)
+                self.npending += tm.shape[0]
+            take = min(n, self.npending)
+            parts, left = [], take
+            while left:
+                head = self.pending[0]
+                parts.append(head[:left])
+                if head.shape[0] > left:
+                    self.pending[0] = head[left:]
+                    left = 0
+                else:
+                    self.pending.pop(0)
+                    left -= head.shape[0]
+            self.npending -= take
+            if self.plan.nbits < 8:
+                parts = [pack_bits(np.concatenate(parts) if len(parts) > 1 else parts[0],
+                                   self.plan.nbits)] if parts else []
+            at = raw
+            for part in parts:
+                ctypes.memmove(at, part.ctypes.data, part.nbytes)
+                at += part.nbytes
+            got[0] = take
+            return 0
+        except BaseException as e:
+            self.error = e
+            return _lib.fail(_lib.EDATA, f"blocks: {e!r}")
 
 
 def dedisperse(path, dms, **options):
-    """Dedisperse a filterbank at each DM of ``dms``: a float32 array
-    (len(dms), N), N = the file's spectra - the largest delay, each row
-    what ``dd_direct path --dm-list`` writes for that DM (byte for byte).
-    ``options`` are ``Plan``'s (algorithm, params, backend, gpu, kill, fref,
-    zerodm, ...); memory beyond the result is one gulp (``gulp=`` spectra)."""
-    gulp = options.pop("gulp", DEFAULT_GULP)
+    """Dedisperse a filterbank at each DM of ``dms`` with the tools' engine
+    (ddtk_plan_stream from the file into memory): a float32 array
+    (len(dms), N), N = the file's spectra - the largest delay, each row what
+    ``dd_direct path --dm-list`` writes for that DM, byte for byte, and
+    written there directly. ``options`` are ``Plan``'s (algorithm, params,
+    backend, gpu, kill, fref, zerodm, ...); a plan with ``scrunch`` or
+    ``downsamp`` gives a list of each DM's series."""
     with Reader(path) as reader, Plan(reader, dms=dms, name=path, **options) as plan:
-        if plan.scrunched:
-            raise _lib.UsageError("dedisperse: scrunched DMs give series of several lengths; "
-                                  "use Plan.execute", _lib.EUSAGE)
-        ntotal = reader.nsamples - plan.max_delay
-        if ntotal <= 0:
+        nout = plan.nout(reader.nsamples)
+        if nout.max() <= 0:
             raise _lib.DataError(f"{reader.path}: {reader.nsamples} spectra, not more than the "
                                  f"maximum delay ({plan.max_delay} samples)", _lib.EDATA)
-        out = np.empty((plan.ndm, ntotal), np.float32)
-        plan._stream_file(reader, None, gulp, out)
+        out = np.empty((plan.ndm, int(nout.max())), np.float32)
+        sink = _lib.Sink()
+        lib.ddtk_sink_memory(ctypes.byref(sink), out.ctypes.data, out.shape[1])
+        plan._run(reader, sink, False)
+        if plan.scrunched:
+            return [out[i, :nout[i]] for i in range(plan.ndm)]
         return out

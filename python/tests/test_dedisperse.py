@@ -5,12 +5,14 @@ dd_tree; the DM lists against the tools' own."""
 
 import glob
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 import ddtk
-from conftest import fbsim, read_tim, same_bytes, tool
+from conftest import REPO, fbsim, read_tim, same_bytes, tool
 
 DMS = [0.0, 12.5, 50.0, 77.7, 120.0]
 
@@ -62,7 +64,7 @@ def test_execute_reads_the_block_in_place_and_writes_into_out(tmp):
 def test_stream_file_and_iterable_in_bounded_gulps(tmp):
     fil = fbsim(tmp / "a.fil", nchans=32, nbits=4, nsamples=9000, pulse="1,40,0.002,20")
     ref = np.stack(dd_direct_series(tmp, fil, DMS))
-    plan = ddtk.Plan(fil, dms=DMS)
+    plan = ddtk.Plan(fil, dms=DMS, gulp=700)
     parts, widths = [], []
 
     def keep(t0, series):
@@ -70,8 +72,9 @@ def test_stream_file_and_iterable_in_bounded_gulps(tmp):
         parts.append((t0, series.copy()))
         widths.append(series.shape[1])
 
-    n = plan.stream(fil, keep, gulp=700)
-    assert n == ref.shape[1] and max(widths) <= 700
+    stats = plan.stream(fil, keep)
+    # the engine rounds the gulp up to its alignment (a multiple of 64 spectra)
+    assert stats["nout"] == ref.shape[1] and max(widths) < 700 + 64 and len(widths) > 5
     got = np.concatenate([p for _, p in parts], axis=1)
     assert [t for t, _ in parts] == list(np.cumsum([0] + widths[:-1]))
     assert same_bytes(got, ref)
@@ -149,3 +152,51 @@ def test_scrunched_plan_gives_each_dms_series(tmp):
     for i in (0, dms.size // 2, dms.size - 1):
         h, x = read_tim(tmp / "o" / f"x_DM{dms[i]:.2f}.tim")
         assert same_bytes(series[i], x), f"DM {dms[i]}"
+
+
+def test_stream_per_dm_scrunched_and_a_failing_callback(tmp):
+    fil = fbsim(tmp / "a.fil", nchans=64, nbits=8, tsamp=0.000064, nsamples=20000,
+                fch1=1500, foff=-4)
+    dms = np.arange(0, 400, 20.0)
+    plan = ddtk.Plan(fil, dms=dms, scrunch=True, gulp=4096)
+    assert plan.scrunched
+    want = ddtk.dedisperse(fil, dms, scrunch=True)
+    got = [[] for _ in dms]
+
+    def keep(dm, offset, x):
+        assert offset == sum(p.size for p in got[dm])
+        got[dm].append(x.copy())
+
+    plan.stream(fil, keep, per_dm=True)
+    for i in range(dms.size):
+        assert same_bytes(np.concatenate(got[i]), want[i]), f"DM {dms[i]}"
+    with pytest.raises(ddtk.UsageError, match="per_dm"):
+        plan.stream(fil, keep)
+
+    class Stop(Exception):
+        pass
+
+    def stop(t0, series):
+        raise Stop("enough")
+
+    with pytest.raises(Stop):
+        ddtk.Plan(fil, dms=[0, 10]).stream(fil, stop)
+    with pytest.raises(TypeError, match="dtype float64"):
+        ddtk.Plan(fil, dms=[0, 10]).stream([np.zeros((100, 64))], lambda t, s: None)
+
+
+def test_stream_from_standard_input(tmp):
+    fil = fbsim(tmp / "a.fil", nchans=32, nbits=8, nsamples=5000)
+    ref = np.stack(dd_direct_series(tmp, fil, DMS))
+    code = ("import ddtk, numpy as np, sys\n"
+            f"p = ddtk.Plan({fil!r}, dms={DMS!r}, gulp=1000)\n"
+            "parts = []\n"
+            "p.stream('-', lambda t0, s: parts.append(s.copy()))\n"
+            "np.concatenate(parts, axis=1).tofile(sys.argv[1])\n")
+    with open(fil, "rb") as stdin:
+        r = subprocess.run([sys.executable, "-c", code, str(tmp / "out.f32")], stdin=stdin,
+                           capture_output=True, text=True, env=dict(os.environ,
+                           PYTHONPATH=os.path.join(REPO, "python")))
+    assert r.returncode == 0, r.stderr
+    got = np.fromfile(tmp / "out.f32", np.float32).reshape(len(DMS), -1)
+    assert same_bytes(got, ref)
