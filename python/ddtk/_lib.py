@@ -317,6 +317,7 @@ _protos = {
     "ddtk_telescope_name": (ctypes.c_char_p, [cint]),
     "ddtk_machine_name": (ctypes.c_char_p, [cint]),
     "ddtk_dmlist_free": (None, [P(DmList)]),
+    "ddtk_killfile_read": (cint, [ctypes.c_char_p, cint, P(P(u8)), P(cint)]),
     "ddtk_dmlist_tol": (cint, [P(DmList), dbl, dbl, dbl, dbl, dbl, dbl, dbl, cint]),
     "ddtk_dmlist_range": (cint, [P(DmList), dbl, dbl, dbl]),
     "ddtk_plan_desc_init": (None, [P(PlanDesc)]),

@@ -80,6 +80,7 @@ class Reader:
         self._open = True
         self.path = os.fsdecode(path)
         self.header = _header_dict(self._in)
+        self.header["path"] = self.path
         h = self._in.hdr
         self.nchans, self.nbits, self.nifs = h.nchans or 1, h.nbits, h.nifs
         self.signed = h.signed_data == 1
@@ -148,7 +149,7 @@ class Reader:
 
     def read_block(self, start=0, count=None):
         """Spectra [start, start + count) unpacked, channels x samples (file
-        channel order; (nifs, nchans, count) with several IFs): a transposed
+        channel order; (nchans, nifs, count) with several IFs): a transposed
         view of the time-major samples (1, 2 and 4-bit values as uint8), so
         ``Plan.execute`` takes it without a copy."""
         if count is None:
@@ -203,7 +204,8 @@ def read_header(path):
     keyword the file has (``signed`` for the signed keyword; the header's own
     nsamples keyword as ``header_nsamples``), and ``nsamples`` (spectra in the
     file, from its size), ``header_bytes``, ``freqs`` (each channel's centre
-    frequency in MHz, file order), ``telescope`` and ``machine`` names.
+    frequency in MHz, file order), ``telescope`` and ``machine`` names, and
+    ``path``.
     Raises ddtk.Error subclasses with the library's message."""
     with Reader(path) as r:
         return r.header

@@ -76,11 +76,12 @@ class Plan:
     ``algorithm`` is "direct", "tree" or "subband", with ``params`` a dict of
     its parameters (tree: method, chans; subband: nsub, dm_group, sub_dm,
     max_smear_ratio). ``backend`` "auto", "cpu" or "gpu" and ``gpu`` (index).
-    Also: ``kill`` (per channel, true = killed), ``fref`` (MHz), ``kdm``,
-    ``rounding`` ("nearest" or "floor"), ``zerodm``, ``pol`` (IF index or
-    "sum"), ``threads``, ``chan_bw``; for streaming, ``gulp`` (spectra per
-    gulp, 0: automatic) and ``max_mem`` (bytes of gulp buffers, 0: 2 GiB). ``wisdom``: True reads the tools' wisdom
-    file ($DDTK_WISDOM, else the cache), a path that file, False none.
+    Also: ``kill`` (per channel, true = killed; or a killfile's path),
+    ``fref`` (MHz), ``kdm``, ``rounding`` ("nearest" or "floor"), ``zerodm``,
+    ``pol`` (IF index or "sum"), ``threads``, ``chan_bw``; for streaming,
+    ``gulp`` (spectra per gulp, 0: automatic) and ``max_mem`` (bytes of gulp
+    buffers, 0: 2 GiB). ``wisdom``: True reads the tools' wisdom file
+    ($DDTK_WISDOM, else the cache), a path that file, False none.
 
     Failures raise ``ddtk.Error`` subclasses with the library's message.
     """
@@ -93,45 +94,22 @@ class Plan:
                  wisdom=True, verbose=False, name=None):
         self._plan = None
         h = _header_of(header) if header is not None else {}
-        if freqs is None:
-            if "freqs" not in h:
-                raise _lib.UsageError("a plan needs a header or freqs", _lib.EUSAGE)
-            freqs = h["freqs"]
-        if tsamp is None:
-            if "tsamp" not in h:
-                raise _lib.UsageError("a plan needs a header or tsamp", _lib.EUSAGE)
-            tsamp = h["tsamp"]
-        nbits = nbits if nbits is not None else h.get("nbits", 32)
-        nifs = nifs if nifs is not None else h.get("nifs", 1)
-        signed = bool(signed if signed is not None else h.get("signed", 0) == 1)
-        if chan_bw is None and h.get("foff"):
-            chan_bw = abs(h["foff"])
-        f = _f64("freqs", freqs)
-        if f.size < 1:
-            raise _lib.UsageError("freqs: at least one channel", _lib.EUSAGE)
-        self.freqs, self.tsamp = f, float(tsamp)
-        self.nchans, self.nbits, self.nifs, self.signed = f.size, int(nbits), int(nifs), signed
-        self.dtype = sample_dtype(self.nbits, signed)
+        chan_bw = self._geometry(h, freqs, tsamp, nbits, nifs, signed, chan_bw)
         d = _lib.PlanDesc()
         lib.ddtk_plan_desc_init(ctypes.byref(d))
         if kdm is not None:
             d.kdm = float(kdm)
+        # the arrays d points to live until the plan has copied them
         dm_a, ds_a = self._dm_trials(dms, dm_range, dm_step, tol, pulse_width, scrunch,
                                      downsamp, d.kdm)
+        kill_a = self._kill(kill)
         d.name = os.fsencode(name if name is not None else h.get("path", "plan"))
-        d.nchans, d.tsamp, d.freqs = f.size, self.tsamp, _ptr(f, ctypes.c_double)
-        if chan_bw:
-            d.chan_bw = float(chan_bw)
-        d.nbits, d.nifs, d.signed_data = self.nbits, self.nifs, int(signed)
+        d.nchans, d.tsamp, d.freqs = self.nchans, self.tsamp, _ptr(self.freqs, ctypes.c_double)
+        d.chan_bw = float(chan_bw or 0)
+        d.nbits, d.nifs, d.signed_data = self.nbits, self.nifs, int(self.signed)
         if pol is not None:
             d.pol = _lib.POL_SUM if pol == "sum" else int(pol)
-        kill_a = None
-        if kill is not None:
-            kill_a = np.ascontiguousarray(kill, dtype=bool).astype(np.uint8).reshape(-1)
-            if kill_a.size != f.size:
-                raise _lib.UsageError(f"kill: {kill_a.size} values for {f.size} channels",
-                                      _lib.EUSAGE)
-            d.kill = _ptr(kill_a, ctypes.c_uint8)
+        d.kill = _ptr(kill_a, ctypes.c_uint8)
         d.dms, d.ndm = _ptr(dm_a, ctypes.c_double), dm_a.size
         d.downsamp = _ptr(ds_a, ctypes.c_int)
         if fref is not None:
@@ -139,23 +117,65 @@ class Plan:
         d.rounding = _choice("rounding", rounding, _lib.ROUNDING)
         d.zerodm = int(bool(zerodm))
         d.algorithm = _choice("algorithm", algorithm, _lib.ALGORITHMS)
+        self._algorithm_params(d, algorithm, params or {})
+        d.backend = _choice("backend", backend, _lib.BACKENDS)
+        d.gpu, d.threads = int(gpu), int(threads)
+        d.gulp, d.max_mem = int(gulp), int(max_mem)
+        d.quiet, d.verbose = int(not verbose), int(bool(verbose))
+        self.wisdom_found = self._apply_wisdom(d, wisdom)
+        plan = ctypes.c_void_p()
+        _lib.check(lib.ddtk_plan_create(ctypes.byref(plan), ctypes.byref(d)))
+        self._plan = plan
+        self._describe(plan)
+
+    def _geometry(self, h, freqs, tsamp, nbits, nifs, signed, chan_bw):
+        """Channels, sample time and format: the arguments, else the header's."""
+        if freqs is None and "freqs" not in h:
+            raise _lib.UsageError("a plan needs a header or freqs", _lib.EUSAGE)
+        if tsamp is None and "tsamp" not in h:
+            raise _lib.UsageError("a plan needs a header or tsamp", _lib.EUSAGE)
+        f = _f64("freqs", h["freqs"] if freqs is None else freqs)
+        if f.size < 1:
+            raise _lib.UsageError("freqs: at least one channel", _lib.EUSAGE)
+        self.freqs, self.nchans = f, f.size
+        self.tsamp = float(h["tsamp"] if tsamp is None else tsamp)
+        self.nbits = int(nbits if nbits is not None else h.get("nbits", 32))
+        self.nifs = int(nifs if nifs is not None else h.get("nifs", 1))
+        self.signed = bool(signed if signed is not None else h.get("signed", 0) == 1)
+        self.dtype = sample_dtype(self.nbits, self.signed)
+        return abs(h["foff"]) if chan_bw is None and h.get("foff") else chan_bw
+
+    def _kill(self, kill):
+        """The kill mask as uint8 per channel: from an array, or a killfile."""
+        if kill is None:
+            return None
+        if isinstance(kill, (str, bytes, os.PathLike)):
+            mask, nkilled = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_int()
+            _lib.check(lib.ddtk_killfile_read(os.fsencode(kill), self.nchans,
+                                              ctypes.byref(mask), ctypes.byref(nkilled)))
+            try:
+                return np.ctypeslib.as_array(mask, (self.nchans,)).copy()
+            finally:
+                _lib.libc.free(ctypes.cast(mask, ctypes.c_void_p))
+        k = np.ascontiguousarray(kill, dtype=bool).astype(np.uint8).reshape(-1)
+        if k.size != self.nchans:
+            raise _lib.UsageError(f"kill: {k.size} values for {self.nchans} channels",
+                                  _lib.EUSAGE)
+        return k
+
+    @staticmethod
+    def _algorithm_params(d, algorithm, params):
         allowed = ALGORITHM_PARAMS[algorithm]
-        for k, v in (params or {}).items():
+        for k, v in params.items():
             if k not in allowed:
                 raise _lib.UsageError(
                     f"{algorithm}: no parameter {k!r} (it has: {', '.join(allowed) or 'none'})",
                     _lib.EUSAGE)
             field = allowed[k]
             setattr(d, field, type(getattr(d, field))(v))
-        d.backend = _choice("backend", backend, _lib.BACKENDS)
-        d.gpu, d.threads = int(gpu), int(threads)
-        d.gulp, d.max_mem = int(gulp), int(max_mem)
-        d.quiet, d.verbose = int(not verbose), int(bool(verbose))
-        self.wisdom_found = self._apply_wisdom(d, wisdom)
 
-        plan = ctypes.c_void_p()
-        _lib.check(lib.ddtk_plan_create(ctypes.byref(plan), ctypes.byref(d)))
-        self._plan = plan
+    def _describe(self, plan):
+        """What the library made of the description."""
         n = lib.ddtk_plan_ndm(plan)
         self.dms = np.ctypeslib.as_array(lib.ddtk_plan_dms(plan), (n,)).copy()
         self.downsamp = np.array([lib.ddtk_plan_downsamp(plan, i) for i in range(n)], np.int32)

@@ -200,3 +200,40 @@ def test_stream_from_standard_input(tmp):
     assert r.returncode == 0, r.stderr
     got = np.fromfile(tmp / "out.f32", np.float32).reshape(len(DMS), -1)
     assert same_bytes(got, ref)
+
+
+@pytest.mark.parametrize("variant", [
+    {"freq_table": True, "nbits": 8},
+    {"nifs": 2, "nbits": 8},
+    {"signed": True, "nbits": 16},
+    {"nbits": 8, "foff": 1.5, "fch1": 1300},      # ascending band
+])
+def test_header_variants_equal_dd_direct(tmp, variant):
+    opts = dict(nchans=40, tsamp=0.000256, nsamples=6000, fch1=1450, foff=-1.5,
+                pulse="0.8,60,0.002,25")
+    opts.update(variant)
+    fil = fbsim(tmp / "a.fil", **opts)
+    ref = np.stack(dd_direct_series(tmp, fil, DMS))
+    hdr = ddtk.read_header(fil)
+    assert hdr["nifs"] == variant.get("nifs", 1) and hdr["freqs"].size == 40
+    assert same_bytes(ddtk.dedisperse(fil, DMS), ref)
+    blk = ddtk.read_block(fil)
+    assert blk.shape[0] == 40 and blk.shape[-1] == 6000
+    assert same_bytes(ddtk.Plan(hdr, dms=DMS).execute(blk), ref)
+
+
+def test_killed_channels_equal_dd_direct_killfile(tmp):
+    fil = fbsim(tmp / "a.fil", nchans=64, nbits=8, nsamples=4000, pulse="0.5,30,0.002,25")
+    (tmp / "kill.txt").write_text("0:9,30,50:63\n")
+    (tmp / "k").mkdir()
+    (tmp / "dms.txt").write_text("".join(f"{d!r}\n" for d in DMS))
+    tool("dd_direct", fil, "--dm-list", tmp / "dms.txt", "--killfile", tmp / "kill.txt",
+         "--prefix", tmp / "k" / "x", "-q")
+    ref = np.stack([read_tim(tmp / "k" / f"x_DM{d:.2f}.tim")[1] for d in DMS])
+    by_file = ddtk.dedisperse(fil, DMS, kill=str(tmp / "kill.txt"))
+    mask = np.zeros(64, bool)
+    mask[0:10], mask[30], mask[50:64] = True, True, True
+    plan = ddtk.Plan(fil, dms=DMS, kill=mask)
+    assert plan.nlive == 64 - 25
+    assert same_bytes(by_file, ref) and same_bytes(plan.execute(ddtk.read_block(fil)), ref)
+    assert not same_bytes(ddtk.dedisperse(fil, DMS), ref)
