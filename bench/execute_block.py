@@ -4,7 +4,8 @@ execute_block.c builds (1024 channels, 8-bit, NSAMPS spectra, DM 0-1000
 tolerance list: 1196 DMs), timed the same way.
 
 Usage: execute_block.py BACKEND THREADS REPS [NSAMPS]
-Prints one line per timed execute: "python SECONDS".
+Prints one line per timed execute: "python WALL CPU" (seconds of wall clock
+and of the process's CPU time).
 """
 import os
 import sys
@@ -45,10 +46,11 @@ def main():
     print(f"python: {plan.ndm} DMs x {out.shape[1]} samples, max delay {plan.max_delay}",
           file=sys.stderr)
     for r in range(reps + 1):   # the first is a warm-up
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         plan.execute(block, out=out)
         if r:
-            print(f"python {time.perf_counter() - t0:.6f}", flush=True)
+            print(f"python {time.perf_counter() - t0:.6f} {time.process_time() - c0:.6f}",
+                  flush=True)
 
 
 if __name__ == "__main__":
