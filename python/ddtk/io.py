@@ -137,7 +137,7 @@ class Reader:
         """Spectra [start, start + count) time-major, as the file holds them:
         an array (count, nchans) (or (count, nifs, nchans)) of the samples'
         dtype for 8, 16 and 32 bits (no copy beyond the read); for 1, 2 and
-        4 bits the packed bytes (a plan takes both)."""
+        4 bits the packed bytes (``Plan.execute(raw, nsamps=count)``)."""
         if count is None:
             count = self.nsamples - start
         raw = self.read_raw(start, count)

@@ -274,6 +274,9 @@ class Plan:
             raise TypeError(f"block: dtype {block.dtype}, this plan takes {self.dtype} "
                             f"({self.nbits}-bit{' signed' if self.signed else ''} samples)")
         spectrum = (self.nchans,) if self.nifs == 1 else (self.nifs, self.nchans)
+        if block.ndim == 1 and per > 1 and self.nbits < 8:
+            raise ValueError(f"block: a 1-D array of packed {self.nbits}-bit samples needs "
+                             f"nsamps= (the spectra it holds)")
         if block.ndim == 1 and per == 1:
             tm = block.reshape(-1, 1)
         elif block.ndim == 1 + len(spectrum) and block.shape[1:] == spectrum:

@@ -38,6 +38,14 @@ def test_dedisperse_equals_dd_direct(tmp, nbits):
     # the whole file in one execute, from the unpacked channels x samples block
     plan = ddtk.Plan(ddtk.read_header(fil), dms=DMS, backend="cpu")
     assert same_bytes(plan.execute(ddtk.read_block(fil)), got)
+    # and from the samples as the file holds them
+    with ddtk.Reader(fil) as r:
+        raw = r.read()
+        if nbits < 8:
+            assert raw.dtype == np.uint8 and raw.ndim == 1
+            with pytest.raises(ValueError, match="nsamps="):
+                plan.execute(raw)
+        assert same_bytes(plan.execute(raw, nsamps=12345 if nbits < 8 else None), got)
     # the pulse is at DM 50
     assert DMS[int(np.argmax(got.max(axis=1)))] == 50.0
 
