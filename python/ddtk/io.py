@@ -77,7 +77,7 @@ class Reader:
         self._open, self._fh = False, None
         path = os.fsencode(path)
         _lib.check(lib.ddtk_input_open(ctypes.byref(self._in), path))
-        self._open = True
+        self._open, self._input_close = True, lib.ddtk_input_close   # kept for shutdown
         self.path = os.fsdecode(path)
         self.header = _header_dict(self._in)
         self.header["path"] = self.path
@@ -89,7 +89,7 @@ class Reader:
 
     def close(self):
         if self._open:
-            lib.ddtk_input_close(ctypes.byref(self._in))
+            self._input_close(ctypes.byref(self._in))
             self._open = False
         if self._fh:
             self._fh.close()

@@ -125,7 +125,7 @@ class Plan:
         self.wisdom_found = self._apply_wisdom(d, wisdom)
         plan = ctypes.c_void_p()
         _lib.check(lib.ddtk_plan_create(ctypes.byref(plan), ctypes.byref(d)))
-        self._plan = plan
+        self._plan, self._destroy = plan, lib.ddtk_plan_destroy   # kept for shutdown
         self._describe(plan)
 
     def _geometry(self, h, freqs, tsamp, nbits, nifs, signed, chan_bw):
@@ -229,7 +229,7 @@ class Plan:
     def close(self):
         """Free the plan (also done when it is collected)."""
         if self._plan:
-            lib.ddtk_plan_destroy(self._plan)
+            self._destroy(self._plan)
             self._plan = None
 
     def __enter__(self):
