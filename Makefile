@@ -156,9 +156,8 @@ vecreport:
 
 # ddtk.pc: the shared library for pkg-config --libs, the static one's
 # dependencies (this build's LDLIBS) in Libs.private for --static. The Python
-# package goes where python3 looks under PREFIX (Debian's
-# LIBDIR/pythonX.Y/dist-packages; PYTHONDIR= to choose), three levels below
-# the library it loads.
+# package goes where python3 looks under PREFIX (scripts/install-python;
+# PYTHONDIR= to choose).
 PYTHONDIR ?=
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig \
@@ -172,10 +171,7 @@ install: all
 		-e 's|@LIBS_PRIVATE@|$(LDLIBS) -fopenmp|' src/ddtk.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/ddtk.pc
 	install -m 644 include/*.h $(DESTDIR)$(PREFIX)/include/ddtk
 	install -m 644 man/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1
-	@py=$$(scripts/find-python || command -v python3) && dir='$(PYTHONDIR)' && \
-	{ [ -n "$$dir" ] || dir=$(LIBDIR)/$$($$py -c 'import sys; print("python%d.%d/dist-packages" % sys.version_info[:2])'); } && \
-	echo "install python/ddtk -> $$dir/ddtk" && install -d $(DESTDIR)$$dir/ddtk && \
-	install -m 644 python/ddtk/*.py $(DESTDIR)$$dir/ddtk || echo "make install: no python3: the ddtk Python package is not installed"
+	@scripts/install-python '$(DESTDIR)' '$(LIBDIR)' '$(PYTHONDIR)'
 
 clean:
 	rm -rf build bin libddtk.a libddtk.so* test/tmp
