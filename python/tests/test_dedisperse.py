@@ -120,6 +120,9 @@ def test_subband_equals_dd_subband(tmp):
     got = plan.execute(ddtk.read_block(fil))
     for i, d in enumerate(dms):
         assert same_bytes(got[i], read_tim(tmp / "sb" / f"x_DM{d:.2f}.tim")[1]), f"DM {d}"
+    # the library's streaming (the tool's path) in gulps gives the same
+    assert same_bytes(ddtk.dedisperse(fil, dms, algorithm="subband", params={"nsub": 16},
+                                      gulp=3000), got)
     # and differs from the direct algorithm's (a test that can fail)
     assert not same_bytes(got, ddtk.Plan(fil, dms=dms).execute(ddtk.read_block(fil)))
 

@@ -22,14 +22,18 @@ def formatted(c, T, dm=0.0):
             "%.3f" % (c["fdot"] * T * T), "%.6e" % c["fdot"], "%.4f" % c["accel"], "%.2f" % dm]
 
 
+GPU = pytest.mark.skipif(not ddtk.gpu_usable(0)[0], reason=f"no GPU: {ddtk.gpu_usable(0)[1]}")
+
+
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=GPU)])
 @pytest.mark.parametrize("nsamples", [32768, 30001])
-def test_candidates_equal_the_tools(tmp, nsamples):
+def test_candidates_equal_the_tools(tmp, nsamples, backend):
     tim = fbsim(tmp / "p.tim", tim=True, tsamp=TSAMP, nsamples=nsamples, seed=11,
                 pulsar=f"{P},0,0.1,0.8,3.0")
-    ref = tsv_rows(tool("fdas", "-q", "--zmax", 20, tim))
+    ref = tsv_rows(tool("fdas", "-q", "--zmax", 20, "--backend", backend, tim))
     h, x = read_tim(tim)
     assert x.size == nsamples
-    cands = ddtk.fdas(x, h["tsamp"], zmax=20, backend="cpu")
+    cands = ddtk.fdas(x, h["tsamp"], zmax=20, backend=backend)
     assert cands.dtype == ddtk.CAND_DTYPE and len(ref) >= 1
     assert [r[1:] for r in ref] == [formatted(c, nsamples * TSAMP) for c in cands]
     assert abs(cands[0]["freq"] * nsamples * TSAMP - nsamples * TSAMP / P) < 2

@@ -1,5 +1,7 @@
 """CPU = GPU from Python: the same plan on both backends gives the same bytes
-for integer input (sums below 2^24). Skips where no GPU is usable."""
+for integer input (sums below 2^24), through execute and dedisperse (the
+GPU's streaming), for each algorithm. Skips where no GPU is usable. (fdas on
+the GPU: test_fdas.py, against the tool on the GPU.)"""
 
 import numpy as np
 import pytest
@@ -23,11 +25,13 @@ def test_gpu_series_equal_cpu(tmp, nbits):
     assert same_bytes(ddtk.dedisperse(fil, dms, backend="gpu", gulp=7000), cpu)
 
 
-def test_gpu_fdas_finds_the_cpus_candidates(tmp):
-    tim = fbsim(tmp / "p.tim", tim=True, tsamp=0.001, nsamples=32768, seed=11,
-                pulsar="0.0218,0,0.1,0.8,3.0")
-    x = np.fromfile(tim, np.float32, offset=ddtk.read_header(tim)["header_bytes"])
-    cpu = ddtk.fdas(x, 0.001, zmax=20, backend="cpu")
-    gpu = ddtk.fdas(x, 0.001, zmax=20, backend="gpu")
-    assert cpu.size and gpu.size
-    assert abs(cpu[0]["freq"] - gpu[0]["freq"]) < 1e-6 and cpu[0]["numharm"] == gpu[0]["numharm"]
+@pytest.mark.parametrize("algorithm,params", [("subband", {"nsub": 16}), ("tree", {"chans": 8})])
+def test_gpu_algorithms_equal_cpu(tmp, algorithm, params):
+    fil = fbsim(tmp / "a.fil", nchans=128, nbits=8, tsamp=0.000256, nsamples=20000,
+                pulse="1,60,0.002,25")
+    dms = np.arange(0, 120, 2.0)
+    blk = ddtk.read_block(fil)
+    cpu = ddtk.Plan(fil, dms=dms, algorithm=algorithm, params=params, backend="cpu")
+    gpu = ddtk.Plan(fil, dms=dms, algorithm=algorithm, params=params, backend="gpu")
+    assert gpu.backend == "gpu"
+    assert same_bytes(cpu.execute(blk), gpu.execute(blk))
