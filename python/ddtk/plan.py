@@ -259,6 +259,8 @@ class Plan:
         """Output samples of each DM for a block of nsamps spectra (an int
         array; all equal unless the plan scrunches)."""
         p = self._handle()
+        if not self.scrunched:                  # one length for all: one call, not ndm
+            return np.full(self.ndm, lib.ddtk_plan_nout(p, 0, int(nsamps)), np.int64)
         return np.array([lib.ddtk_plan_nout(p, i, int(nsamps)) for i in range(self.ndm)],
                         np.int64)
 
