@@ -9,11 +9,12 @@ NumPy; nothing compiled at install time).
     series = ddtk.dedisperse("obs.fil", [0, 10, 56.7])  # dd_direct's series
 
 Failures raise ddtk.Error (DataError, UsageError: ValueError; SystemError_:
-OSError) with the library's one-line message.
+OSError) with the library's one-line message; the library's warnings are
+Python warnings (ddtk.LibraryWarning), its notes go to the "ddtk" logger.
 """
 
-from ._lib import (EDATA, ESYS, EUSAGE, DataError, Error, SystemError_, UsageError,
-                   path as library_path)
+from ._lib import (EDATA, ESYS, EUSAGE, DataError, Error, LibraryWarning, SystemError_,
+                   UsageError, path as library_path)
 from ._lib import lib as _clib
 from .dmplan import diagonal_dm, dm_list, dm_ranges, scrunch_factors
 from .fdas import CAND_DTYPE, fdas
@@ -22,10 +23,10 @@ from .plan import Plan, dedisperse
 
 __version__ = "0.1.0"
 
-__all__ = ["Plan", "Reader", "read_header", "read_block", "dedisperse", "dm_list", "dm_ranges",
-           "scrunch_factors", "diagonal_dm", "fdas", "CAND_DTYPE", "gpu_count", "gpu_usable",
-           "Error", "DataError", "UsageError", "SystemError_", "EDATA", "EUSAGE", "ESYS",
-           "library_path"]
+__all__ = ["Plan", "Reader", "read_header", "read_block", "dedisperse",
+           "dm_list", "dm_ranges", "scrunch_factors", "diagonal_dm", "fdas", "CAND_DTYPE",
+           "gpu_count", "gpu_usable", "Error", "DataError", "UsageError", "SystemError_",
+           "LibraryWarning", "EDATA", "EUSAGE", "ESYS", "library_path"]
 
 
 def gpu_count():

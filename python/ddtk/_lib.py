@@ -254,6 +254,8 @@ class StreamOptions(ctypes.Structure):
     _fields_ = [("pad", cint), ("quiet", cint)]
 
 
+MESSAGE_FN = ctypes.CFUNCTYPE(None, vp, cint, ctypes.c_char_p)
+
 # C name -> mirror, for the ABI test (and its C snippet's header).
 STRUCTS = {
     "ddtk_header": Header,
@@ -339,6 +341,7 @@ _protos = {
     "ddtk_sink_callback": (None, [P(Sink), SERIES_FN, vp]),
     "ddtk_plan_stream": (cint, [vp, P(Source), P(Sink), P(StreamOptions), P(RunStats)]),
     "ddtk_wisdom_path": (vp, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p]),
+    "ddtk_set_message_handler": (None, [MESSAGE_FN, vp]),
     "ddtk_wisdom_apply": (cint, [P(PlanDesc), ctypes.c_char_p, P(cint)]),
     "ddtk_gpu_count": (cint, []),
     "ddtk_gpu_usable": (cint, [cint, ctypes.c_char_p, ctypes.c_size_t,
@@ -365,6 +368,30 @@ for _name, (_res, _args) in _protos.items():
 libc = ctypes.CDLL(None)
 libc.free.argtypes, libc.free.restype = [vp], None
 
+
+# The library's messages (it prints nothing itself): warnings as Python
+# warnings (ddtk.LibraryWarning), the rest to the "ddtk" logger.
+MSG_WARNING, MSG_NOTE, MSG_INFO, MSG_VERBOSE = 0, 1, 2, 3
+
+
+class LibraryWarning(UserWarning):
+    """A warning of libddtk (a header that disagrees with its file, a
+    damaged wisdom file, ...): the text the tools print as "warning: ..."."""
+
+
+def _message(ctx, level, text):
+    import logging
+    import warnings
+    text = text.decode("utf-8", "replace")
+    if level == MSG_WARNING:
+        warnings.warn(text, LibraryWarning, stacklevel=2)
+    else:
+        logging.getLogger("ddtk").log(logging.DEBUG if level == MSG_VERBOSE else logging.INFO,
+                                      text)
+
+
+_message_fn = MESSAGE_FN(_message)
+lib.ddtk_set_message_handler(_message_fn, None)
 
 # ddtk_fail(code, fmt, ...): a Python source's or sink's failure, for the library.
 lib.ddtk_fail.restype = cint

@@ -18,7 +18,8 @@ CAND_DTYPE = np.dtype({
 
 
 def fdas(series, tsamp, *, zmax=None, numharm=None, sigma=None, interp=None, flo=None,
-         fhi=None, harm_remove=None, accel_range=None, backend="auto", gpu=0, threads=0):
+         fhi=None, harm_remove=None, accel_range=None, backend="auto", gpu=0, threads=0,
+         gpu_mem=0):
     """Search a time series (a 1-D float32 array sampled every ``tsamp`` s)
     as the ``fdas`` tool does: a length the real FFT cannot take is padded
     with the series' mean; ``zmax``, ``numharm``, ``sigma``, ``interp``
@@ -26,7 +27,8 @@ def fdas(series, tsamp, *, zmax=None, numharm=None, sigma=None, interp=None, flo
     default to the tool's; ``accel_range=(amin, amax)`` (m/s^2) keeps only
     those candidates (give zmax to cover it). Returns the candidates, best
     first, as a structured array of CAND_DTYPE (sigma, power, cpow,
-    numharm, r, z, freq, fdot, accel)."""
+    numharm, r, z, freq, fdot, accel). ``gpu_mem``: bytes the GPU's plane
+    and work buffers may take (0: no bound; the tool's DDTK_FDAS_GPU_MEM)."""
     x = series
     if not isinstance(x, np.ndarray):
         raise TypeError(f"series: expected a NumPy array, got {type(x).__name__}")
@@ -54,6 +56,7 @@ def fdas(series, tsamp, *, zmax=None, numharm=None, sigma=None, interp=None, flo
     if backend not in _lib.BACKENDS:
         _lib.raise_error(_lib.EUSAGE, f"backend {backend!r}: expected auto, cpu or gpu")
     cfg.backend, cfg.gpu, cfg.threads = _lib.BACKENDS[backend], int(gpu), int(threads)
+    cfg.gpu_mem = int(gpu_mem)
     plan = ctypes.c_void_p()
     _lib.check(lib.ddtk_fdas_plan_create(ctypes.byref(plan), int(n), float(tsamp),
                                          ctypes.byref(cfg)))

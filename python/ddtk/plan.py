@@ -79,8 +79,11 @@ class Plan:
     Also: ``kill`` (per channel, true = killed; or a killfile's path),
     ``fref`` (MHz), ``kdm``, ``rounding`` ("nearest" or "floor"), ``zerodm``,
     ``pol`` (IF index or "sum"), ``threads``, ``chan_bw``; for streaming,
-    ``gulp`` (spectra per gulp, 0: automatic) and ``max_mem`` (bytes of gulp
-    buffers, 0: 2 GiB). ``wisdom``: True reads the tools' wisdom file
+    ``gulp`` (spectra per gulp, 0: automatic), ``max_mem`` (bytes of host
+    gulp buffers, 0: 2 GiB), ``gpu_mem`` (bytes of each GPU's, 0: 80% of its
+    free memory) and ``gpu_serial`` (GPU gulps one after another, for kernel
+    timings); the tools' DDTK_GPU_MEM and DDTK_GPU_SERIAL are theirs, not
+    read here. ``wisdom``: True reads the tools' wisdom file
     ($DDTK_WISDOM, else the cache), a path that file, False none.
 
     Failures raise ``ddtk.Error`` subclasses with the library's message.
@@ -91,7 +94,7 @@ class Plan:
                  pulse_width=40.0, scrunch=False, downsamp=None, algorithm="direct",
                  params=None, backend="auto", gpu=0, kill=None, fref=None, kdm=None,
                  rounding="nearest", zerodm=False, pol=None, threads=0, gulp=0, max_mem=0,
-                 wisdom=True, verbose=False, name=None):
+                 gpu_mem=0, gpu_serial=False, wisdom=True, verbose=False, name=None):
         self._plan = None
         h = _header_of(header) if header is not None else {}
         chan_bw = self._geometry(h, freqs, tsamp, nbits, nifs, signed, chan_bw)
@@ -121,6 +124,7 @@ class Plan:
         d.backend = _choice("backend", backend, _lib.BACKENDS)
         d.gpu, d.threads = int(gpu), int(threads)
         d.gulp, d.max_mem = int(gulp), int(max_mem)
+        d.gpu_mem, d.gpu_serial = int(gpu_mem), int(bool(gpu_serial))
         d.quiet, d.verbose = int(not verbose), int(bool(verbose))
         self.wisdom_found = self._apply_wisdom(d, wisdom)
         plan = ctypes.c_void_p()

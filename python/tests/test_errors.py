@@ -82,3 +82,11 @@ def test_fdas_refuses_other_dtypes():
         ddtk.fdas(np.zeros(4096), 0.001)
     with pytest.raises(ValueError, match="one dimension"):
         ddtk.fdas(np.zeros((2, 4096), np.float32), 0.001)
+
+
+def test_library_warnings_are_python_warnings(tmp):
+    damaged = tmp / "wisdom"
+    damaged.write_text("not a wisdom file\n\x00\x01garbage\n")
+    with pytest.warns(ddtk.LibraryWarning, match="wisdom"):
+        p = plan(wisdom=str(damaged))
+    assert not p.wisdom_found
