@@ -1,10 +1,13 @@
-"""SIGPROC filterbank and time-series input: headers as dicts, blocks of
+"""Filterbank and time-series input (SIGPROC, and PSRFITS search mode read
+as a filterbank of its total intensity): headers as dicts, blocks of
 spectra as NumPy arrays (raw, time-major, as the plans take them; or
 unpacked, channels x samples).
 
 The header and the data's layout come from the library (ddtk_input_open):
-the same parser, checks and messages as the tools. The samples are read
-straight into NumPy buffers.
+the same parser, checks and messages as the tools. SIGPROC samples are read
+straight into NumPy buffers at their offset; PSRFITS ones through the
+library's reader (ddtk_input_read), which goes forward only: reading back
+reopens the file.
 """
 
 import ctypes
@@ -81,6 +84,8 @@ class Reader:
         self.path = os.fsdecode(path)
         self.header = _header_dict(self._in)
         self.header["path"] = self.path
+        self.psrfits = bool(self._in.psrfits)
+        self.header["format"] = "psrfits" if self.psrfits else "sigproc"
         h = self._in.hdr
         self.nchans, self.nbits, self.nifs = h.nchans or 1, h.nbits, h.nifs
         self.signed = h.signed_data == 1
@@ -124,6 +129,9 @@ class Reader:
         elif out.dtype != np.uint8 or out.ndim != 1 or out.size < n or \
                 not out.flags.c_contiguous:
             raise ValueError(f"out: expected a contiguous uint8 array of at least {n} bytes")
+        if self.psrfits:
+            self._library_read(start, count, out)
+            return out[:n]
         if self._fh is None:
             self._fh = open(self.path, "rb", buffering=0)
         self._fh.seek(self._in.hdr.header_bytes + start * self.bits_per_spectrum // 8)
@@ -132,6 +140,29 @@ class Reader:
             raise _lib.DataError(f"{self.path}: file shorter than its {self.nsamples} spectra",
                                  _lib.EDATA)
         return out[:n]
+
+    def _library_read(self, start, count, out):
+        """count spectra from start through ddtk_input_read: forward only,
+        so an earlier start reopens the input and a later one reads past."""
+        if start < self._in.samples_read:
+            self._input_close(ctypes.byref(self._in))
+            self._open = False
+            _lib.check(lib.ddtk_input_open(ctypes.byref(self._in), os.fsencode(self.path)))
+            self._open = True
+        got = ctypes.c_int64()
+        skip = start - self._in.samples_read
+        if skip:
+            scratch = np.empty(self.nbytes(min(skip, 1 << 14)), np.uint8)
+        while skip:
+            k = min(skip, 1 << 14)
+            _lib.check(lib.ddtk_input_read(ctypes.byref(self._in), scratch.ctypes.data, k,
+                                           ctypes.byref(got)))
+            skip -= k
+        _lib.check(lib.ddtk_input_read(ctypes.byref(self._in), out.ctypes.data, count,
+                                       ctypes.byref(got)))
+        if got.value != count:
+            raise _lib.DataError(f"{self.path}: {got.value} of {count} spectra read",
+                                 _lib.EDATA)
 
     def read(self, start=0, count=None):
         """Spectra [start, start + count) time-major, as the file holds them:
@@ -193,6 +224,8 @@ def _header_dict(inp):
     if "machine_id" in d:
         d["machine"] = lib.ddtk_machine_name(h.machine_id).decode()
     nchans = h.nchans or 1
+    if inp.dead:
+        d["dead"] = np.ctypeslib.as_array(inp.dead, (nchans,)).astype(bool)
     d["nsamples"] = int(inp.nsamples)
     d["header_bytes"] = int(h.header_bytes)
     d["freqs"] = np.array([lib.ddtk_chan_freq(hp, c) for c in range(nchans)])
@@ -204,8 +237,10 @@ def read_header(path):
     keyword the file has (``signed`` for the signed keyword; the header's own
     nsamples keyword as ``header_nsamples``), and ``nsamples`` (spectra in the
     file, from its size), ``header_bytes``, ``freqs`` (each channel's centre
-    frequency in MHz, file order), ``telescope`` and ``machine`` names, and
-    ``path``.
+    frequency in MHz, file order), ``telescope`` and ``machine`` names,
+    ``path``, ``format`` ("sigproc" or "psrfits") and, where the input marks
+    channels dead (PSRFITS weights of 0), ``dead`` (a bool per channel,
+    killed by plans made from the header, as the tools do).
     Raises ddtk.Error subclasses with the library's message."""
     with Reader(path) as r:
         return r.header

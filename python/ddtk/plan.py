@@ -106,6 +106,8 @@ class Plan:
         dm_a, ds_a = self._dm_trials(dms, dm_range, dm_step, tol, pulse_width, scrunch,
                                      downsamp, d.kdm)
         kill_a = self._kill(kill)
+        if "dead" in h:                         # the input's dead channels join the kill
+            kill_a = (h["dead"] if kill_a is None else kill_a | h["dead"]).astype(np.uint8)
         d.name = os.fsencode(name if name is not None else h.get("path", "plan"))
         d.nchans, d.tsamp, d.freqs = self.nchans, self.tsamp, _ptr(self.freqs, ctypes.c_double)
         d.chan_bw = float(chan_bw or 0)
