@@ -19,11 +19,11 @@ from ._lib import lib as _clib
 from .dmplan import diagonal_dm, dm_list, dm_ranges, scrunch_factors
 from .fdas import CAND_DTYPE, fdas
 from .io import Reader, read_block, read_header
-from .plan import Plan, dedisperse
+from .plan import Plan, algorithms, dedisperse
 
 __version__ = "0.1.0"
 
-__all__ = ["Plan", "Reader", "read_header", "read_block", "dedisperse",
+__all__ = ["Plan", "algorithms", "Reader", "read_header", "read_block", "dedisperse",
            "dm_list", "dm_ranges", "scrunch_factors", "diagonal_dm", "fdas", "CAND_DTYPE",
            "gpu_count", "gpu_usable", "Error", "DataError", "UsageError", "SystemError_",
            "LibraryWarning", "EDATA", "EUSAGE", "ESYS", "library_path"]

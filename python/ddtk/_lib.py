@@ -20,7 +20,8 @@ SONAME = "libddtk.so.0"
 OK, EDATA, EUSAGE, ESYS = 0, 1, 2, 3
 
 BACKENDS = {"auto": 0, "cpu": 1, "gpu": 2}
-ALGORITHMS = {"direct": 0, "tree": 1, "subband": 2}
+PARAM_INT, PARAM_REAL, PARAM_CHOICE = 0, 1, 2
+MAX_PARAMS = 8
 ROUNDING = {"nearest": 0, "floor": 1}
 POL_DEFAULT, POL_SUM = -1, -2
 FDAS_INTERP = {"exact": 0, "interbin": 1}
@@ -135,10 +136,10 @@ class PlanDesc(ctypes.Structure):
         ("fref", dbl),
         ("rounding", cint),
         ("zerodm", cint),
-        ("algorithm", cint),
-        ("tree_method", cint),
-        ("tree_chans", cint),
-        ("tree_group", cint),
+        ("algorithm", ctypes.c_char_p),
+        ("param", dbl * MAX_PARAMS),
+        ("param_per_dm", ctypes.POINTER(cint) * MAX_PARAMS),
+        ("param_set", ctypes.c_uint),
         ("backend", cint), ("gpu", cint),
         ("gpus", ctypes.POINTER(cint)),
         ("ngpus", cint),
@@ -150,11 +151,19 @@ class PlanDesc(ctypes.Structure):
         ("cpu", CpuConfig),
         ("gpu_config", GpuConfig),
         ("quiet", cint), ("verbose", cint),
-        ("nsub", cint),
-        ("dm_group", cint),
-        ("dms_per_sub", ctypes.POINTER(cint)),
-        ("sub_dm", dbl),
-        ("max_smear_ratio", dbl),
+    ]
+
+
+class ParamInfo(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("help", ctypes.c_char_p),
+        ("type", cint),
+        ("def", dbl),
+        ("lo", dbl), ("hi", dbl),
+        ("lo_open", cint),
+        ("choices", ctypes.POINTER(ctypes.c_char_p)),
+        ("per_dm", cint),
     ]
 
 
@@ -264,6 +273,7 @@ STRUCTS = {
     "ddtk_cpu_config": CpuConfig,
     "ddtk_gpu_config": GpuConfig,
     "ddtk_plan_desc": PlanDesc,
+    "ddtk_param_info": ParamInfo,
     "ddtk_obs": Obs,
     "ddtk_dmplan_row": DmPlanRow,
     "ddtk_dmplan": DmPlan,
@@ -324,6 +334,11 @@ _protos = {
     "ddtk_dmlist_range": (cint, [P(DmList), dbl, dbl, dbl]),
     "ddtk_plan_desc_init": (None, [P(PlanDesc)]),
     "ddtk_plan_desc_header": (cint, [P(PlanDesc), P(Header), P(P(dbl))]),
+    "ddtk_algorithm": (ctypes.c_char_p, [cint]),
+    "ddtk_algorithm_param": (cint, [ctypes.c_char_p, cint, P(ParamInfo)]),
+    "ddtk_plan_desc_set_algorithm": (cint, [P(PlanDesc), ctypes.c_char_p]),
+    "ddtk_plan_desc_set_param": (cint, [P(PlanDesc), ctypes.c_char_p, dbl]),
+    "ddtk_plan_desc_set_param_per_dm": (cint, [P(PlanDesc), ctypes.c_char_p, P(cint)]),
     "ddtk_plan_create": (cint, [P(vp), P(PlanDesc)]),
     "ddtk_plan_destroy": (None, [vp]),
     "ddtk_plan_ndm": (cint, [vp]),

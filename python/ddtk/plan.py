@@ -19,14 +19,34 @@ from . import _lib, dmplan
 from ._lib import lib
 from .io import Reader, pack_bits, sample_dtype
 
-# Each algorithm's parameters (fields of ddtk_plan_desc today) and the
-# Python names they go by.
-ALGORITHM_PARAMS = {
-    "direct": {},
-    "tree": {"method": "tree_method", "chans": "tree_chans"},
-    "subband": {"nsub": "nsub", "dm_group": "dm_group", "sub_dm": "sub_dm",
-                "max_smear_ratio": "max_smear_ratio"},
-}
+def algorithms():
+    """The library's algorithms and their parameters, as the tools offer
+    them (--NAME, underscores as dashes): {algorithm: [parameter dict]},
+    each with name, help, type ("int", "real" or "choice"), default,
+    lo, hi, choices and per_dm (may be given one value per DM)."""
+    out, i = {}, 0
+    while (name := lib.ddtk_algorithm(i)) is not None:
+        out[name.decode()] = _params_of(name)
+        i += 1
+    return out
+
+
+def _params_of(algorithm):
+    params, info, i = [], _lib.ParamInfo(), 0
+    while lib.ddtk_algorithm_param(algorithm, i, ctypes.byref(info)) == 0:
+        choices = None
+        if info.type == _lib.PARAM_CHOICE:
+            choices, k = [], 0
+            while info.choices[k] is not None:
+                choices.append(info.choices[k].decode())
+                k += 1
+        params.append({"name": info.name.decode(), "help": info.help.decode(),
+                       "type": ("int", "real", "choice")[info.type],
+                       "default": getattr(info, "def"), "lo": info.lo, "hi": info.hi,
+                       "choices": choices, "per_dm": bool(info.per_dm)})
+        i += 1
+    return params
+
 
 def _choice(what, value, table):
     if value not in table:
@@ -73,9 +93,11 @@ class Plan:
     ``scrunch=True`` time-scrunches each DM past the diagonal DM (as
     ``--scrunch auto``) or ``downsamp`` gives each DM's factor.
 
-    ``algorithm`` is "direct", "tree" or "subband", with ``params`` a dict of
-    its parameters (tree: method, chans; subband: nsub, dm_group, sub_dm,
-    max_smear_ratio). ``backend`` "auto", "cpu" or "gpu" and ``gpu`` (index).
+    ``algorithm`` is a name of ``ddtk.algorithms()`` ("direct", "subband",
+    "tree"), with ``params`` a dict of its parameters by name, checked by the
+    library (subband: nsub, dm_group, sub_dm, max_smear_ratio; tree: method
+    "piecewise" or "padded", sub_chans, max_smear; an array gives a per-DM
+    parameter one value per DM). ``backend`` "auto", "cpu" or "gpu" and ``gpu`` (index).
     Also: ``kill`` (per channel, true = killed; or a killfile's path),
     ``fref`` (MHz), ``kdm``, ``rounding`` ("nearest" or "floor"), ``zerodm``,
     ``pol`` (IF index or "sum"), ``threads``, ``chan_bw``; for streaming,
@@ -121,8 +143,7 @@ class Plan:
             d.fref = float(fref)
         d.rounding = _choice("rounding", rounding, _lib.ROUNDING)
         d.zerodm = int(bool(zerodm))
-        d.algorithm = _choice("algorithm", algorithm, _lib.ALGORITHMS)
-        self._algorithm_params(d, algorithm, params or {})
+        keep = self._algorithm(d, algorithm, params or {}, dm_a.size)
         d.backend = _choice("backend", backend, _lib.BACKENDS)
         d.gpu, d.threads = int(gpu), int(threads)
         d.gulp, d.max_mem = int(gulp), int(max_mem)
@@ -131,6 +152,7 @@ class Plan:
         self.wisdom_found = self._apply_wisdom(d, wisdom)
         plan = ctypes.c_void_p()
         _lib.check(lib.ddtk_plan_create(ctypes.byref(plan), ctypes.byref(d)))
+        del keep                                # per-DM parameters: copied by the plan
         self._plan, self._destroy = plan, lib.ddtk_plan_destroy   # kept for shutdown
         self._describe(plan)
 
@@ -170,15 +192,34 @@ class Plan:
         return k
 
     @staticmethod
-    def _algorithm_params(d, algorithm, params):
-        allowed = ALGORITHM_PARAMS[algorithm]
+    def _algorithm(d, algorithm, params, ndm):
+        """The algorithm and its parameters, set and checked by the library
+        by name (a choice by its name, a per-DM parameter by an array); the
+        per-DM arrays returned live until the plan is made."""
+        if not isinstance(algorithm, str):
+            raise TypeError(f"algorithm: expected a name, got {type(algorithm).__name__}")
+        _lib.check(lib.ddtk_plan_desc_set_algorithm(ctypes.byref(d), algorithm.encode()))
+        info = {p["name"]: p for p in _params_of(algorithm.encode())}
+        keep = []
         for k, v in params.items():
-            if k not in allowed:
-                raise _lib.UsageError(
-                    f"{algorithm}: no parameter {k!r} (it has: {', '.join(allowed) or 'none'})",
-                    _lib.EUSAGE)
-            field = allowed[k]
-            setattr(d, field, type(getattr(d, field))(v))
+            name = k.encode()
+            if isinstance(v, str) and k in info and info[k]["choices"]:
+                if v not in info[k]["choices"]:
+                    raise _lib.UsageError(f"{algorithm} {k} {v!r}: expected "
+                                          f"{' or '.join(info[k]['choices'])}", _lib.EUSAGE)
+                v = info[k]["choices"].index(v)
+            if np.ndim(v) == 1:
+                a = np.ascontiguousarray(v, dtype=np.intc)
+                if a.size != ndm:
+                    raise _lib.UsageError(f"{algorithm} {k}: {a.size} values for {ndm} DMs",
+                                          _lib.EUSAGE)
+                keep.append(a)
+                rc = lib.ddtk_plan_desc_set_param_per_dm(ctypes.byref(d), name,
+                                                         _ptr(a, ctypes.c_int))
+            else:
+                rc = lib.ddtk_plan_desc_set_param(ctypes.byref(d), name, float(v))
+            _lib.check(rc)
+        return keep
 
     def _describe(self, plan):
         """What the library made of the description."""

@@ -137,7 +137,7 @@ def test_tree_equals_dd_tree(tmp):
                  key=lambda ht: ht[0]["refdm"])
     dms = [h["refdm"] for h, _ in ref]
     assert len(dms) > 10
-    plan = ddtk.Plan(fil, dms=dms, algorithm="tree", params={"chans": 8})
+    plan = ddtk.Plan(fil, dms=dms, algorithm="tree", params={"sub_chans": 8})
     assert plan.algorithm == "tree"
     got = plan.execute(ddtk.read_block(fil))
     for i, (h, x) in enumerate(ref):

@@ -51,10 +51,15 @@ def test_block_of_the_wrong_dtype_or_shape():
 
 
 def test_bad_plan_values_raise_the_librarys_message():
-    with pytest.raises(ddtk.UsageError, match="algorithm 'fast'"):
+    with pytest.raises(ddtk.UsageError, match="unknown algorithm 'fast'"):
         plan(algorithm="fast")
-    with pytest.raises(ddtk.UsageError, match="subband: no parameter 'nsubs'"):
+    with pytest.raises(ddtk.UsageError, match="subband algorithm has no parameter 'nsubs'"):
         plan(algorithm="subband", params={"nsubs": 4})
+    with pytest.raises(ddtk.UsageError) as e:
+        plan(algorithm="subband", params={"nsub": 0})
+    assert "nsub" in str(e.value) and str(e.value) == ddtk._lib.errmsg()
+    with pytest.raises(ddtk.UsageError, match="piecewise or padded"):
+        plan(algorithm="tree", params={"method": "flat"})
     with pytest.raises(ddtk.Error) as e:
         ddtk.Plan(freqs=FREQS, tsamp=-1.0, nbits=8, dms=[0])
     assert e.value.code in (ddtk.EUSAGE, ddtk.EDATA) and "sample time -1" in str(e.value)
@@ -90,3 +95,12 @@ def test_library_warnings_are_python_warnings(tmp):
     with pytest.warns(ddtk.LibraryWarning, match="wisdom"):
         p = plan(wisdom=str(damaged))
     assert not p.wisdom_found
+
+
+def test_algorithms_list_their_parameters():
+    algos = ddtk.algorithms()
+    assert list(algos) == ["direct", "subband", "tree"] and algos["direct"] == []
+    nsub = {p["name"]: p for p in algos["subband"]}["nsub"]
+    assert nsub["type"] == "int" and nsub["lo"] == 1
+    method = {p["name"]: p for p in algos["tree"]}["method"]
+    assert method["choices"] == ["piecewise", "padded"] and method["default"] == 0

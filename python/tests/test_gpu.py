@@ -25,7 +25,7 @@ def test_gpu_series_equal_cpu(tmp, nbits):
     assert same_bytes(ddtk.dedisperse(fil, dms, backend="gpu", gulp=7000), cpu)
 
 
-@pytest.mark.parametrize("algorithm,params", [("subband", {"nsub": 16}), ("tree", {"chans": 8})])
+@pytest.mark.parametrize("algorithm,params", [("subband", {"nsub": 16}), ("tree", {"sub_chans": 8})])
 def test_gpu_algorithms_equal_cpu(tmp, algorithm, params):
     fil = fbsim(tmp / "a.fil", nchans=128, nbits=8, tsamp=0.000256, nsamples=20000,
                 pulse="1,60,0.002,25")
