@@ -6,7 +6,7 @@
 #   make fuzz       libFuzzer runs over the parsers (FUZZ_SECONDS each; clang)
 #   make demo       the built-in demo observation
 #   make bench      CPU benchmarks (bench/run, bench/scrunch, bench/fdas)
-#   make install PREFIX=/usr/local   (DESTDIR=... to stage it)
+#   make install PREFIX=/usr/local   (DESTDIR=... to stage it; the Python package too)
 #   make CUDA=0     CPU-only build even where nvcc exists
 
 PREFIX ?= /usr/local
@@ -155,7 +155,10 @@ vecreport:
 	$(CC) $(CFLAGS) -fopt-info-vec-optimized -c cpu/direct.c -o /dev/null
 
 # ddtk.pc: the shared library for pkg-config --libs, the static one's
-# dependencies (this build's LDLIBS) in Libs.private for --static.
+# dependencies (this build's LDLIBS) in Libs.private for --static. The Python
+# package goes where python3 looks under PREFIX (scripts/install-python;
+# PYTHONDIR= to choose).
+PYTHONDIR ?=
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig \
 		$(DESTDIR)$(PREFIX)/include/ddtk $(DESTDIR)$(PREFIX)/share/man/man1
@@ -168,6 +171,7 @@ install: all
 		-e 's|@LIBS_PRIVATE@|$(LDLIBS) -fopenmp|' src/ddtk.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/ddtk.pc
 	install -m 644 include/*.h $(DESTDIR)$(PREFIX)/include/ddtk
 	install -m 644 man/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1
+	@scripts/install-python '$(DESTDIR)' '$(LIBDIR)' '$(PYTHONDIR)'
 
 clean:
 	rm -rf build bin libddtk.a libddtk.so* test/tmp

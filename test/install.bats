@@ -72,3 +72,17 @@ ddtk_pkg() {
     done
     [ "$n" -ge 1 ]
 }
+
+@test "install: the Python package lands beside the library and loads the installed libddtk.so" {
+    local py dir
+    py=$("$REPO/scripts/find-python") || skip "no python3 with NumPy"
+    dir=$(ls -d "$STAGE$PREFIX"/lib/python3*/dist-packages)
+    [ -f "$dir/ddtk/__init__.py" ] && [ -f "$dir/ddtk/_lib.py" ]
+    fbsim -o a.fil --nchans 16 --nbits 8 --nsamples 2000 -q
+    run env -u DDTK_LIBRARY PYTHONPATH="$dir" "$py" -c \
+        'import ddtk; print(ddtk.library_path); print(ddtk.dedisperse("a.fil", [0, 10]).shape)'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "$STAGE$PREFIX/lib/libddtk.so.0" ]
+    [[ "${lines[1]}" == "(2, "* ]]
+}
