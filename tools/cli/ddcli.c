@@ -17,7 +17,8 @@ enum {
     OPT_TOL, OPT_PULSE_WIDTH, OPT_KILLFILE, OPT_ZERODM, OPT_REF_FREQ, OPT_KDM, OPT_ROUNDING,
     OPT_GULP, OPT_MAX_MEM, OPT_THREADS, OPT_BACKEND, OPT_GPU, OPT_LIST_GPUS, OPT_FORCE,
     OPT_POL, OPT_PAD, OPT_EVEN, OPT_LENGTH, OPT_DISCARD, OPT_VERSION, OPT_PLAN, OPT_SCRUNCH,
-    OPT_NBITS_OUT, OPT_WISDOM, OPT_NO_WISDOM, OPT_TUNE, OPT_RFI, OPT_MASK, OPT_RFI_CLIP
+    OPT_NBITS_OUT, OPT_WISDOM, OPT_NO_WISDOM, OPT_TUNE, OPT_RFI, OPT_MASK, OPT_RFI_CLIP,
+    OPT_NO_BASELINE, OPT_NBITS_SCALE
 };
 
 static const struct option common_options[] = {
@@ -49,6 +50,8 @@ static const struct option common_options[] = {
     { "pad", no_argument, 0, OPT_PAD },
     { "even", no_argument, 0, OPT_EVEN },
     { "nbits-out", required_argument, 0, OPT_NBITS_OUT },
+    { "nbits-scale", required_argument, 0, OPT_NBITS_SCALE },
+    { "no-baseline", no_argument, 0, OPT_NO_BASELINE },
     { "length", required_argument, 0, OPT_LENGTH },
     { "wisdom", required_argument, 0, OPT_WISDOM },
     { "no-wisdom", no_argument, 0, OPT_NO_WISDOM },
@@ -91,9 +94,14 @@ static const struct option common_options[] = {
     "                           no prime factor above 7, declared in the .inf, as prepdata);\n" \
     "                           default fft for dat, exact for tim\n" \
     "  --even                   --length even\n" \
-    "  --nbits-out B            8 or 16: .tim samples as unsigned integers, value = sum / S\n" \
-    "                           rounded, S the smallest power of two that keeps the\n" \
-    "                           largest possible sum in range (printed); 32: float32\n" \
+    "  --no-baseline            .tim: raw sums (SIGPROC dedisperse -nobaseline); by default\n" \
+    "                           each block of 32 x nchans samples less its median, as\n" \
+    "                           dedisperse writes (.dat: always raw, as prepdata)\n" \
+    "  --nbits-out B            8 or 16: .tim samples as unsigned integers (32: float32)\n" \
+    "  --nbits-scale noise|sum  noise (default): each series scaled to its noise, sigma =\n" \
+    "                           8 levels about 128 (8 bits) or 512 about 32768 (16 bits),\n" \
+    "                           clipped samples counted; sum: raw sums / S, S the smallest\n" \
+    "                           power of two keeping the largest possible sum in range\n" \
     "  --force                  overwrite existing outputs\n" \
     "  --discard                dedisperse but write no output (benchmarks)\n" \
     "\n"
@@ -142,9 +150,11 @@ int ddtk_ddargs_no_outputs(const ddtk_ddargs *a)
 {
     const ddtk_outspec *o = &a->out;
     if (o->output || o->prefix || o->format != DDTK_FMT_TIM || o->force
-        || o->length != DDTK_LEN_AUTO || o->discard || a->pad || a->nbits_out != 32 || a->tune)
+        || o->length != DDTK_LEN_AUTO || o->discard || a->pad || a->nbits_out != 32 || a->tune
+        || !o->baseline || a->nbits_scale_given)
         return ddtk_fail(DDTK_EUSAGE, "output options (-o, --prefix, --format, --pad, --length, "
-                         "--even, --nbits-out, --force, --discard, --tune) do not apply here: "
+                         "--even, --no-baseline, --nbits-out, --nbits-scale, --force, --discard, "
+                         "--tune) do not apply here: "
                          "this tool writes no series");
     return DDTK_OK;
 }
@@ -159,6 +169,7 @@ void ddtk_ddargs_init(ddtk_ddargs *a)
     a->out.format = DDTK_FMT_TIM;
     a->scrunch = -1;
     a->nbits_out = 32;
+    a->out.baseline = 1;
 }
 
 void ddtk_ddargs_free(ddtk_ddargs *a)
@@ -257,6 +268,12 @@ static int common_option(ddtk_ddargs *a, int code, const char *arg)
         a->nbits_out = 8 << i;
         break;
     }
+    case OPT_NBITS_SCALE: {
+        static const char *const scalings[] = { "noise", "sum", NULL };
+        a->nbits_scale_given = 1;
+        return ddtk_opt_choice("--nbits-scale", arg, scalings, &a->nbits_scale);
+    }
+    case OPT_NO_BASELINE: a->out.baseline = 0; break;
     case 'q': a->desc.quiet = 1; break;
     case 'v': a->desc.verbose = ddtk_cli_verbose = 1; break;
     default: return -1;
@@ -581,19 +598,23 @@ int ddtk_ddargs_plan(ddtk_ddargs *a, const ddtk_input *in, ddtk_plan **plan)
     return rc ? rc : ddtk_plan_create(plan, &a->desc);
 }
 
-/* --nbits-out 8|16: integer series need integer sums of unsigned samples;
- * S keeps the largest possible sum (every live channel, and both IFs when
- * summed, at its maximum) in range. */
+/* --nbits-out 8|16. Noise scaling measures each series (output.c); the sum
+ * scaling needs integer sums of unsigned samples, and its S keeps the largest
+ * possible sum (every live channel, and both IFs when summed, at its
+ * maximum) in range. */
 static int integer_output(const ddtk_ddargs *a, const ddtk_input *in, const ddtk_plan *plan,
                           ddtk_series_meta *m)
 {
     const ddtk_header *h = &in->hdr;
     m->nbits = a->nbits_out;
-    if (a->nbits_out == 32)
+    m->quant = a->nbits_scale;
+    if (a->nbits_scale_given && a->nbits_out == 32)
+        return ddtk_fail(DDTK_EUSAGE, "--nbits-scale: applies to --nbits-out 8 or 16");
+    if (a->nbits_out == 32 || a->nbits_scale == DDTK_QUANT_NOISE)
         return DDTK_OK;
     if (h->nbits > 16 || h->signed_data || a->desc.zerodm)
-        return ddtk_fail(DDTK_EUSAGE, "--nbits-out %d: %s holds %s; integer output needs "
-                         "unsigned integer samples without --zerodm", a->nbits_out, in->name,
+        return ddtk_fail(DDTK_EUSAGE, "--nbits-scale sum: %s holds %s; raw integer sums need "
+                         "unsigned integer samples without --zerodm", in->name,
                          a->desc.zerodm ? "zero-DM filtered sums" : h->signed_data
                          ? "signed samples" : "float samples");
     double largest = (ldexp(1.0, h->nbits) - 1) * ddtk_plan_nlive(plan)
@@ -662,6 +683,22 @@ static int rfi_finish(ddtk_sink *s, int rc)
     return r->inner.finish(&r->inner, rc);
 }
 
+/* What integer output did: its scaling and the samples it clipped. */
+static void report_integer(const ddtk_ddargs *a, const ddtk_series_meta *m, const ddtk_outset *o)
+{
+    if (m->nbits == 32 || a->desc.quiet)
+        return;
+    if (m->quant == DDTK_QUANT_SUM)
+        ddtk_msg("--nbits-out %d: output value = sum / %g%s, rounded", m->nbits, m->scale,
+                 a->downsamp ? " (times each DM's downsampling factor)" : "");
+    else
+        ddtk_msg("--nbits-out %d: each series scaled to its noise (sigma = %g levels about "
+                 "%g); %lld of %lld samples clipped (%.3g%%)", m->nbits,
+                 DDTK_QUANT_SIGMA(m->nbits), DDTK_QUANT_MID(m->nbits), (long long)o->clipped,
+                 (long long)o->quantised,
+                 o->quantised ? 100.0 * (double)o->clipped / (double)o->quantised : 0.0);
+}
+
 static int run_plan(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char *notes)
 {
     ddtk_outset out;
@@ -678,9 +715,6 @@ static int run_plan(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char 
         rc = ddtk_outset_open(&out, a->dms.dm, a->dms.n, &a->out, &meta);
     if (rc)
         return rc;
-    if (meta.nbits != 32 && !a->desc.quiet)
-        ddtk_msg("--nbits-out %d: output value = sum / %g%s, rounded", meta.nbits, meta.scale,
-                 a->downsamp ? " (times each DM's downsampling factor)" : "");
     /* The files count only once on disk: the sink's finish commits them, and
      * the real-time factor includes it. */
     ddtk_source src;
@@ -698,6 +732,8 @@ static int run_plan(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char 
     }
     rc = ddtk_plan_stream(plan, &src, &sink, &opt, &stats);
     free(rs.all);
+    if (!rc)
+        report_integer(a, &meta, &out);
     if (!rc && !a->desc.quiet)
         ddtk_print_summary(&stats, ddtk_plan_algorithm(plan));
     return rc;

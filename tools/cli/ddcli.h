@@ -23,6 +23,7 @@ typedef struct ddtk_ddargs {
     const char *killfile;
     int pad;
     int nbits_out;                /* --nbits-out: 8, 16 or 32 */
+    int nbits_scale, nbits_scale_given; /* --nbits-scale: DDTK_QUANT_NOISE or _SUM */
     double *freqs;                /* desc's channel frequencies and kill mask */
     uint8_t *kill;
     const char *wisdom;           /* --wisdom FILE */
