@@ -131,7 +131,7 @@ make_input() {
 # make_plan: plan.tsv, ddplan's PRESTO-style ranges for w8 over DM 0..1000
 make_plan() {
     make_input w8
-    ddplan w8.fil --dm-min 0 --dm-max 1000 --mode ranges --plan plan.tsv -q
+    ddplan w8.fil --dm-min 0 --dm-max 1000 --mode ranges --write-plan plan.tsv -q
 }
 
 ALL_INPUTS="b1 b2 b4 b8 b16 b32 b1-flip b2-flip b4-flip b8-flip b16-flip b32-flip s8 s16

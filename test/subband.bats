@@ -150,7 +150,7 @@ same_start() {
 
 @test "--plan from ddplan --mode ranges uses its dms_per_sub column" {
     make_burst
-    ddplan burst.fil --mode ranges --nsub 32 --dm-min 0 --dm-max 300 --plan r.plan -q
+    ddplan burst.fil --mode ranges --nsub 32 --dm-min 0 --dm-max 300 --write-plan r.plan -q
     per=$(awk 'NR == 2 { print $6 }' r.plan)
     [ "$per" -gt 1 ]
     dd_subband burst.fil --plan r.plan --nsub 32 --prefix p --format dat -q
@@ -164,7 +164,7 @@ same_start() {
     [ "$status" -eq 2 ]
     run_err "--dm-group" dd_subband burst.fil --dm 10 --dm-group 0 -o x.tim
     [ "$status" -eq 2 ]
-    ddplan burst.fil --mode ranges --nsub 32 --dm-min 0 --dm-max 300 --plan r.plan -q
+    ddplan burst.fil --mode ranges --nsub 32 --dm-min 0 --dm-max 300 --write-plan r.plan -q
     run_err "r.plan" dd_subband burst.fil --plan r.plan --sub-dm 10 --prefix x
     [ "$status" -eq 2 ]
     run_err "--sub-dm" dd_subband burst.fil --dm 10,11 --sub-dm 10 --dm-group 2 --prefix x
