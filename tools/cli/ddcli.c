@@ -64,10 +64,12 @@ static const struct option common_options[] = {
 };
 #define NCOMMON ((int)(sizeof common_options / sizeof common_options[0]))
 
-#define HELP_DMS \
+#define HELP_INPUT \
     "Input: a SIGPROC filterbank FILE, or '-' (or nothing) for stdin; or PSRFITS\n" \
     "search-mode FILEs (several: one observation, in time order).\n" \
-    "\n" \
+    "\n"
+
+#define HELP_TRIALS \
     "DM trials (one of):\n" \
     "  --dm DM[,DM...]          explicit DMs (pc cm^-3)\n" \
     "  [--dm-min A] --dm-max B --dm-step S   linear range, A and B included\n" \
@@ -76,11 +78,15 @@ static const struct option common_options[] = {
     "                           defaults T=1.25, W=40 us); A is 0 unless given\n" \
     "  --dm-list FILE           one DM per line\n" \
     "  --plan FILE              a ddplan plan (TSV: dm_lo dm_hi dm_step downsamp ndm);\n" \
-    "                           DMs of a row with downsamp f are dedispersed at f*tsamp\n" \
+    "                           DMs of a row with downsamp f are dedispersed at f*tsamp\n"
+
+#define HELP_SCRUNCH \
     "  --scrunch auto|none      auto: halve the time resolution each time the DM passes\n" \
     "                           2^k times the diagonal DM (Barsdell 2.1); none: full\n" \
     "                           resolution (default: the plan's factors, else none)\n" \
     "\n"
+
+#define HELP_DMS HELP_INPUT HELP_TRIALS HELP_SCRUNCH
 
 #define HELP_OUTPUT \
     "Output:\n" \
@@ -144,6 +150,12 @@ static const struct option common_options[] = {
     "  -h, --help               this help                 --version      print the version\n"
 
 const char ddtk_ddcli_help[] = HELP_DMS HELP_OUTPUT HELP_KERNEL HELP_REST;
+const char ddtk_ddcli_tree_help[] = HELP_INPUT
+    "DM trials: the tree's own (eq. 9), from --dm-min A (default 0) to --dm-max B\n"
+    "  --scrunch auto|none      auto (default): halve the time resolution per doubling\n"
+    "                           of the DM past the diagonal DM; none: full resolution\n"
+    "\n"
+    HELP_OUTPUT HELP_KERNEL HELP_REST;
 const char ddtk_ddcli_tune_help[] = HELP_DMS HELP_REST;
 
 int ddtk_ddargs_no_outputs(const ddtk_ddargs *a)
