@@ -161,6 +161,9 @@ int ddtk_input_open_files(ddtk_input *in, const char *const *paths, int n);
  * is the last read) into raw; *got is the number of whole spectra read. */
 int ddtk_input_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got);
 void ddtk_input_close(ddtk_input *in);
+/* DDTK_EDATA, naming the file, unless the input is a filterbank: a
+ * dedispersed time series (data_type 2, a .tim) is not. */
+int ddtk_input_require_filterbank(const ddtk_input *in);
 /* Bytes holding n spectra, rounded up. */
 int64_t ddtk_input_bytes(const ddtk_input *in, int64_t n);
 

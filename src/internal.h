@@ -190,6 +190,9 @@ typedef struct ddtk_sim {
      * at DM 0. */
     double rfi_chan_frac, rfi_chan_amp;
     double dropout_rate, dropout_len;
+    /* Called after each block written (NULL: none): spectra written so far. */
+    void (*progress)(void *ctx, int64_t done);
+    void *progress_ctx;
 } ddtk_sim;
 
 /* Write header and data of a synthetic observation (Gaussian noise plus signals). */

@@ -153,6 +153,8 @@ static int setup(const args *a, ddtk_obs *o)
     ddtk_input in;
     int rc = ddtk_input_open(&in, a->input);
     if (!rc)
+        rc = ddtk_input_require_filterbank(&in);
+    if (!rc)
         rc = ddtk_obs_from_header(o, &in.hdr, in.nsamples > 0 ? in.nsamples : 0, a->kdm);
     ddtk_input_close(&in);
     if (!rc && a->nsamples > 0)

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum {
     OPT_PREFIX = 1000, OPT_FORMAT, OPT_DM, OPT_DM_MIN, OPT_DM_MAX, OPT_DM_STEP, OPT_DM_LIST,
@@ -711,6 +712,19 @@ static void report_integer(const ddtk_ddargs *a, const ddtk_series_meta *m, cons
                  o->quantised ? 100.0 * (double)o->clipped / (double)o->quantised : 0.0);
 }
 
+/* A single .tim series goes to stdout (no -o or --prefix, or -o -): never
+ * binary samples onto a terminal. */
+static int refuse_terminal(const ddtk_ddargs *a)
+{
+    const ddtk_outspec *o = &a->out;
+    int to_stdout = a->dms.n == 1 && o->format == DDTK_FMT_TIM && !o->discard
+                    && (o->output ? strcmp(o->output, "-") == 0 : !o->prefix);
+    if (to_stdout && isatty(STDOUT_FILENO))
+        return ddtk_fail(DDTK_EUSAGE, "refusing to write a binary time series to a terminal; "
+                         "use -o FILE or redirect stdout");
+    return DDTK_OK;
+}
+
 static int run_plan(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char *notes)
 {
     ddtk_outset out;
@@ -723,6 +737,8 @@ static int run_plan(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char 
         .notes = notes, .downsamp = a->downsamp,
     };
     int rc = integer_output(a, in, plan, &meta);
+    if (!rc)
+        rc = refuse_terminal(a);
     if (!rc)
         rc = ddtk_outset_open(&out, a->dms.dm, a->dms.n, &a->out, &meta);
     if (rc)
@@ -817,6 +833,8 @@ int ddtk_ddtool_main(const ddtk_ddtool *t, ddtk_ddargs *a, int argc, char **argv
         rc = ddtk_gpu_list(stdout);
     else if (!rc) {
         rc = ddtk_ddargs_open(a, &in);
+        if (!rc)
+            rc = ddtk_input_require_filterbank(&in);
         if (!rc)
             rc = t->run(a, &in, t->ctx);
         ddtk_input_close(&in);
