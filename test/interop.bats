@@ -125,6 +125,23 @@ sigproc_fold() { echo "$(dirname "$(command -v seek)")/fold"; }
         exit !(n >= 16 && (m - s / n) > 5 * sqrt(ss / n) / 2) }' prof.txt
 }
 
+@test "interop: fdas's summed power is within 10% of accelsearch's, pulsars of 1.5 ms to 2 s, duty 1-10%" {
+    need accelsearch
+    local c P D acc fd
+    for c in 0.0015,0.10 0.005,0.05 0.0893,0.03 0.253,0.03 0.75,0.02 2.0,0.01; do
+        P=${c%,*} D=${c#*,}
+        fbsim -q -o t.fil --force --nchans 128 --nbits 8 --tsamp 0.000064 --tobs 20 --fch1 1500 \
+            --foff -2 --pulsar "$P,40,$D,0.5" --seed 3
+        dd_direct -q t.fil --dm 40 --format dat -o t.dat --force
+        accelsearch -zmax 50 -numharm 8 t.dat > acc.log 2>&1 || { tail -3 acc.log; false; }
+        read -r acc accp < <(awk 'NR == 4 { split($6, p, "("); print $3, p[1] }' t_ACCEL_50)
+        read -r fd fdp < <(fdas t.dat --zmax 50 --numharm 8 -q | awk -F'\t' 'NR == 2 { print $3, $5 }')
+        echo "P $P s, duty $D: accelsearch $acc at $accp ms, fdas $fd at $fdp ms"
+        approx "$fd" "$acc" "$(echo "0.1 * $acc" | bc -l)"
+        approx "$fdp" "$accp" "$(echo "0.005 * $accp" | bc -l)"
+    done
+}
+
 # best_prd FILE.prd PERIOD_MS: the highest S/N of seek's folds within 0.6 ms of PERIOD_MS
 best_prd() {
     awk -v w="$2" '!/DM:/ { for (i = 1; i < NF; i += 2) if (($(i + 1) - w)^2 < 0.6^2 && $i > m) m = $i }
