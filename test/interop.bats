@@ -137,8 +137,8 @@ sigproc_fold() { echo "$(dirname "$(command -v seek)")/fold"; }
         read -r acc accp < <(awk 'NR == 4 { split($6, p, "("); print $3, p[1] }' t_ACCEL_50)
         read -r fd fdp < <(fdas t.dat --zmax 50 --numharm 8 -q | awk -F'\t' 'NR == 2 { print $3, $5 }')
         echo "P $P s, duty $D: accelsearch $acc at $accp ms, fdas $fd at $fdp ms"
-        approx "$fd" "$acc" "$(echo "0.1 * $acc" | bc -l)"
-        approx "$fdp" "$accp" "$(echo "0.005 * $accp" | bc -l)"
+        approx "$fd" "$acc" "$(awk -v x="$acc" 'BEGIN { print 0.1 * x }')"
+        approx "$fdp" "$accp" "$(awk -v x="$accp" 'BEGIN { print 0.005 * x }')"
     done
 }
 
@@ -160,8 +160,8 @@ best_prd() {
     for f in ded x raw; do seek $f.tim > $f.log 2>&1 || { tail -3 $f.log; false; }; done
     ded=$(best_prd ded.prd 253.0) x=$(best_prd x.prd 253.0) raw=$(best_prd raw.prd 253.0)
     echo "seek S/N of the 253 ms pulsar: dedisperse $ded, dd_direct $x, --no-baseline $raw"
-    approx "$x" "$ded" "$(echo "0.1 * $ded" | bc -l)"
-    [ "$(echo "$ded > 40" | bc)" = 1 ]
+    approx "$x" "$ded" "$(awk -v x="$ded" 'BEGIN { print 0.1 * x }')"
+    awk -v a="$ded" 'BEGIN { exit !(a > 40) }'
     # the raw sums lose it behind red noise: the first suspect is seconds long
     awk 'NR == 2 { exit !($2 > 1000) }' raw.prd
     awk 'NR == 2 { exit !($2 < 1000) }' x.prd

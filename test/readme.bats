@@ -27,7 +27,7 @@ pipelines() {
 missing_for() {
     local p miss=() code
     code=$(sed -e '/^ *#/d' -e 's/  *#.*//' <<<"$1")
-    for p in seek accelsearch ACCEL_sift.py prepfold single_pulse_search.py; do
+    for p in seek accelsearch ACCEL_sift.py prepfold single_pulse_search.py rfifind; do
         if grep -Eq "(^|[ (;&|])$p( |$)" <<<"$code" && ! command -v "$p" > /dev/null; then
             miss+=("$p")
         fi
@@ -57,7 +57,7 @@ gpu_usable() {
         ran=$((ran + 1))
     done < <(pipelines)
     echo "# $ran of $n pipelines ran" >&3
-    [ "$n" -ge 14 ] && [ "$ran" -ge 11 ]
+    [ "$n" -ge 17 ] && [ "$ran" -ge 13 ]
     # what each wrote, under its own names
     [ -s obs.fil ] && [ -s obs_DM56.70.tim ] && [ -s dm300.tim ] && [ -s dm300_2x.tim ]
     [ "$(ls fdas/*_ACCEL_50 | wc -l)" -eq 25 ] && [ "$(ls fdas/*_ACCEL_50.cand | wc -l)" -eq 25 ]
@@ -69,9 +69,11 @@ gpu_usable() {
     [ "$(ls allgpus/*.tim | wc -l)" -eq "$(ls 8bit/*.tim | wc -l)" ]
     [ "$(ls batch/obs1_DM*.tim | wc -l)" -eq "$(wc -l < dms.txt)" ]
     [ "$(ls batch/obs2_DM*.tim | wc -l)" -eq "$(wc -l < dms.txt)" ]
+    [ "$(ls fits/*.tim | wc -l)" -gt 10 ] && [ "$(fbinfo -k nchans guppi_0001.fil)" = 256 ]
+    [ "$(ls rfi/*.tim | wc -l)" -eq "$(ls 8bit/*.tim | wc -l)" ]
     # the tuned run found the wisdom ddtune kept
     grep -q "(wisdom)" pipeline*.err
     # the burst streamed through dd_direct at DM 300 is at 1.5 s
     read -r _ _ t snr < <(timpeak dm300.tim)
-    approx "$t" 1.5 0.01 && [ "$(echo "$snr > 8" | bc)" = 1 ]
+    approx "$t" 1.5 0.01 && awk -v a="$snr" 'BEGIN { exit !(a > 8) }'
 }
