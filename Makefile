@@ -6,7 +6,9 @@
 #   make fuzz       libFuzzer runs over the parsers (FUZZ_SECONDS each; clang)
 #   make demo       the built-in demo observation
 #   make bench      CPU benchmarks (bench/run, bench/scrunch, bench/fdas)
-#   make install PREFIX=/usr/local   (DESTDIR=... to stage it; the Python package too)
+#   make install PREFIX=/usr/local   (DESTDIR=... to stage it; every GPU architecture;
+#                   the Python package too)
+#   make release    what make install installs, built in place
 #   make CUDA=0     CPU-only build even where nvcc exists
 
 PREFIX ?= /usr/local
@@ -21,19 +23,47 @@ LDLIBS = -lfftw3f -lfftw3f_omp $(CFITSIO_LIBS) -lm
 
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x $(CUDA_HOME)/bin/nvcc && echo $(CUDA_HOME)/bin/nvcc; })
-CUDA ?= $(if $(NVCC),1,0)
+# Which GPUs to build for (the rule; README "Set-up"):
+#  - make, make demo, make test: for the GPUs this machine has (their compute
+#    capabilities, from nvidia-smi), or CPU only when it has none, even where
+#    nvcc exists: a build for every architecture takes minutes per kernel file;
+#  - make install and make release: every architecture (ALL_CUDA_ARCHS) when
+#    nvcc exists, GPU or not, for machines other than this one;
+#  - CUDA=0|1 and CUDA_ARCHS="80 90" given on the command line decide alone.
 # Volta (sm_70) is gone from CUDA 13; Turing onwards, plus PTX for newer chips.
-CUDA_ARCHS ?= 75 80 86 89 90
+ALL_CUDA_ARCHS := 75 80 86 89 90
+GPU_ARCHS := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null \
+	| tr -d . | grep -E '^[0-9]+$$' | sort -u)
+ifneq ($(filter install release,$(MAKECMDGOALS)),)
+CUDA ?= $(if $(NVCC),1,0)
+CUDA_ARCHS ?= $(ALL_CUDA_ARCHS)
+else
+CUDA ?= $(if $(and $(NVCC),$(GPU_ARCHS)),1,0)
+CUDA_ARCHS ?= $(or $(GPU_ARCHS),$(ALL_CUDA_ARCHS))
+endif
+PTX_ARCH := $(lastword $(sort $(CUDA_ARCHS)))
 NVCCFLAGS ?= -O3 -std=c++17 $(foreach a,$(CUDA_ARCHS),-gencode=arch=compute_$(a),code=sm_$(a)) \
-	-gencode=arch=compute_90,code=compute_90
+	-gencode=arch=compute_$(PTX_ARCH),code=compute_$(PTX_ARCH)
 NVCCFLAGS += -Iinclude -Isrc -Xcompiler -Wall,-Wextra,-fopenmp,-fPIC
+build/cuda/cufft_load.o: NVCCFLAGS += -DDDTK_CUDA_LIBDIR='"$(CUDA_HOME)/lib64"'
+
 
 LIB_C := $(filter-out src/gpu_none.c src/%_gpu_none.c,$(wildcard src/*.c)) $(wildcard cpu/*.c)
 ifeq ($(CUDA),1)
 LIB_CU := $(wildcard cuda/*.cu)
 # The algorithms' descriptors name their GPU halves (src/algo.h, DDTK_GPU_HALF).
 CFLAGS += -DDDTK_CUDA
-LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcufft -lcudart -lstdc++
+# The static CUDA runtime (CUDA_RUNTIME=static), and cuFFT loaded when fdas
+# first uses it (cuda/cufft_load.cu): the tools need only the driver's
+# libcuda at run time, none of the toolkit's shared libraries.
+# CUDA_RUNTIME=shared links libcudart.so, which LD_PRELOAD shims can reach
+# (test/fault/cudafault.c: multigpu.bats's pinning-fault test needs it).
+CUDA_RUNTIME ?= static
+ifeq ($(CUDA_RUNTIME),shared)
+LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart -ldl -lstdc++
+else
+LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++
+endif
 else
 LIB_C += src/gpu_none.c $(wildcard src/*_gpu_none.c)
 endif
@@ -53,8 +83,11 @@ TEST_HELPERS := $(patsubst test/helpers/%.c,build/test/%,$(wildcard test/helpers
                 build/test/fault.so build/test/cudafault.so
 EXAMPLES := $(patsubst examples/%.c,build/examples/%,$(wildcard examples/*.c))
 HEADERS := $(wildcard include/*.h src/*.h tools/cli/*.h)
-# Switching CUDA=0/1 rebuilds everything: objects depend on this stamp.
-CONFIG_STAMP := build/config.cuda$(CUDA)
+# Switching CUDA=0/1 or the architectures rebuilds everything: objects depend
+# on this stamp.
+empty :=
+space := $(empty) $(empty)
+CONFIG_STAMP := build/config.cuda$(CUDA)$(if $(filter 1,$(CUDA)),-sm$(subst $(space),_,$(strip $(CUDA_ARCHS)))-$(CUDA_RUNTIME))
 # The shared library beside libddtk.a, from the same objects (built
 # position-independent): libddtk.so.VERSION, soname libddtk.so.MAJOR, and
 # only ddtk_ symbols exported (src/libddtk.map).
@@ -63,7 +96,7 @@ SHLIB = libddtk.so.$(VERSION)
 SHLIB_LINKS = $(SONAME) libddtk.so
 LIBDIR ?= $(PREFIX)/lib
 
-.PHONY: all test test-build unit bats demo bench install clean deps vecreport
+.PHONY: all release test test-build unit bats demo bench install clean deps vecreport
 all: libddtk.a $(SHLIB_LINKS) $(TOOLS) $(SCRIPT_TOOLS)
 
 $(CONFIG_STAMP):
@@ -141,9 +174,14 @@ test: deps
 	@$(MAKE) --no-print-directory test-build
 	@scripts/run-tests $(UNIT_TESTS) $(EXAMPLES)
 
+# The demo builds only what it runs.
 demo: deps
-	@$(MAKE) --no-print-directory all $(TEST_HELPERS)
+	@$(MAKE) --no-print-directory $(if $(findstring j,$(MAKEFLAGS)),,-j$(shell nproc)) \
+		bin/fbsim bin/fbinfo bin/dd_direct build/test/timpeak
 	@scripts/demo
+
+# The library and tools for every GPU architecture (see CUDA_ARCHS above).
+release: all
 
 # CPU benchmarks: dd_direct (htru, 100-DM sweep), time scrunching, fdas.
 bench: deps

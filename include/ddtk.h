@@ -161,6 +161,9 @@ int ddtk_input_open_files(ddtk_input *in, const char *const *paths, int n);
  * is the last read) into raw; *got is the number of whole spectra read. */
 int ddtk_input_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got);
 void ddtk_input_close(ddtk_input *in);
+/* DDTK_EDATA, naming the file, unless the input is a filterbank: a
+ * dedispersed time series (data_type 2, a .tim) is not. */
+int ddtk_input_require_filterbank(const ddtk_input *in);
 /* Bytes holding n spectra, rounded up. */
 int64_t ddtk_input_bytes(const ddtk_input *in, int64_t n);
 
@@ -254,8 +257,22 @@ typedef struct ddtk_series_meta {
     const char *notes;            /* .inf notes, newline separated */
     const int *downsamp;          /* per DM: tsamp factor of a scrunched series, or NULL */
     int nbits;                    /* samples written: 0 or 32 float32; 8 or 16 unsigned */
-    double scale;                 /* nbits 8/16: value = x / (scale * downsamp), rounded */
+    int quant;                    /* nbits 8/16: DDTK_QUANT_NOISE or DDTK_QUANT_SUM */
+    double scale;                 /* DDTK_QUANT_SUM: value = x / (scale * downsamp), rounded */
 } ddtk_series_meta;
+
+/*
+ * Integer output (--nbits-out 8|16). DDTK_QUANT_NOISE: each series is scaled
+ * to its own noise, measured (ddtk_robust_sigma) on its first baseline block:
+ * value = DDTK_QUANT_MID(nbits) + (x - base) / s with s = sigma /
+ * DDTK_QUANT_SIGMA(nbits), base 0 for baselined .tim series, else the first
+ * block's median; samples beyond the range are clamped and counted.
+ * DDTK_QUANT_SUM: the raw sums divided by the meta's scale (never clamped
+ * for unsigned input; no baseline).
+ */
+enum { DDTK_QUANT_NOISE = 0, DDTK_QUANT_SUM = 1 };
+#define DDTK_QUANT_SIGMA(nbits) ((nbits) == 8 ? 8.0 : 512.0)
+#define DDTK_QUANT_MID(nbits) ((nbits) == 8 ? 128.0 : 32768.0)
 
 typedef struct ddtk_series_file {
     char *path;                   /* final name; NULL for stdout */
@@ -264,6 +281,11 @@ typedef struct ddtk_series_file {
     FILE *fp;
     double dm;
     double scale;                 /* integer output: the divisor of this series */
+    double zero;                  /* integer output: the level of x = 0 */
+    float *block;                 /* blocked output: samples held for their block */
+    int64_t held, nblocks;        /* samples held; blocks written */
+    float offset;                 /* the median of the last full block */
+    int64_t clipped;              /* integer output: samples clamped to the range */
     int64_t nwritten;
     int64_t nvalid;               /* samples of data before any padding */
     int padded;                   /* padding appended: the .inf declares it (breaks) */
@@ -289,11 +311,15 @@ typedef struct ddtk_outspec {
     int force;
     int length;                   /* DDTK_LEN_* (--length, --even) */
     int discard;                  /* --discard: compute, write nothing (benchmarks) */
+    int baseline;                 /* .tim: subtract SIGPROC dedisperse's block medians */
 } ddtk_outspec;
 
 typedef struct ddtk_flusher ddtk_flusher;
 typedef struct ddtk_outset {
     int n, to_stdout;
+    int blocked;                  /* samples pass through blocks (baseline, noise scaling) */
+    int64_t block;                /* their length: ddtk_baseline_block(nchans) */
+    int64_t clipped, quantised;   /* integer output, after close: samples clamped, written */
     ddtk_outspec spec;
     ddtk_series_file *f;
     ddtk_series_meta meta;

@@ -109,9 +109,20 @@ static int plan_rednoise(ddtk_fdas_plan *p)
     return DDTK_OK;
 }
 
+/* The GPU needs cuFFT, loaded when first used (cuda/cufft_load.cu): without
+ * it the automatic backend runs on the CPU, a GPU asked for fails. */
 static int choose_backend(ddtk_fdas_plan *p)
 {
+    const char *why = "";
     int rc = ddtk_backend_resolve(p->cfg.backend, p->cfg.gpu, p->cfg.verbose, &p->use_gpu);
+    if (!rc && p->use_gpu && !ddtk_cufft_usable(&why)) {
+        if (p->cfg.backend != DDTK_BACKEND_AUTO)
+            return ddtk_fail(DDTK_ESYS, "GPU: cuFFT cannot be loaded (%s); backend cpu "
+                             "searches on the CPU", why);
+        ddtk_report(DDTK_MSG_NOTE, "backend auto uses the CPU: cuFFT cannot be loaded (%s)",
+                    why);
+        p->use_gpu = 0;
+    }
     return rc ? rc : p->use_gpu ? ddtk_fdas_gpu_init(p) : ddtk_fdas_cpu_init(p);
 }
 

@@ -11,6 +11,13 @@ static int no_gpu(void)
     return ddtk_fail(DDTK_ESYS, "fdas: no GPU backend (ddtk was built without CUDA)");
 }
 
+int ddtk_cufft_usable(const char **why)
+{
+    if (why)
+        *why = "ddtk was built without CUDA";
+    return 0;
+}
+
 int ddtk_fdas_gpu_init(ddtk_fdas_plan *p)
 {
     (void)p;

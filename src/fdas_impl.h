@@ -105,6 +105,8 @@ static inline DDTK_HD int ddtk_fdas_frac_zi(int zi, int zmax, int num, int den)
 }
 
 /* GPU backend (cuda/fdas_gpu.cu, or src/fdas_gpu_none.c without CUDA). */
+/* Whether cuFFT could be loaded; *why (if given) says why not. */
+int ddtk_cufft_usable(const char **why);
 int ddtk_fdas_gpu_init(ddtk_fdas_plan *p);
 int ddtk_fdas_gpu_search(ddtk_fdas_plan *p, const float *x);
 /* Copy the whitened spectrum of the last search back into spec. */

@@ -132,6 +132,15 @@ int ddtk_input_open_files(ddtk_input *in, const char *const *paths, int n)
     return DDTK_OK;
 }
 
+int ddtk_input_require_filterbank(const ddtk_input *in)
+{
+    if (in->hdr.data_type == 2)
+        return ddtk_fail(DDTK_EDATA, "%s: a dedispersed time series (SIGPROC data_type 2, "
+                         "%d channel%s), not a filterbank", in->name, in->hdr.nchans,
+                         in->hdr.nchans == 1 ? "" : "s");
+    return DDTK_OK;
+}
+
 int64_t ddtk_input_bytes(const ddtk_input *in, int64_t n)
 {
     return (n * in->bits_per_spectrum + 7) / 8;

@@ -153,6 +153,17 @@ double ddtk_integer_scale(double largest, int nbits);
 /* x / scale rounded half away from zero, clamped to 0 .. 2^nbits - 1. */
 uint32_t ddtk_quantise(double x, double scale, int nbits);
 
+/* ---- series statistics (baseline.c) --------------------------------------- */
+
+/* SIGPROC dedisperse's baseline block: 32 * nchans output samples. */
+int64_t ddtk_baseline_block(int nchans);
+/* The median of x[0..n) (the ((n+1)/2)-th smallest: dedisperse's for even n),
+ * using scratch (n floats). */
+float ddtk_block_median(const float *x, int64_t n, float *scratch);
+/* 1.4826 * median |x - centre|: the noise's standard deviation, robust to
+ * pulses; scratch holds n floats. */
+double ddtk_robust_sigma(const float *x, int64_t n, double centre, float *scratch);
+
 /* ---- wisdom (wisdom.c) ------------------------------------------------------ */
 
 /* Replace or add key's entry in the wisdom file at path (its directory made
@@ -196,6 +207,9 @@ typedef struct ddtk_sim {
      * at DM 0. */
     double rfi_chan_frac, rfi_chan_amp;
     double dropout_rate, dropout_len;
+    /* Called after each block written (NULL: none): spectra written so far. */
+    void (*progress)(void *ctx, int64_t done);
+    void *progress_ctx;
 } ddtk_sim;
 
 /* Write header and data of a synthetic observation (Gaussian noise plus signals). */

@@ -265,6 +265,8 @@ int ddtk_sim_write(const ddtk_sim *s, FILE *fp, const char *name)
         size_t bytes = (size_t)(n * per_spectrum * h->nbits + 7) / 8;
         if (fwrite(st.packed, 1, bytes, fp) != bytes)
             rc = ddtk_fail(DDTK_ESYS, "%s: write error", name);
+        if (s->progress)
+            s->progress(s->progress_ctx, s0 + n);
     }
     teardown(&st);
     return rc;

@@ -318,11 +318,12 @@ freq_table() {
 }
 
 @test "a time series with fch1 0 is read, but dedispersing it is bad data, refused before any delay is cast" {
+    # refused as a time series first (no filterbank), before its frequency is looked at
     { str HEADER_START; str data_type; i32 2; str nchans; i32 1; str nbits; i32 32
       str tsamp; f64 0.001; str fch1; f64 0; str HEADER_END; head -c 4000 /dev/zero; } > ts0.tim
     run fbinfo -k nsamples ts0.tim
     [ "$status" -eq 0 ] && [ "$output" = 1000 ]
-    run_err "ts0.tim: channel 0 has frequency 0 MHz" dd_direct ts0.tim --dm 10,20 --prefix out/x
+    run_err "ts0.tim: a dedispersed time series" dd_direct ts0.tim --dm 10,20 --prefix out/x
     [ "$status" -eq 1 ]
     no_output_left
 }
@@ -460,4 +461,46 @@ freq_table() {
     run_err "fewer than one group" tscrunch -n 1000000 good.fil -o out/few.fil
     [ "$status" -eq 1 ]
     no_output_left
+}
+
+@test "a .tim or .dat given where a filterbank is needed: one line naming it, exit 1, no output" {
+    dd_direct -q good.fil --dm 10 -o small.tim
+    dd_direct -q good.fil --dm 10 --format dat -o small.dat
+    for tool in dd_direct dd_subband dd_tree ddtune; do
+        out=(--prefix out/x)
+        [ "$tool" != ddtune ] || out=()
+        run_err small.tim "$tool" small.tim --dm-max 10 "${out[@]}"
+        [ "$status" -eq 1 ] && no_output_left
+        [[ "$output" == *"dedispersed time series"*"not a filterbank"* ]]
+        run_err small.dat "$tool" small.dat --dm-max 10 "${out[@]}"
+        [ "$status" -eq 1 ] && no_output_left
+    done
+    run_err small.tim dd_direct small.tim --dm 10 -o out/x.tim
+    [ "$status" -eq 1 ] && no_output_left
+    # ddplan names the file, not options never given
+    run_err small.tim ddplan small.tim --dm-max 100
+    [ "$status" -eq 1 ] && [[ "$output" != *"--fch1"* ]]
+}
+
+@test "binary series are refused on a terminal (dd_direct, tscrunch), written when redirected" {
+    command -v script > /dev/null || skip "script (util-linux) not installed"
+    run script -qec "dd_direct good.fil --dm 10" /dev/null
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"dd_direct: refusing to write a binary time series to a terminal"* ]]
+    run script -qec "tscrunch -n 2 good.fil" /dev/null
+    [ "$status" -eq 2 ] && [[ "$output" == *"tscrunch: refusing to write binary data"* ]]
+    # to files, or several DMs to their own files, the terminal is no matter
+    run script -qec "dd_direct -q good.fil --dm 10 -o out/a.tim && dd_direct -q good.fil --dm 10,20 --prefix out/b" /dev/null
+    [ "$status" -eq 0 ] && [ -s out/a.tim ] && [ -s out/b_DM20.00.tim ]
+    dd_direct -q good.fil --dm 10 > piped.tim
+    cmp piped.tim out/a.tim
+}
+
+@test "fbsim shows progress with the time left on a terminal" {
+    command -v script > /dev/null || skip "script (util-linux) not installed"
+    run script -qec "fbsim -o p.fil --nchans 1024 --nbits 8 --tsamp 0.000064 --tobs 4" /dev/null
+    [ "$status" -eq 0 ] && [ -s p.fil ]
+    [[ "$output" == *"fbsim: ["*"%"*" s, "*" s left"* ]]
+    run script -qec "fbsim -q -o q.fil --nchans 1024 --nbits 8 --tsamp 0.000064 --tobs 4" /dev/null
+    [ -z "$output" ]
 }

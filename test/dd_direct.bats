@@ -87,7 +87,7 @@ data_of() {   # the samples of a .tim, without its header
 @test "--rounding floor equals the brute-force reference" {
     make_burst
     for dm in 0 17.5 60 123.4; do
-        dd_direct burst.fil --dm $dm --rounding floor -o floor.tim -q --force
+        dd_direct burst.fil --dm $dm --rounding floor -o floor.tim -q --force --no-baseline
         ddref burst.fil $dm floor > ref.f32
         [ -s ref.f32 ]
         cmp <(data_of floor.tim) ref.f32
@@ -96,7 +96,7 @@ data_of() {   # the samples of a .tim, without its header
 
 @test "--rounding nearest (default) equals the brute-force reference" {
     make_burst --nifs 1
-    dd_direct burst.fil --dm 77.7 -o near.tim -q
+    dd_direct burst.fil --dm 77.7 -o near.tim -q --no-baseline
     ddref burst.fil 77.7 nearest > ref.f32
     cmp <(data_of near.tim) ref.f32
 }
@@ -104,7 +104,7 @@ data_of() {   # the samples of a .tim, without its header
 @test "killfile zeroes exactly the listed channels (ranges and mask forms)" {
     make_burst
     echo "0:9,40,100:127" > kill.txt
-    dd_direct burst.fil --dm 60 --killfile kill.txt -o k.tim -q
+    dd_direct burst.fil --dm 60 --killfile kill.txt -o k.tim -q --no-baseline
     ddref burst.fil 60 nearest "$(seq -s, 0 9),40,$(seq -s, 100 127)" > ref.f32
     cmp <(data_of k.tim) ref.f32
     # the same channels as a 0/1 mask (0 kills)
@@ -112,7 +112,7 @@ data_of() {   # the samples of a .tim, without its header
         if [ "$c" -le 9 ] || [ "$c" -eq 40 ] || { [ "$c" -ge 100 ] && [ "$c" -le 127 ]; }; then
             echo 0; else echo 1; fi
     done > mask.txt
-    dd_direct burst.fil --dm 60 --killfile mask.txt -o m.tim -q
+    dd_direct burst.fil --dm 60 --killfile mask.txt -o m.tim -q --no-baseline
     cmp k.tim m.tim
     run dd_direct burst.fil --dm 60 --killfile kill.txt -o v.tim -v
     [[ "$output" == *"39 of 256 channels killed"* ]]
@@ -232,4 +232,45 @@ data_of() {   # the samples of a .tim, without its header
     [ "$(ls c)" = "$(ls d)" ] && [ "$(ls c | wc -l)" -gt 5 ]
     run_err "--dm-min needs --dm-max" dd_direct burst.fil --dm-min 10 -q
     [ "$status" -eq 2 ]
+}
+
+# ---- the .tim baseline (SIGPROC dedisperse's default) -------------------------------
+
+@test ".tim: each block of 32 x nchans samples less its median, as dedisperse; --no-baseline: raw sums" {
+    fbsim -q -o slow.fil --nchans 64 --nbits 8 --tsamp 0.000256 --tobs 4 --fch1 1500 --foff -2 \
+        --pulsar 0.253,56.7,0.03,2
+    dd_direct slow.fil --dm 56.7 -o x.tim -q
+    dd_direct slow.fil --dm 56.7 -o raw.tim -q --no-baseline
+    # blocks of 2048: 7 full ones and a short last one (the previous median)
+    [ "$(fbinfo -k nsamples x.tim)" -gt $((7 * 2048)) ]
+    timcmp --baseline 2048 x.tim raw.tim
+    ! timcmp --baseline 1024 x.tim raw.tim
+    ! timcmp x.tim raw.tim
+    read -r mean std _ < <(timsnr x.tim)
+    read -r rmean rstd _ < <(timsnr raw.tim)
+    echo "mean $mean std $std; raw mean $rmean"
+    approx "$mean" 0 "$(awk -v x="$std" 'BEGIN { print 0.05 * x }')"
+    awk -v a="$rmean" -v b="$std" 'BEGIN { exit !(a > 50 * b) }'
+    # the pulsar folds as bright as in the raw sums
+    f=$(timsnr --fold 0.253 x.tim | cut -f3) r=$(timsnr --fold 0.253 raw.tim | cut -f3)
+    echo "folded S/N: $f baselined, $r raw"
+    approx "$f" "$r" "$(awk -v x="$r" 'BEGIN { print 0.1 * x }')"
+    # stdout and several DMs the same; a series shorter than one block less its own median
+    dd_direct slow.fil --dm 56.7 -q > out.tim
+    cmp out.tim x.tim
+    dd_direct slow.fil --dm 0,56.7 --prefix m -q
+    cmp m_DM56.70.tim x.tim
+    fbsim -q -o short.fil --nchans 64 --nbits 8 --tsamp 0.000256 --nsamples 1500 --fch1 1500 --foff -2
+    dd_direct short.fil --dm 10 -o s.tim -q
+    dd_direct short.fil --dm 10 -o sraw.tim -q --no-baseline
+    timcmp --baseline 2048 s.tim sraw.tim
+}
+
+@test ".dat stays as prepdata writes it: raw sums, --no-baseline or not" {
+    fbsim -q -o slow.fil --nchans 64 --nbits 8 --tsamp 0.000256 --tobs 2 --fch1 1500 --foff -2
+    dd_direct slow.fil --dm 30 --format dat -o a.dat -q
+    dd_direct slow.fil --dm 30 --format dat -o b.dat -q --no-baseline
+    cmp a.dat b.dat
+    dd_direct slow.fil --dm 30 -o raw.tim -q --no-baseline
+    cmp <(head -c "$(( $(fbinfo -k nsamples raw.tim) * 4 ))" a.dat) <(data_of raw.tim)
 }

@@ -7,7 +7,7 @@ HTRU="--nchans 1024 --fch1 1581.8 --foff -0.390625 --tsamp 0.000064"
 PRESTO="--nchans 1024 --fch1 1581.6 --foff -0.390625 --tsamp 0.000064 --dm-min 0 --dm-max 1000"
 
 @test "ddplan: htru tol list has Barsdell's 1196 DMs within 2%" {
-    ddplan $HTRU --dm-min 0 --dm-max 1000 --dm-list dms.txt -q
+    ddplan $HTRU --dm-min 0 --dm-max 1000 --write-dm-list dms.txt -q
     n=$(wc -l < dms.txt)
     approx "$n" 1196 24
     [ "$(head -1 dms.txt)" = 0 ]
@@ -30,12 +30,12 @@ PRESTO="--nchans 1024 --fch1 1581.6 --foff -0.390625 --tsamp 0.000064 --dm-min 0
 }
 
 @test "ddplan: --plan file has the header row and contiguous rows" {
-    ddplan $PRESTO --mode ranges --plan p.tsv -q
+    ddplan $PRESTO --mode ranges --write-plan p.tsv -q
     [ "$(head -1 p.tsv)" = "$(printf 'dm_lo\tdm_hi\tdm_step\tdownsamp\tndm\tdms_per_sub')" ]
     awk -F'\t' 'NR > 2 && $1 != prev { exit 1 } NR > 1 { prev = $2 }' p.tsv
     # DDplan's DMs per sub-band call are kept, and each row is a whole number of calls
     awk -F'\t' 'NR > 1 && !($6 > 0 && $5 % $6 == 0) { exit 1 }' p.tsv
-    ddplan $PRESTO --mode tol --plan t.tsv -q
+    ddplan $PRESTO --mode tol --write-plan t.tsv -q
     [ "$(head -1 t.tsv)" = "$(printf 'dm_lo\tdm_hi\tdm_step\tdownsamp\tndm')" ]
 }
 
@@ -50,7 +50,7 @@ PRESTO="--nchans 1024 --fch1 1581.6 --foff -0.390625 --tsamp 0.000064 --dm-min 0
 }
 
 @test "ddplan: tol plan written and read back gives the same DM list" {
-    ddplan $HTRU --dm-max 300 --scrunch auto --plan p.tsv --dm-list d.txt -q
+    ddplan $HTRU --dm-max 300 --scrunch auto --write-plan p.tsv --write-dm-list d.txt -q
     awk -F'\t' 'NR > 1 { for (i = 0; i < $5; i++) printf "%.6f\n", $1 + i * $3 }' p.tsv > a.txt
     awk '{ printf "%.6f\n", $1 }' d.txt > b.txt
     cmp a.txt b.txt
@@ -61,8 +61,8 @@ PRESTO="--nchans 1024 --fch1 1581.6 --foff -0.390625 --tsamp 0.000064 --dm-min 0
 
 @test "ddplan: reads the set-up from a filterbank header" {
     fbsim -q -o a.fil --nchans 1024 --nbits 2 --tsamp 0.000064 --nsamples 64 --fch1 1581.8 --foff -0.390625
-    ddplan a.fil --dm-max 1000 --dm-list d.txt -q
-    ddplan $HTRU --dm-max 1000 --dm-list e.txt -q
+    ddplan a.fil --dm-max 1000 --write-dm-list d.txt -q
+    ddplan $HTRU --dm-max 1000 --write-dm-list e.txt -q
     cmp d.txt e.txt
 }
 
@@ -74,10 +74,10 @@ PRESTO="--nchans 1024 --fch1 1581.6 --foff -0.390625 --tsamp 0.000064 --dm-min 0
 }
 
 @test "ddplan: tol <= 1 is a usage error, no file left" {
-    run_err tol ddplan $HTRU --tol 1 --plan p.tsv
+    run_err tol ddplan $HTRU --tol 1 --write-plan p.tsv
     [ "$status" -eq 2 ]
     [ ! -e p.tsv ]
-    run_err tol ddplan $HTRU --tol 0.5 --dm-list d.txt
+    run_err tol ddplan $HTRU --tol 0.5 --write-dm-list d.txt
     [ ! -e d.txt ]
 }
 
@@ -90,9 +90,9 @@ PRESTO="--nchans 1024 --fch1 1581.6 --foff -0.390625 --tsamp 0.000064 --dm-min 0
 
 @test "ddplan: an existing --plan is not overwritten without --force" {
     echo keep > p.tsv
-    run_err p.tsv ddplan $HTRU --plan p.tsv
+    run_err p.tsv ddplan $HTRU --write-plan p.tsv
     [ "$(cat p.tsv)" = keep ]
-    ddplan $HTRU --plan p.tsv --force -q
+    ddplan $HTRU --write-plan p.tsv --force -q
     [ "$(head -c 5 p.tsv)" = dm_lo ]
 }
 
@@ -108,4 +108,15 @@ PRESTO="--nchans 1024 --fch1 1581.6 --foff -0.390625 --tsamp 0.000064 --dm-min 0
     [ "$status" -eq 3 ]
     run_err stdout bash -c "ddplan $HTRU --dm-max 100 >&-"
     [ "$status" -eq 3 ]
+}
+
+@test "ddplan: --plan and --dm-list (read by the dd_* tools) are usage errors naming --write-plan/--write-dm-list" {
+    run_err "--write-plan" ddplan $HTRU --plan p.tsv
+    [ "$status" -eq 2 ] && [ ! -e p.tsv ]
+    run_err "--write-dm-list" ddplan $HTRU --dm-list d.txt
+    [ "$status" -eq 2 ] && [ ! -e d.txt ]
+    ddplan $HTRU --dm-max 100 --write-plan p.tsv --write-dm-list d.txt -q
+    [ -s p.tsv ] && [ -s d.txt ]
+    run ddplan --help
+    [[ "$output" == *"--write-plan FILE"* ]] && [[ "$output" != *" --plan FILE"* ]]
 }

@@ -20,6 +20,10 @@
 # with gcc 12.2 -O3 -march=native on x86-64 (FMA, AVX-512); compare on one
 # machine and compiler.
 #
+# The pins are of the sums: every case passes --no-baseline (the .tim
+# default subtracts SIGPROC dedisperse's block medians since H33); the
+# "baseline-*" cases pin that default on its own.
+#
 # Re-record ONLY when an output change is intended, and say why in the commit:
 #   DDTK_GOLDEN_RECORD=1 bats test/golden.bats
 # replaces each case's line in test/golden.sha256 (remove the file first to
@@ -29,6 +33,11 @@ load common
 
 GOLDEN=$BATS_TEST_DIRNAME/golden.sha256
 DMS=0,30,60,100.5,150
+
+# The sums, as the pins were recorded (see above); baseline_case runs the default.
+dd_direct() {
+    command dd_direct "$@" --no-baseline
+}
 
 setup() {
     cd "$BATS_TEST_TMPDIR" || return 1
@@ -122,7 +131,7 @@ make_input() {
 # make_plan: plan.tsv, ddplan's PRESTO-style ranges for w8 over DM 0..1000
 make_plan() {
     make_input w8
-    ddplan w8.fil --dm-min 0 --dm-max 1000 --mode ranges --plan plan.tsv -q
+    ddplan w8.fil --dm-min 0 --dm-max 1000 --mode ranges --write-plan plan.tsv -q
 }
 
 ALL_INPUTS="b1 b2 b4 b8 b16 b32 b1-flip b2-flip b4-flip b8-flip b16-flip b32-flip s8 s16
@@ -298,6 +307,27 @@ dd_case() {
     (cd out && dd_direct ../b8.fil --dm 60 --format dat --backend cpu -q > stdout.txt)
     golden dat-single-default
 }
+# ---- the .tim default: SIGPROC dedisperse's baseline ------------------------------------
+
+# baseline_case CASE INPUT ARGS...: dd_direct as users run it, block medians removed
+baseline_case() {
+    local case=$1 input=$2
+    shift 2
+    make_input "$input"
+    (cd out && command dd_direct "../$input.fil" --backend cpu -q "$@")
+    golden "$case"
+}
+@test "golden: baseline, several DMs (blocks of 2048 samples, a short last one)" {
+    baseline_case baseline-dms b8 --dm $DMS --prefix o
+}
+@test "golden: baseline, float32 to stdout" {
+    make_input b32
+    (cd out && command dd_direct ../b32.fil --dm 60 --backend cpu -q > stdout.tim)
+    golden baseline-stdout-32bit
+}
+@test "golden: baseline, --scrunch auto --pad" { baseline_case baseline-scrunch-pad w8 --dm-min 0 --dm-max 1000 --scrunch auto --prefix o --pad; }
+@test "golden: baseline, 40000 samples of 256 channels" { baseline_case baseline-long long --dm 0,100 --prefix o; }
+
 @test "golden: nifs 2 with a killfile, single DM, -o" {
     echo "3,5:7,63" > kill.txt
     dd_case nifs2-killfile-single-o p8 --dm 33.3 -o k.tim --killfile ../kill.txt

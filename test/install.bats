@@ -11,13 +11,23 @@ PREFIX=/opt/ddtk
 
 # One staged install for the file, made with this build's CUDA setting (its
 # stamp) so that nothing is rebuilt; MAKEFLAGS of an outer `make test` dropped.
+# The stamp is config.cuda0, or config.cuda1-smA_B-RUNTIME (the architectures
+# and CUDA runtime of a CUDA build, which make install would otherwise widen
+# to every architecture).
 setup_file() {
-    local stamp cuda
+    local stamp cfg cuda archs build=()
     stamp=$(ls "$REPO"/build/config.cuda* 2>/dev/null | head -1)
-    cuda=${stamp##*cuda}
+    cfg=${stamp##*config.cuda}
+    cuda=${cfg%%-*}
+    [ -z "$cuda" ] || build+=("CUDA=$cuda")
+    if [ "$cuda" = 1 ]; then
+        archs=${cfg#1-sm}
+        build+=("CUDA_ARCHS=${archs%-*}" "CUDA_RUNTIME=${cfg##*-}")
+        build[1]=${build[1]//_/ }
+    fi
     export STAGE=$BATS_FILE_TMPDIR/stage
     env -u MAKEFLAGS -u MAKELEVEL make -s -C "$REPO" install DESTDIR="$STAGE" \
-        PREFIX=$PREFIX ${cuda:+CUDA=$cuda} > "$BATS_FILE_TMPDIR/install.log" 2>&1 ||
+        PREFIX=$PREFIX "${build[@]}" > "$BATS_FILE_TMPDIR/install.log" 2>&1 ||
         { cat "$BATS_FILE_TMPDIR/install.log" >&2; return 1; }
 }
 

@@ -125,6 +125,48 @@ sigproc_fold() { echo "$(dirname "$(command -v seek)")/fold"; }
         exit !(n >= 16 && (m - s / n) > 5 * sqrt(ss / n) / 2) }' prof.txt
 }
 
+@test "interop: fdas's summed power is within 10% of accelsearch's, pulsars of 1.5 ms to 2 s, duty 1-10%" {
+    need accelsearch
+    local c P D acc fd
+    for c in 0.0015,0.10 0.005,0.05 0.0893,0.03 0.253,0.03 0.75,0.02 2.0,0.01; do
+        P=${c%,*} D=${c#*,}
+        fbsim -q -o t.fil --force --nchans 128 --nbits 8 --tsamp 0.000064 --tobs 20 --fch1 1500 \
+            --foff -2 --pulsar "$P,40,$D,0.5" --seed 3
+        dd_direct -q t.fil --dm 40 --format dat -o t.dat --force
+        accelsearch -zmax 50 -numharm 8 t.dat > acc.log 2>&1 || { tail -3 acc.log; false; }
+        read -r acc accp < <(awk 'NR == 4 { split($6, p, "("); print $3, p[1] }' t_ACCEL_50)
+        read -r fd fdp < <(fdas t.dat --zmax 50 --numharm 8 -q | awk -F'\t' 'NR == 2 { print $3, $5 }')
+        echo "P $P s, duty $D: accelsearch $acc at $accp ms, fdas $fd at $fdp ms"
+        approx "$fd" "$acc" "$(awk -v x="$acc" 'BEGIN { print 0.1 * x }')"
+        approx "$fdp" "$accp" "$(awk -v x="$accp" 'BEGIN { print 0.005 * x }')"
+    done
+}
+
+# best_prd FILE.prd PERIOD_MS: the highest S/N of seek's folds within 0.6 ms of PERIOD_MS
+best_prd() {
+    awk -v w="$2" '!/DM:/ { for (i = 1; i < NF; i += 2) if (($(i + 1) - w)^2 < 0.6^2 && $i > m) m = $i }
+                   END { print m + 0 }' "$1"
+}
+
+@test "interop: the README's dd_direct -o x.tim && seek x.tim finds a slow pulsar as dedisperse + seek do" {
+    need seek dedisperse
+    # 1024 8-bit channels: sums of about 130,000 whose mean, left in the series,
+    # makes seek's best suspects red noise of seconds (issue 33)
+    fbsim -q -o obs.fil --nchans 1024 --nbits 8 --tsamp 0.000064 --tobs 8 --fch1 1500 \
+        --foff -0.25 --pulsar 0.253,56.7,0.03,1.5
+    dedisperse obs.fil -d 56.7 -o ded.tim > /dev/null 2>&1
+    dd_direct obs.fil --dm 56.7 -o x.tim -q
+    dd_direct obs.fil --dm 56.7 -o raw.tim -q --no-baseline
+    for f in ded x raw; do seek $f.tim > $f.log 2>&1 || { tail -3 $f.log; false; }; done
+    ded=$(best_prd ded.prd 253.0) x=$(best_prd x.prd 253.0) raw=$(best_prd raw.prd 253.0)
+    echo "seek S/N of the 253 ms pulsar: dedisperse $ded, dd_direct $x, --no-baseline $raw"
+    approx "$x" "$ded" "$(awk -v x="$ded" 'BEGIN { print 0.1 * x }')"
+    awk -v a="$ded" 'BEGIN { exit !(a > 40) }'
+    # the raw sums lose it behind red noise: the first suspect is seconds long
+    awk 'NR == 2 { exit !($2 > 1000) }' raw.prd
+    awk 'NR == 2 { exit !($2 < 1000) }' x.prd
+}
+
 # The samples PRESTO computed from data: its first On/Off pair ends there
 # (prepsubband writes whole blocks and pads the rest).
 presto_data_bytes() { awk -F'[=,]' '/On\/Off bin pair # +1 / { print ($3 + 1) * 4; exit }' "$1"; }

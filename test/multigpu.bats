@@ -215,6 +215,8 @@ times_ok() {
 
 @test "multigpu: a pinning failure on a set-up thread is the one message, as with one pipeline" {
     need_gpu
+    ldd "$(command -v dd_direct)" | grep -q libcudart ||
+        skip "the static CUDA runtime is out of LD_PRELOAD's reach: build with CUDA_RUNTIME=shared"
     sim --nbits 8 --nchans 64 --fch1 1500 --foff -4 --nsamples 20000
     local l one=""
     for l in 0 0,0 0,0,0; do

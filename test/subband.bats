@@ -45,7 +45,7 @@ same_dirs() {   # every d/X.tim equals s/X.tim byte for byte, and there are $3
     make_burst
     while read -r nsub nom dm mode; do
         dd_subband burst.fil --dm "$dm" --sub-dm "$nom" --nsub "$nsub" --rounding "$mode" \
-            -o x.tim -q --force
+            -o x.tim -q --force --no-baseline
         sbref burst.fil "$nsub" "$nom" "$dm" "$mode" subtop > ref.f32
         [ -s ref.f32 ]
         cmp <(data_of x.tim) ref.f32
@@ -68,7 +68,7 @@ same_start() {
 
 @test "each group's nominal DM is the middle of its trial DMs" {
     make_burst
-    dd_subband burst.fil --dm 50,56,62,70,71 --dm-group 3 --nsub 32 --prefix g -q
+    dd_subband burst.fil --dm 50,56,62,70,71 --dm-group 3 --nsub 32 --prefix g -q --no-baseline
     for dm in 50 56 62; do
         sbref burst.fil 32 56 $dm nearest > ref.f32
         same_start "g_DM$dm.00.tim" ref.f32
@@ -150,7 +150,7 @@ same_start() {
 
 @test "--plan from ddplan --mode ranges uses its dms_per_sub column" {
     make_burst
-    ddplan burst.fil --mode ranges --nsub 32 --dm-min 0 --dm-max 300 --plan r.plan -q
+    ddplan burst.fil --mode ranges --nsub 32 --dm-min 0 --dm-max 300 --write-plan r.plan -q
     per=$(awk 'NR == 2 { print $6 }' r.plan)
     [ "$per" -gt 1 ]
     dd_subband burst.fil --plan r.plan --nsub 32 --prefix p --format dat -q
@@ -164,7 +164,7 @@ same_start() {
     [ "$status" -eq 2 ]
     run_err "--dm-group" dd_subband burst.fil --dm 10 --dm-group 0 -o x.tim
     [ "$status" -eq 2 ]
-    ddplan burst.fil --mode ranges --nsub 32 --dm-min 0 --dm-max 300 --plan r.plan -q
+    ddplan burst.fil --mode ranges --nsub 32 --dm-min 0 --dm-max 300 --write-plan r.plan -q
     run_err "r.plan" dd_subband burst.fil --plan r.plan --sub-dm 10 --prefix x
     [ "$status" -eq 2 ]
     run_err "--sub-dm" dd_subband burst.fil --dm 10,11 --sub-dm 10 --dm-group 2 --prefix x
@@ -188,7 +188,7 @@ gpu_usable() {
 @test "GPU: equals the brute-force two-stage reference" {
     gpu_usable || skip "no GPU: $(dd_direct --list-gpus 2>&1 | head -1)"
     make_burst
-    dd_subband burst.fil --dm 60 --sub-dm 40 --nsub 24 --backend gpu -o x.tim -q
+    dd_subband burst.fil --dm 60 --sub-dm 40 --nsub 24 --backend gpu -o x.tim -q --no-baseline
     sbref burst.fil 24 40 60 nearest subtop > ref.f32
     cmp <(data_of x.tim) ref.f32
 }

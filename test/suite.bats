@@ -54,3 +54,19 @@ tools() { ls "$BIN"; }
         [ "$status" -eq 3 ] || { echo "$t: status $status"; return 1; }
     done
 }
+
+@test "every tool takes -q and -v (and lists them in --help)" {
+    for t in $(tools); do
+        run "$t" --help
+        [[ "$output" == *"-q, --quiet"* ]] || { echo "$t --help lacks -q, --quiet"; return 1; }
+        [[ "$output" == *"-v, --verbose"* ]] || { echo "$t --help lacks -v, --verbose"; return 1; }
+    done
+    fbsim -q -o a.fil --nchans 16 --nbits 8 --tobs 0.1
+    run fbinfo -q a.fil
+    [ "$status" -eq 0 ] && [ -z "$output" ]
+    run fbinfo -v a.fil
+    [[ "$output" == *"Header keywords"*" nchans"* ]]
+    head -c 50 a.fil > bad.fil
+    run fbinfo -q bad.fil
+    [ "$status" -eq 1 ]
+}

@@ -384,3 +384,30 @@ EOF
     [ "$status" -eq 0 ] && [[ "$output" == *"3 files: 3 done (3 in this run)"* ]]
     for f in ref/f[123]_*.tim; do cmp "$f" "out/${f#ref/}"; done
 }
+
+@test "ddsurvey: no sbatch (or parallel) on PATH is a system failure, exit 3, one line" {
+    make_survey
+    mkdir bin1
+    for t in dd_direct fbinfo bash env dirname readlink realpath mkdir mktemp cat cmp mv rmdir \
+             printf awk tr grep seq sort nproc date flock sed; do
+        p=$(command -v "$t") && ln -s "$p" bin1/
+    done
+    run_err "sbatch: not found" env PATH="$PWD/bin1" "$(command -v ddsurvey)" --out out --slurm \
+        -- "${DD[@]}" -- in/*.fil
+    [ "$status" -eq 3 ]
+    run_err "parallel: not found" env PATH="$PWD/bin1" "$(command -v ddsurvey)" --out out2 \
+        -- "${DD[@]}" -- in/*.fil
+    [ "$status" -eq 3 ]
+}
+
+@test "ddsurvey: -q drops the summary line, -v says how the inputs run" {
+    need_parallel
+    make_survey
+    run ddsurvey -q --out out --jobs 2 -- "${DD[@]}" -- in/*.fil
+    [ "$status" -eq 0 ] && [ -z "$output" ]
+    same_as_ref out
+    run ddsurvey -v --out out2 --jobs 2 -- "${DD[@]}" -- in/*.fil
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"ddsurvey: 6 inputs, 2 at once, GPUs none, "*" threads each"* ]]
+    [[ "$output" == *"6 files: 6 done"* ]]
+}

@@ -203,3 +203,12 @@ same_on_gpu() {
     run_err "--max-mem" dd_tree p.fil --dm-max 200 --discard -q --max-mem 40M --backend cpu
     [ "$status" -eq 2 ]
 }
+
+@test "dd_tree --help lists only the DM options the tree takes" {
+    run dd_tree --help
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"--dm-max B"* ]] && [[ "$output" == *"--pulse-width W"* ]]
+    ! grep -Eq -- '--dm[ ,]|--dm-list|--plan|--dm-step|--tol' <<<"$output"
+    run dd_direct --help
+    grep -q -- '--plan FILE' <<<"$output"
+}

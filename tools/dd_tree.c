@@ -41,12 +41,12 @@ static void help(void)
            "  --sub-chans C            piecewise: C channels per sub-band (a power of two);\n"
            "                           default: the largest within --max-smear\n"
            "  --max-smear R            smearing budget of Appendix A, W_tree/W (default 1.1)\n"
-           "                           for a pulse of --pulse-width (default 40 us)\n"
+           "                           for a pulse of --pulse-width\n"
+           "  --pulse-width W          intrinsic pulse width in us (default 40)\n"
            "  --gpu-group G            GPU: rows per shared-memory pass of stage 1, a power of\n"
            "                           two 2..1024 (default 128, or $DDTK_TREE_GROUP)\n"
            "  --list-dms               print the DMs and scrunch factors and exit\n\n"
-           "--dm-min (default 0) and --dm-max select the tree's DMs; --dm, --dm-list,\n"
-           "--plan, --dm-step and --tol do not apply.\n\n%s", ddtk_ddcli_help);
+           "%s", ddtk_ddcli_tree_help);
 }
 
 static int tree_option(int code, const char *arg, void *ctx)

@@ -1,7 +1,9 @@
 /*
  * ddplan - plan the DM trials of a search: a tolerance-spaced list (with
  * optional time scrunching) or PRESTO DDplan-style ranges, with the smearing
- * per algorithm and the cost of each. Writes --dm-list and --plan files.
+ * per algorithm and the cost of each. Writes --write-dm-list and --write-plan
+ * files (--dm-list and --plan name the files the dd_* tools read: here they
+ * are usage errors that say the new name).
  */
 #include "dmplan.h"
 #include "internal.h"
@@ -17,7 +19,7 @@
 enum {
     OPT_NCHANS = 1000, OPT_FCH1, OPT_FOFF, OPT_TSAMP, OPT_NSAMPLES, OPT_TOBS, OPT_NBITS,
     OPT_DM_MIN, OPT_DM_MAX, OPT_MODE, OPT_TOL, OPT_WIDTH, OPT_NSUB, OPT_SCRUNCH, OPT_DM_LIST,
-    OPT_PLAN, OPT_KDM, OPT_FORCE, OPT_VERSION
+    OPT_PLAN, OPT_WRITE_DM_LIST, OPT_WRITE_PLAN, OPT_KDM, OPT_FORCE, OPT_VERSION
 };
 
 typedef struct args {
@@ -36,6 +38,8 @@ static const struct option options[] = {
     { "tol", required_argument, 0, OPT_TOL }, { "pulse-width", required_argument, 0, OPT_WIDTH },
     { "nsub", required_argument, 0, OPT_NSUB }, { "scrunch", required_argument, 0, OPT_SCRUNCH },
     { "dm-list", required_argument, 0, OPT_DM_LIST }, { "plan", required_argument, 0, OPT_PLAN },
+    { "write-dm-list", required_argument, 0, OPT_WRITE_DM_LIST },
+    { "write-plan", required_argument, 0, OPT_WRITE_PLAN },
     { "kdm", required_argument, 0, OPT_KDM }, { "force", no_argument, 0, OPT_FORCE },
     DDTK_STANDARD_OPTIONS(OPT_VERSION),
     { 0, 0, 0, 0 },
@@ -46,7 +50,7 @@ static void help(void)
     printf(
         "Usage: ddplan [FILE] [--nchans N --fch1 F --foff DF --tsamp S] --dm-min A --dm-max B\n"
         "              [--mode tol|ranges] [--tol T --pulse-width W] [--nsub N]\n"
-        "              [--scrunch auto|none] [--dm-list F] [--plan F]\n"
+        "              [--scrunch auto|none] [--write-dm-list F] [--write-plan F]\n"
         "Plan the DM trials of a search and report the smearing and cost of each\n"
         "algorithm. The set-up comes from a SIGPROC header (FILE) or the options.\n\n"
         "  --nchans N --fch1 F --foff DF --tsamp S   channels, centre of channel 0 (MHz),\n"
@@ -63,9 +67,10 @@ static void help(void)
         "  --scrunch auto|none      tol mode: scrunch by 2^k past 2^k times the diagonal DM\n"
         "                           (default none; ranges always downsample)\n"
         "  --kdm K                  dispersion constant (default 4148.741601)\n"
-        "  --dm-list FILE           write the DMs, one per line\n"
-        "  --plan FILE              write the plan as TSV (dm_lo dm_hi dm_step downsamp ndm)\n"
-        "  --force                  overwrite existing --dm-list/--plan files\n"
+        "  --write-dm-list FILE     write the DMs, one per line (the dd_* tools' --dm-list)\n"
+        "  --write-plan FILE        write the plan as TSV (dm_lo dm_hi dm_step downsamp ndm;\n"
+        "                           the dd_* tools' --plan)\n"
+        "  --force                  overwrite existing --write-dm-list/--write-plan files\n"
         "  -q, --quiet              no table    -v, --verbose  one line per DM (tol mode)\n"
         "  -h, --help               this help   --version      print the version\n");
 }
@@ -91,8 +96,14 @@ static int option(int code, const char *arg, void *ctx)
     case OPT_WIDTH: return ddtk_opt_double("--pulse-width", arg, &a->width);
     case OPT_NSUB: return ddtk_opt_int("--nsub", arg, 1, 1 << 24, &a->nsub);
     case OPT_SCRUNCH: return ddtk_opt_choice("--scrunch", arg, scrunch_modes, &a->scrunch);
-    case OPT_DM_LIST: a->dm_list = arg; break;
-    case OPT_PLAN: a->plan = arg; break;
+    case OPT_WRITE_DM_LIST: a->dm_list = arg; break;
+    case OPT_WRITE_PLAN: a->plan = arg; break;
+    case OPT_DM_LIST:
+    case OPT_PLAN:
+        return ddtk_fail(DDTK_EUSAGE, "%s %s: ddplan writes this file with %s FILE (%s FILE "
+                         "reads one in the dd_* tools)", code == OPT_PLAN ? "--plan" : "--dm-list",
+                         arg, code == OPT_PLAN ? "--write-plan" : "--write-dm-list",
+                         code == OPT_PLAN ? "--plan" : "--dm-list");
     case OPT_KDM:
         if (ddtk_opt_double("--kdm", arg, &a->kdm))
             return DDTK_EUSAGE;
@@ -141,6 +152,8 @@ static int setup(const args *a, ddtk_obs *o)
     }
     ddtk_input in;
     int rc = ddtk_input_open(&in, a->input);
+    if (!rc)
+        rc = ddtk_input_require_filterbank(&in);
     if (!rc)
         rc = ddtk_obs_from_header(o, &in.hdr, in.nsamples > 0 ? in.nsamples : 0, a->kdm);
     ddtk_input_close(&in);

@@ -11,12 +11,15 @@ enum { OPT_VERSION = 1000 };
 
 static void help(void)
 {
-    printf("Usage: fbinfo [-k KEY] [FILE|-]...\n"
+    printf("Usage: fbinfo [-k KEY] [-q|-v] [FILE|-]...\n"
            "Print the SIGPROC header of each filterbank or time series (stdin when no\n"
            "file or '-'), or with -k the value of one keyword.\n\n"
            "  -k, --key KEY   print only KEY's value: any header keyword (tsamp, fch1,\n"
            "                  nchans, source_name, fchannel, ...) or nsamples (from the\n"
            "                  file size), tobs (seconds) or header_size (bytes)\n"
+           "  -q, --quiet     print nothing: the exit status says whether every header\n"
+           "                  reads (0) or not (1 bad data, 3 unreadable file)\n"
+           "  -v, --verbose   also list the keywords the header holds, in SIGPROC's names\n"
            "  -h, --help      this help\n"
            "  --version       print the version\n");
 }
@@ -35,21 +38,47 @@ static int count_stream(ddtk_input *in)
     return DDTK_OK;
 }
 
+typedef struct args {
+    const char *key;
+    int quiet, verbose;
+} args;
+
 static int option(int code, const char *arg, void *ctx)
 {
-    if (code != 'k')
-        return ddtk_fail(DDTK_EUSAGE, "unknown option (see --help)");
-    *(const char **)ctx = arg;
+    args *a = ctx;
+    switch (code) {
+    case 'k': a->key = arg; break;
+    case 'q': a->quiet = 1; break;
+    case 'v': a->verbose = 1; break;
+    default: return ddtk_fail(DDTK_EUSAGE, "unknown option (see --help)");
+    }
     return DDTK_OK;
 }
 
-static int show(const char *path, const char *key, int several)
+/* -v: the keywords present, in the order SIGPROC's header program lists them. */
+static void list_keywords(const ddtk_header *h)
 {
+    static const char *const names[] = {
+        "source_name", "rawdatafile", "telescope_id", "machine_id", "data_type",
+        "barycentric", "pulsarcentric", "az_start", "za_start", "src_raj", "src_dej",
+        "tstart", "tsamp", "nbits", "nsamples", "fch1", "foff", "fchannel", "nchans",
+        "nifs", "nbins", "refdm", "period", "nbeams", "ibeam", "signed",
+    };
+    printf("Header keywords                  :");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (ddtk_header_has(h, names[i]))
+            printf(" %s", names[i]);
+    printf("\n");
+}
+
+static int show(const char *path, const args *a, int several)
+{
+    const char *key = a->key;
     ddtk_input in;
     int rc = ddtk_input_open(&in, path);
     if (!rc && in.nsamples < 0)
         rc = count_stream(&in);
-    if (!rc) {
+    if (!rc && !a->quiet) {
         if (key) {
             if ((rc = ddtk_header_print_key(stdout, &in.hdr, key, in.nsamples))) {
                 char why[512];
@@ -60,6 +89,8 @@ static int show(const char *path, const char *key, int several)
             if (several)
                 printf("\n");
             ddtk_header_print(stdout, &in.hdr, in.name, in.nsamples);
+            if (a->verbose)
+                list_keywords(&in.hdr);
         }
     }
     ddtk_input_close(&in);
@@ -70,16 +101,15 @@ int main(int argc, char **argv)
 {
     static const struct option options[] = {
         { "key", required_argument, 0, 'k' },
-        { "help", no_argument, 0, 'h' },
-        { "version", no_argument, 0, OPT_VERSION },
+        DDTK_STANDARD_OPTIONS(OPT_VERSION),
         { 0, 0, 0, 0 },
     };
-    const char *key = NULL;
+    args a = { 0 };
     ddtk_set_progname(argv[0]);
-    int rc = ddtk_getopt(argc, argv, ":k:h", options, OPT_VERSION, help, option, &key);
+    int rc = ddtk_getopt(argc, argv, ":k:qvh", options, OPT_VERSION, help, option, &a);
     if (!rc && optind == argc)
-        rc = show("-", key, 0);
+        rc = show("-", &a, 0);
     for (int i = optind; i < argc && !rc; i++)
-        rc = show(argv[i], key, i > optind && !key);
+        rc = show(argv[i], &a, i > optind && !a.key);
     return ddtk_exit_status(rc);
 }

@@ -128,7 +128,7 @@ typedef struct args {
     int64_t *drop;
     double impulse_period, impulse_amp;
     double tobs;
-    int nsamples_given, tim, freq_table, force, verbose, nchans_given, nbits_given;
+    int nsamples_given, tim, freq_table, force, quiet, verbose, nchans_given, nbits_given;
 } args;
 
 /* Parse "a,b,c[,d...]" into exactly min..max doubles. */
@@ -298,7 +298,7 @@ static int option(int code, const char *arg, void *ctx)
     case OPT_ZERO_WEIGHT: a->zero_weight = arg; break;
     case OPT_DROP_ROWS: return drop_rows(a, arg);
     case OPT_RFI: return add_rfi(a, arg);
-    case 'q': break;
+    case 'q': a->quiet = 1; break;
     case 'v': a->verbose = 1; break;
     default: return ddtk_fail(DDTK_EUSAGE, "unknown option (see --help)");
     }
@@ -416,10 +416,13 @@ static int write_psrfits(args *a)
     return rc;
 }
 
-static int write_output(args *a)
+static void show_progress(void *ctx, int64_t done)
 {
-    if (a->psrfits)
-        return write_psrfits(a);
+    ddtk_progress_update(ctx, done);
+}
+
+static int write_filterbank(args *a)
+{
     char *tmp = NULL;
     FILE *fp = stdout;
     if (a->output) {
@@ -437,6 +440,18 @@ static int write_output(args *a)
             ddtk_temp_discard(fp, &tmp);
     } else if (!rc && fflush(stdout) != 0)
         rc = ddtk_fail(DDTK_ESYS, "stdout: write error");
+    return rc;
+}
+
+/* Either format, with progress on stderr while the spectra are made. */
+static int write_output(args *a)
+{
+    ddtk_progress prog;
+    ddtk_progress_start(&prog, "spectra", a->sim.nsamples, a->quiet, a->verbose);
+    a->sim.progress = show_progress;
+    a->sim.progress_ctx = &prog;
+    int rc = a->psrfits ? write_psrfits(a) : write_filterbank(a);
+    ddtk_progress_end(&prog);
     return rc;
 }
 

@@ -9,6 +9,8 @@
 #include "internal.h"
 #include "cli.h"
 
+#include <unistd.h>
+
 #include <getopt.h>
 
 enum { OPT_MEAN = 1000, OPT_NBITS_OUT, OPT_KEEP, OPT_FORCE, OPT_VERSION };
@@ -88,6 +90,9 @@ int main(int argc, char **argv)
     ddtk_decimate_opts o = { 0 };
     ddtk_set_progname(argv[0]);
     int rc = parse(&o, argc, argv);
+    if (!rc && !o.output && isatty(STDOUT_FILENO))
+        rc = ddtk_fail(DDTK_EUSAGE, "refusing to write binary data to a terminal; use -o FILE "
+                       "or redirect stdout");
     if (!rc)
         rc = ddtk_decimate_file(&o);
     return ddtk_exit_status(rc);

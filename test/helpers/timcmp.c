@@ -7,6 +7,11 @@
  * scale, so near-zero samples are not held to a relative bound of their own).
  * With --quantised, A holds unsigned 8- or 16-bit samples and B float32, and
  * each a must be floor(b / S + 1/2) clamped to the range of A's nbits.
+ * With --baseline N, B is a raw series and A must be it less SIGPROC
+ * dedisperse's baseline, bit for bit: each block of N samples less its median
+ * (the (N/2)-th smallest, found here by sorting), a last short block less the
+ * previous block's median, a series shorter than N less its own median (the
+ * ((n+1)/2)-th smallest).
  * Otherwise print the first difference and exit 1.
  */
 #include "ddtk.h"
@@ -45,6 +50,32 @@ static float *load(const char *path, int64_t *n, int *nbits)
     return x;
 }
 
+static int by_value(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* y less dedisperse's block medians, in place. */
+static int remove_baseline(float *y, int64_t n, int64_t block)
+{
+    float *sorted = malloc((size_t)block * sizeof *sorted), median = 0;
+    if (!sorted)
+        return 1;
+    for (int64_t s = 0; s < n; s += block) {
+        int64_t len = n - s < block ? n - s : block;
+        if (len == block || s == 0) {
+            memcpy(sorted, y + s, (size_t)len * sizeof *y);
+            qsort(sorted, (size_t)len, sizeof *sorted, by_value);
+            median = sorted[(len + 1) / 2 - 1];
+        }
+        for (int64_t t = s; t < s + len; t++)
+            y[t] -= median;
+    }
+    free(sorted);
+    return 0;
+}
+
 static int same(float a, float b, double tol, double scale, double q, int nbits)
 {
     if (q > 0) {
@@ -58,14 +89,18 @@ int main(int argc, char **argv)
 {
     double tol = -1, q = 0;
     int a = 1;
-    if (argc == 5 && !strcmp(argv[1], "--tol")) {
+    int64_t block = 0;
+    if (argc == 5 && !strcmp(argv[1], "--baseline")) {
+        block = atoll(argv[2]);
+        a = 3;
+    } else if (argc == 5 && !strcmp(argv[1], "--tol")) {
         tol = atof(argv[2]);
         a = 3;
     } else if (argc == 5 && !strcmp(argv[1], "--quantised")) {
         q = atof(argv[2]);
         a = 3;
     } else if (argc != 3) {
-        fprintf(stderr, "usage: timcmp [--tol R | --quantised S] A.tim B.tim\n");
+        fprintf(stderr, "usage: timcmp [--tol R | --quantised S | --baseline N] A.tim B.tim\n");
         return 2;
     }
     int64_t na = -1, nb = -2;
@@ -80,6 +115,8 @@ int main(int argc, char **argv)
                 abits, bbits);
         return 1;
     }
+    if (block > 0 && remove_baseline(y, nb, block))
+        return 1;
     double scale = 0;
     for (int64_t i = 0; i < nb; i++)
         scale = fmax(scale, fabs(y[i]));

@@ -11,13 +11,15 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum {
     OPT_PREFIX = 1000, OPT_FORMAT, OPT_DM, OPT_DM_MIN, OPT_DM_MAX, OPT_DM_STEP, OPT_DM_LIST,
     OPT_TOL, OPT_PULSE_WIDTH, OPT_KILLFILE, OPT_ZERODM, OPT_REF_FREQ, OPT_KDM, OPT_ROUNDING,
     OPT_GULP, OPT_MAX_MEM, OPT_THREADS, OPT_BACKEND, OPT_GPU, OPT_LIST_GPUS, OPT_FORCE,
     OPT_POL, OPT_PAD, OPT_EVEN, OPT_LENGTH, OPT_DISCARD, OPT_VERSION, OPT_PLAN, OPT_SCRUNCH,
-    OPT_NBITS_OUT, OPT_WISDOM, OPT_NO_WISDOM, OPT_TUNE, OPT_RFI, OPT_MASK, OPT_RFI_CLIP
+    OPT_NBITS_OUT, OPT_WISDOM, OPT_NO_WISDOM, OPT_TUNE, OPT_RFI, OPT_MASK, OPT_RFI_CLIP,
+    OPT_NO_BASELINE, OPT_NBITS_SCALE
 };
 
 static const struct option common_options[] = {
@@ -49,6 +51,8 @@ static const struct option common_options[] = {
     { "pad", no_argument, 0, OPT_PAD },
     { "even", no_argument, 0, OPT_EVEN },
     { "nbits-out", required_argument, 0, OPT_NBITS_OUT },
+    { "nbits-scale", required_argument, 0, OPT_NBITS_SCALE },
+    { "no-baseline", no_argument, 0, OPT_NO_BASELINE },
     { "length", required_argument, 0, OPT_LENGTH },
     { "wisdom", required_argument, 0, OPT_WISDOM },
     { "no-wisdom", no_argument, 0, OPT_NO_WISDOM },
@@ -61,10 +65,12 @@ static const struct option common_options[] = {
 };
 #define NCOMMON ((int)(sizeof common_options / sizeof common_options[0]))
 
-#define HELP_DMS \
+#define HELP_INPUT \
     "Input: a SIGPROC filterbank FILE, or '-' (or nothing) for stdin; or PSRFITS\n" \
     "search-mode FILEs (several: one observation, in time order).\n" \
-    "\n" \
+    "\n"
+
+#define HELP_TRIALS \
     "DM trials (one of):\n" \
     "  --dm DM[,DM...]          explicit DMs (pc cm^-3)\n" \
     "  [--dm-min A] --dm-max B --dm-step S   linear range, A and B included\n" \
@@ -73,11 +79,15 @@ static const struct option common_options[] = {
     "                           defaults T=1.25, W=40 us); A is 0 unless given\n" \
     "  --dm-list FILE           one DM per line\n" \
     "  --plan FILE              a ddplan plan (TSV: dm_lo dm_hi dm_step downsamp ndm);\n" \
-    "                           DMs of a row with downsamp f are dedispersed at f*tsamp\n" \
+    "                           DMs of a row with downsamp f are dedispersed at f*tsamp\n"
+
+#define HELP_SCRUNCH \
     "  --scrunch auto|none      auto: halve the time resolution each time the DM passes\n" \
     "                           2^k times the diagonal DM (Barsdell 2.1); none: full\n" \
     "                           resolution (default: the plan's factors, else none)\n" \
     "\n"
+
+#define HELP_DMS HELP_INPUT HELP_TRIALS HELP_SCRUNCH
 
 #define HELP_OUTPUT \
     "Output:\n" \
@@ -91,9 +101,14 @@ static const struct option common_options[] = {
     "                           no prime factor above 7, declared in the .inf, as prepdata);\n" \
     "                           default fft for dat, exact for tim\n" \
     "  --even                   --length even\n" \
-    "  --nbits-out B            8 or 16: .tim samples as unsigned integers, value = sum / S\n" \
-    "                           rounded, S the smallest power of two that keeps the\n" \
-    "                           largest possible sum in range (printed); 32: float32\n" \
+    "  --no-baseline            .tim: raw sums (SIGPROC dedisperse -nobaseline); by default\n" \
+    "                           each block of 32 x nchans samples less its median, as\n" \
+    "                           dedisperse writes (.dat: always raw, as prepdata)\n" \
+    "  --nbits-out B            8 or 16: .tim samples as unsigned integers (32: float32)\n" \
+    "  --nbits-scale noise|sum  noise (default): each series scaled to its noise, sigma =\n" \
+    "                           8 levels about 128 (8 bits) or 512 about 32768 (16 bits),\n" \
+    "                           clipped samples counted; sum: raw sums / S, S the smallest\n" \
+    "                           power of two keeping the largest possible sum in range\n" \
     "  --force                  overwrite existing outputs\n" \
     "  --discard                dedisperse but write no output (benchmarks)\n" \
     "\n"
@@ -137,15 +152,23 @@ static const struct option common_options[] = {
     "  -h, --help               this help                 --version      print the version\n"
 
 const char ddtk_ddcli_help[] = HELP_DMS HELP_OUTPUT HELP_KERNEL HELP_REST;
+const char ddtk_ddcli_tree_help[] = HELP_INPUT
+    "DM trials: the tree's own (eq. 9), from --dm-min A (default 0) to --dm-max B\n"
+    "  --scrunch auto|none      auto (default): halve the time resolution per doubling\n"
+    "                           of the DM past the diagonal DM; none: full resolution\n"
+    "\n"
+    HELP_OUTPUT HELP_KERNEL HELP_REST;
 const char ddtk_ddcli_tune_help[] = HELP_DMS HELP_REST;
 
 int ddtk_ddargs_no_outputs(const ddtk_ddargs *a)
 {
     const ddtk_outspec *o = &a->out;
     if (o->output || o->prefix || o->format != DDTK_FMT_TIM || o->force
-        || o->length != DDTK_LEN_AUTO || o->discard || a->pad || a->nbits_out != 32 || a->tune)
+        || o->length != DDTK_LEN_AUTO || o->discard || a->pad || a->nbits_out != 32 || a->tune
+        || !o->baseline || a->nbits_scale_given)
         return ddtk_fail(DDTK_EUSAGE, "output options (-o, --prefix, --format, --pad, --length, "
-                         "--even, --nbits-out, --force, --discard, --tune) do not apply here: "
+                         "--even, --no-baseline, --nbits-out, --nbits-scale, --force, --discard, "
+                         "--tune) do not apply here: "
                          "this tool writes no series");
     return DDTK_OK;
 }
@@ -160,6 +183,7 @@ void ddtk_ddargs_init(ddtk_ddargs *a)
     a->out.format = DDTK_FMT_TIM;
     a->scrunch = -1;
     a->nbits_out = 32;
+    a->out.baseline = 1;
 }
 
 void ddtk_ddargs_free(ddtk_ddargs *a)
@@ -258,6 +282,12 @@ static int common_option(ddtk_ddargs *a, int code, const char *arg)
         a->nbits_out = 8 << i;
         break;
     }
+    case OPT_NBITS_SCALE: {
+        static const char *const scalings[] = { "noise", "sum", NULL };
+        a->nbits_scale_given = 1;
+        return ddtk_opt_choice("--nbits-scale", arg, scalings, &a->nbits_scale);
+    }
+    case OPT_NO_BASELINE: a->out.baseline = 0; break;
     case 'q': a->desc.quiet = 1; break;
     case 'v': a->desc.verbose = ddtk_cli_verbose = 1; break;
     default: return -1;
@@ -582,19 +612,23 @@ int ddtk_ddargs_plan(ddtk_ddargs *a, const ddtk_input *in, ddtk_plan **plan)
     return rc ? rc : ddtk_plan_create(plan, &a->desc);
 }
 
-/* --nbits-out 8|16: integer series need integer sums of unsigned samples;
- * S keeps the largest possible sum (every live channel, and both IFs when
- * summed, at its maximum) in range. */
+/* --nbits-out 8|16. Noise scaling measures each series (output.c); the sum
+ * scaling needs integer sums of unsigned samples, and its S keeps the largest
+ * possible sum (every live channel, and both IFs when summed, at its
+ * maximum) in range. */
 static int integer_output(const ddtk_ddargs *a, const ddtk_input *in, const ddtk_plan *plan,
                           ddtk_series_meta *m)
 {
     const ddtk_header *h = &in->hdr;
     m->nbits = a->nbits_out;
-    if (a->nbits_out == 32)
+    m->quant = a->nbits_scale;
+    if (a->nbits_scale_given && a->nbits_out == 32)
+        return ddtk_fail(DDTK_EUSAGE, "--nbits-scale: applies to --nbits-out 8 or 16");
+    if (a->nbits_out == 32 || a->nbits_scale == DDTK_QUANT_NOISE)
         return DDTK_OK;
     if (h->nbits > 16 || h->signed_data || a->desc.zerodm)
-        return ddtk_fail(DDTK_EUSAGE, "--nbits-out %d: %s holds %s; integer output needs "
-                         "unsigned integer samples without --zerodm", a->nbits_out, in->name,
+        return ddtk_fail(DDTK_EUSAGE, "--nbits-scale sum: %s holds %s; raw integer sums need "
+                         "unsigned integer samples without --zerodm", in->name,
                          a->desc.zerodm ? "zero-DM filtered sums" : h->signed_data
                          ? "signed samples" : "float samples");
     double largest = (ldexp(1.0, h->nbits) - 1) * ddtk_plan_nlive(plan)
@@ -663,6 +697,35 @@ static int rfi_finish(ddtk_sink *s, int rc)
     return r->inner.finish(&r->inner, rc);
 }
 
+/* What integer output did: its scaling and the samples it clipped. */
+static void report_integer(const ddtk_ddargs *a, const ddtk_series_meta *m, const ddtk_outset *o)
+{
+    if (m->nbits == 32 || a->desc.quiet)
+        return;
+    if (m->quant == DDTK_QUANT_SUM)
+        ddtk_msg("--nbits-out %d: output value = sum / %g%s, rounded", m->nbits, m->scale,
+                 a->downsamp ? " (times each DM's downsampling factor)" : "");
+    else
+        ddtk_msg("--nbits-out %d: each series scaled to its noise (sigma = %g levels about "
+                 "%g); %lld of %lld samples clipped (%.3g%%)", m->nbits,
+                 DDTK_QUANT_SIGMA(m->nbits), DDTK_QUANT_MID(m->nbits), (long long)o->clipped,
+                 (long long)o->quantised,
+                 o->quantised ? 100.0 * (double)o->clipped / (double)o->quantised : 0.0);
+}
+
+/* A single .tim series goes to stdout (no -o or --prefix, or -o -): never
+ * binary samples onto a terminal. */
+static int refuse_terminal(const ddtk_ddargs *a)
+{
+    const ddtk_outspec *o = &a->out;
+    int to_stdout = a->dms.n == 1 && o->format == DDTK_FMT_TIM && !o->discard
+                    && (o->output ? strcmp(o->output, "-") == 0 : !o->prefix);
+    if (to_stdout && isatty(STDOUT_FILENO))
+        return ddtk_fail(DDTK_EUSAGE, "refusing to write a binary time series to a terminal; "
+                         "use -o FILE or redirect stdout");
+    return DDTK_OK;
+}
+
 static int run_plan(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char *notes)
 {
     ddtk_outset out;
@@ -676,12 +739,11 @@ static int run_plan(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char 
     };
     int rc = integer_output(a, in, plan, &meta);
     if (!rc)
+        rc = refuse_terminal(a);
+    if (!rc)
         rc = ddtk_outset_open(&out, a->dms.dm, a->dms.n, &a->out, &meta);
     if (rc)
         return rc;
-    if (meta.nbits != 32 && !a->desc.quiet)
-        ddtk_msg("--nbits-out %d: output value = sum / %g%s, rounded", meta.nbits, meta.scale,
-                 a->downsamp ? " (times each DM's downsampling factor)" : "");
     /* The files count only once on disk: the sink's finish commits them, and
      * the real-time factor includes it. */
     ddtk_source src;
@@ -699,6 +761,8 @@ static int run_plan(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char 
     }
     rc = ddtk_plan_stream(plan, &src, &sink, &opt, &stats);
     free(rs.all);
+    if (!rc)
+        report_integer(a, &meta, &out);
     if (!rc && !a->desc.quiet)
         ddtk_print_summary(&stats, ddtk_plan_algorithm(plan));
     return rc;
@@ -770,6 +834,8 @@ int ddtk_ddtool_main(const ddtk_ddtool *t, ddtk_ddargs *a, int argc, char **argv
         rc = ddtk_gpu_list(stdout);
     else if (!rc) {
         rc = ddtk_ddargs_open(a, &in);
+        if (!rc)
+            rc = ddtk_input_require_filterbank(&in);
         if (!rc)
             rc = t->run(a, &in, t->ctx);
         ddtk_input_close(&in);

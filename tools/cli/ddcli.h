@@ -23,6 +23,7 @@ typedef struct ddtk_ddargs {
     const char *killfile;
     int pad;
     int nbits_out;                /* --nbits-out: 8, 16 or 32 */
+    int nbits_scale, nbits_scale_given; /* --nbits-scale: DDTK_QUANT_NOISE or _SUM */
     double *freqs;                /* desc's channel frequencies and kill mask */
     uint8_t *kill;
     const char *wisdom;           /* --wisdom FILE */
@@ -34,8 +35,9 @@ typedef struct ddtk_ddargs {
     ddtk_plan_desc desc;          /* kdm, fref, rounding, resources, backend ... */
 } ddtk_ddargs;
 
-/* The options' help: every one; and without output options (ddtune). */
-extern const char ddtk_ddcli_help[], ddtk_ddcli_tune_help[];
+/* The options' help: every one; without output options (ddtune); without
+ * the DM-trial options the tree does not take (dd_tree). */
+extern const char ddtk_ddcli_help[], ddtk_ddcli_tune_help[], ddtk_ddcli_tree_help[];
 
 void ddtk_ddargs_init(ddtk_ddargs *a);
 void ddtk_ddargs_free(ddtk_ddargs *a);

@@ -3,7 +3,8 @@
  * ddtk_cli_progress) and the end-of-run summary line.
  *
  * A bar when stderr is a terminal; otherwise, with -v, a plain line every few
- * seconds; nothing with -q.
+ * seconds; nothing with -q. With a known total both say the time left, at
+ * the rate so far.
  */
 #include "ddtk.h"
 #include "cli.h"
@@ -26,14 +27,24 @@ void ddtk_progress_start(ddtk_progress *p, const char *what, int64_t total,
     p->what = what;
 }
 
+/* Seconds left at the rate so far; negative when not known yet. */
+static double time_left(const ddtk_progress *p, double elapsed)
+{
+    if (p->total <= 0 || p->done <= 0 || elapsed <= 0)
+        return -1;
+    return elapsed * (double)(p->total - p->done) / (double)p->done;
+}
+
 static void draw_bar(const ddtk_progress *p, double elapsed)
 {
     if (p->total > 0) {
-        double frac = (double)p->done / (double)p->total;
+        double frac = (double)p->done / (double)p->total, left = time_left(p, elapsed);
         int fill = (int)(frac * BAR_WIDTH + 0.5);
         fprintf(stderr, "\r%s: [%.*s%*s] %5.1f%% %6.1f s", ddtk_progname, fill,
                 "########################################", BAR_WIDTH - fill, "",
                 100.0 * frac, elapsed);
+        if (left >= 0)
+            fprintf(stderr, ", %.0f s left ", left);
     } else
         fprintf(stderr, "\r%s: %lld %s %6.1f s", ddtk_progname, (long long)p->done,
                 p->what, elapsed);
@@ -51,8 +62,9 @@ void ddtk_progress_update(ddtk_progress *p, int64_t done)
     if (p->tty)
         draw_bar(p, now - p->start);
     else if (p->total > 0)
-        ddtk_msg("%lld of %lld %s (%.0f%%), %.1f s", (long long)done, (long long)p->total,
-                 p->what, 100.0 * (double)done / (double)p->total, now - p->start);
+        ddtk_msg("%lld of %lld %s (%.0f%%), %.1f s, %.0f s left", (long long)done,
+                 (long long)p->total, p->what, 100.0 * (double)done / (double)p->total,
+                 now - p->start, time_left(p, now - p->start));
     else
         ddtk_msg("%lld %s, %.1f s", (long long)done, p->what, now - p->start);
 }
