@@ -1,6 +1,6 @@
 /*
  * ddtk.h - public API of libddtk, the dedispersion toolkit library
- * (installed as <ddtk/ddtk.h>, with <ddtk/dmplan.h> and <ddtk/fdas.h>).
+ * (installed as <ddtk/ddtk.h>, with <ddtk/dmplan.h>, <ddtk/fdas.h> and <ddtk/sps.h>).
  *
  * What a C program needs to dedisperse: SIGPROC headers and input streams,
  * DM lists and killfiles, dedispersion plans built from arrays and executed

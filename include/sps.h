@@ -1,0 +1,102 @@
+/*
+ * sps.h - single-pulse search of dedispersed time series (libddtk, sps.c;
+ * installed as <ddtk/sps.h>).
+ *
+ * A searcher takes the series of a DM list sample by sample, in pieces of
+ * any length (a dedispersion gulp, a file read), and gives the same
+ * candidates whatever the pieces: each series is cut into fixed blocks from
+ * its first sample, each block is normalised by its own median and robust
+ * sigma (1.4826 x the median absolute deviation), convolved with boxcars of
+ * 1, 2, 3, 4, 6, 8, 12, ... samples (powers of two and the 3 x 2^k between
+ * them) up to the maximum width, and every run of samples
+ * above the S/N threshold gives one "giant" (its highest boxcar). At the end
+ * the giants of all DMs are clustered friends-of-friends in (DM, time,
+ * width), as Heimdall clusters them, into one candidate per event.
+ *
+ * Calls to ddtk_sps_feed for different DMs may run at the same time (one
+ * thread per series); calls for one DM come in order.
+ */
+#ifndef DDTK_SPS_H
+#define DDTK_SPS_H
+
+#include "ddtk.h"
+
+DDTK_BEGIN_DECLS
+
+#define DDTK_SPS_SNR_DEFAULT 6.0
+#define DDTK_SPS_MAX_WIDTH_DEFAULT 1024   /* samples at the finest resolution */
+#define DDTK_SPS_MIN_BLOCK 4096           /* statistics block: at least this, */
+#define DDTK_SPS_BLOCK_WIDTHS 32
+
+/*
+ * Friends-of-friends tolerances (ddtk_sps_params): two giants are friends
+ * when their DM indices differ by at most dm_tol, their log2 widths by at
+ * most width_tol, and their boxcars [begin, end] (finest samples) are at
+ * most time_tol times the wider boxcar's width apart (0: overlapping or
+ * touching). An event is a connected set of friends. The default width
+ * tolerance links every width: a bright wide pulse lifts the narrow boxcars
+ * on top of it over the threshold too, and those giants are the same event.
+ */
+#define DDTK_SPS_DM_TOL 5
+#define DDTK_SPS_WIDTH_TOL 24
+#define DDTK_SPS_TIME_TOL 1.0
+
+typedef struct ddtk_sps_params {
+    double snr;                   /* threshold (default 6) */
+    int max_width;                /* widest boxcar, finest samples, a power of two */
+    int dm_tol, width_tol;        /* clustering tolerances (above) */
+    double time_tol;
+} ddtk_sps_params;
+
+void ddtk_sps_params_init(ddtk_sps_params *p);
+
+/* One event: its brightest member, the members' count and span. */
+typedef struct ddtk_sps_cand {
+    double snr;
+    int64_t sample;               /* centre of the boxcar, finest samples from the start */
+    double time;                  /* sample * tsamp (s) */
+    int64_t width;                /* boxcar width, finest samples */
+    int dm_index;                 /* in the searcher's DM list */
+    double dm;
+    int members;                  /* giants clustered into the event */
+    int64_t begin, end;           /* first and last sample of the members' boxcars */
+} ddtk_sps_cand;
+
+typedef struct ddtk_sps ddtk_sps;
+
+/*
+ * A searcher for ndm series: DM dms[i] sampled at tsamp * downsamp[i]
+ * (downsamp NULL: all 1; each a power of two). tsamp: the finest sample
+ * time, the unit of every candidate's samples.
+ */
+int ddtk_sps_create(ddtk_sps **s, const ddtk_sps_params *par, int ndm, const double *dms,
+                    const int *downsamp, double tsamp);
+/* The next n samples of series dm. */
+int ddtk_sps_feed(ddtk_sps *s, int dm, const float *x, int64_t n);
+/* End every series (its last block searched) and cluster: *cands (malloc'd,
+ * the caller frees it) gets the events in order of sample, then DM index. */
+int ddtk_sps_finish(ddtk_sps *s, ddtk_sps_cand **cands, int64_t *ncands);
+/* Giants found so far (every DM), for reports. */
+int64_t ddtk_sps_giants(const ddtk_sps *s);
+void ddtk_sps_destroy(ddtk_sps *s);
+
+enum { DDTK_SPS_HEIMDALL = 0, DDTK_SPS_PRESTO = 1 };
+
+/* Heimdall's .cand lines: S/N, sample, time, log2 width, DM index, DM,
+ * members, begin, end (one candidate a line, no header). log2 width is an
+ * integer for boxcars of 2^k samples and has decimals for 3 x 2^k (1.585
+ * for 3): the boxcars between the powers of two keep the S/N of every
+ * Gaussian pulse above 90% of its matched filter's, where powers of two
+ * alone fall to 86% (a pulse of FWHM 2 samples, or 1.4 x 2^k). */
+int ddtk_sps_write_heimdall(FILE *fp, const ddtk_sps_cand *c, int64_t n);
+/* PRESTO's .singlepulse header, and the lines of the candidates at DM index
+ * dm (DM, Sigma, Time, Sample, Downfact; samples in units of factor finest
+ * samples, as the series of that DM counts them). */
+int ddtk_sps_write_presto(FILE *fp, const ddtk_sps_cand *c, int64_t n, int dm, int factor);
+
+/* Read a Heimdall .cand file (name for messages): *cands malloc'd. */
+int ddtk_sps_read_heimdall(FILE *fp, const char *name, ddtk_sps_cand **cands, int64_t *n);
+
+DDTK_END_DECLS
+
+#endif
