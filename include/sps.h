@@ -4,9 +4,10 @@
  *
  * A searcher takes the series of a DM list sample by sample, in pieces of
  * any length (a dedispersion gulp, a file read), and gives the same
- * candidates whatever the pieces: each series is cut into fixed blocks from
- * its first sample, each block is normalised by its own median and robust
- * sigma (1.4826 x the median absolute deviation), convolved with boxcars of
+ * candidates whatever the pieces: each series is cut into fixed blocks of
+ * the baseline window from its first sample; a running baseline and robust
+ * sigma (1.4826 x the median absolute deviation) interpolated between the
+ * blocks' medians normalise it; it is convolved with boxcars of
  * 1, 2, 3, 4, 6, 8, 12, ... samples (powers of two and the 3 x 2^k between
  * them) up to the maximum width, and every run of samples
  * above the S/N threshold gives one "giant" (its highest boxcar). At the end
@@ -25,8 +26,8 @@ DDTK_BEGIN_DECLS
 
 #define DDTK_SPS_SNR_DEFAULT 6.0
 #define DDTK_SPS_MAX_WIDTH_DEFAULT 1024   /* samples at the finest resolution */
-#define DDTK_SPS_MIN_BLOCK 4096           /* statistics block: at least this, */
-#define DDTK_SPS_BLOCK_WIDTHS 32
+#define DDTK_SPS_BASELINE_DEFAULT 2.0     /* running baseline window, s (Heimdall's) */
+#define DDTK_SPS_BLOCK_WIDTHS 16          /* the widest boxcar is at most window / this */
 
 /*
  * Friends-of-friends tolerances (ddtk_sps_params): two giants are friends
@@ -46,9 +47,14 @@ typedef struct ddtk_sps_params {
     int max_width;                /* widest boxcar, finest samples, a power of two */
     int dm_tol, width_tol;        /* clustering tolerances (above) */
     double time_tol;
+    double baseline;              /* running baseline window, seconds */
 } ddtk_sps_params;
 
 void ddtk_sps_params_init(ddtk_sps_params *p);
+/* The widest boxcar searched in a series sampled at tsamp * f, in samples
+ * at tsamp: max_width, halved until the baseline window holds
+ * DDTK_SPS_BLOCK_WIDTHS of it (a multiple of f). */
+int64_t ddtk_sps_widest(const ddtk_sps_params *par, double tsamp, int f);
 
 /* One event: its brightest member, the members' count and span. */
 typedef struct ddtk_sps_cand {
@@ -93,6 +99,36 @@ int ddtk_sps_write_heimdall(FILE *fp, const ddtk_sps_cand *c, int64_t n);
  * dm (DM, Sigma, Time, Sample, Downfact; samples in units of factor finest
  * samples, as the series of that DM counts them). */
 int ddtk_sps_write_presto(FILE *fp, const ddtk_sps_cand *c, int64_t n, int dm, int factor);
+
+/* ---- series files (sps_io.c) ---------------------------------------------- */
+
+/* A SIGPROC .tim (any nbits, or stdin) or a PRESTO .dat with its .inf, as
+ * the search reads it: DM, sample time and the samples of data (a .dat's
+ * padded tail, which its .inf declares as prepdata does, is left out). */
+typedef struct ddtk_sps_file {
+    char *path;                   /* "stdin" for standard input */
+    double dm, tsamp;
+    int64_t nvalid;               /* samples to search; -1: to the end (stdin) */
+    int dat;
+    ddtk_input *in;               /* stdin: kept open between probe and feed */
+} ddtk_sps_file;
+
+/* Read a series' header (path "-": stdin, a .tim). */
+int ddtk_sps_file_probe(ddtk_sps_file *f, const char *path);
+/* Stream its samples into series dm of s. */
+int ddtk_sps_file_feed(ddtk_sps *s, int dm, ddtk_sps_file *f);
+void ddtk_sps_file_free(ddtk_sps_file *f);
+
+/*
+ * Search n probed series of one observation together: they are ordered by
+ * DM (index[i]: file i's DM index in the candidates) and counted in samples
+ * of the finest sample time (*tsamp; factor[i]: file i's samples per that
+ * sample, a power of two, else bad data). threads: the files fed at once
+ * (0: OpenMP's default).
+ */
+int ddtk_sps_files_search(ddtk_sps_file *files, int n, const ddtk_sps_params *par, int threads,
+                          int *index, int *factor, double *tsamp, ddtk_sps_cand **cands,
+                          int64_t *ncands);
 
 /* Read a Heimdall .cand file (name for messages): *cands malloc'd. */
 int ddtk_sps_read_heimdall(FILE *fp, const char *name, ddtk_sps_cand **cands, int64_t *n);

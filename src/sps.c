@@ -1,19 +1,24 @@
 /*
- * sps.c - the single-pulse search (include/sps.h): per series, fixed blocks
- * normalised by their median and robust sigma, boxcars of 1, 2, 4, ...
- * samples over the normalised series, giants (one per run above the
+ * sps.c - the single-pulse search (include/sps.h): per series, a running
+ * baseline and robust sigma from fixed blocks, boxcars of 1, 2, 3, 4, 6, 8
+ * ... samples over the normalised series, giants (one per run above the
  * threshold and width); at the end, friends-of-friends clustering of every
  * series' giants into events.
  *
  * Why fixed blocks: the candidates must not depend on how the series are
  * cut into pieces (a dedispersion gulp, a file's reads), so that a search
  * inside the dedispersion stream and one over the written files agree.
- * Block j of a series covers samples [jB, (j+1)B) of it; the last block takes
+ * Block j of a series covers samples [jB, (j+1)B) of it, B the baseline
+ * window (--baseline seconds in the series' samples); the last block takes
  * whatever is left when less than B/2 would follow it, so that no block is
- * too short for its statistics. B is at least DDTK_SPS_MIN_BLOCK and
- * DDTK_SPS_BLOCK_WIDTHS widest boxcars: a pulse that fills a fraction w/B of
- * a block moves its median by about that fraction of its own amplitude, so
- * the S/N of the widest boxcar loses at most about 1/16 of itself.
+ * too short for its statistics. Each block gives a median and a sigma
+ * (1.4826 x MAD); the baseline and sigma at a sample are interpolated
+ * linearly between the centres of the previous block and its own (flat
+ * from its own centre on, and in the first block): a running median that
+ * needs no samples past its block, so a series holds at most 2B samples.
+ * The widest boxcar is at most B/16: a pulse that fills a fraction w/B of a
+ * block moves its median by about that fraction of its own amplitude, and
+ * baseline wander on the scale of the window is not taken for a pulse.
  */
 #include "sps.h"
 #include "internal.h"
@@ -36,6 +41,8 @@ typedef struct sps_series {
     int nw;                       /* boxcars width[0 .. nw-1] samples */
     int64_t width[2 * 25];
     int64_t block;                /* B, samples */
+    int have_prev;                /* the previous block's median, sigma and centre */
+    double prev_median, prev_sigma, prev_centre;
     float *buf;                   /* samples [done, done + have) */
     int64_t cap, have, done;
     float *hist;                  /* normalised samples [done - nhist, done) */
@@ -61,6 +68,7 @@ void ddtk_sps_params_init(ddtk_sps_params *p)
     p->dm_tol = DDTK_SPS_DM_TOL;
     p->width_tol = DDTK_SPS_WIDTH_TOL;
     p->time_tol = DDTK_SPS_TIME_TOL;
+    p->baseline = DDTK_SPS_BASELINE_DEFAULT;
 }
 
 static int log2_exact(int64_t x)
@@ -71,19 +79,32 @@ static int log2_exact(int64_t x)
     return ((int64_t)1 << k) == x ? k : -1;
 }
 
-static int series_init(sps_series *s, int f, const ddtk_sps_params *par)
+/* The baseline window of a series sampled at tsamp: at least 64 samples. */
+static int64_t window(const ddtk_sps_params *par, double tsamp)
+{
+    double b = par->baseline / tsamp;
+    return b < 64 ? 64 : b > 1e12 ? (int64_t)1e12 : (int64_t)llround(b);
+}
+
+int64_t ddtk_sps_widest(const ddtk_sps_params *par, double tsamp, int f)
+{
+    int64_t widest = par->max_width / f > 1 ? par->max_width / f : 1;
+    while (widest > 1 && widest * DDTK_SPS_BLOCK_WIDTHS > window(par, tsamp * f))
+        widest /= 2;
+    return widest * f;
+}
+
+static int series_init(sps_series *s, int f, const ddtk_sps_params *par, double tsamp)
 {
     s->f = f;
-    int64_t widest = par->max_width / f > 1 ? par->max_width / f : 1;
+    s->block = window(par, tsamp * f);
+    int64_t widest = ddtk_sps_widest(par, tsamp, f) / f;
     s->width[s->nw++] = 1;
     for (int64_t w = 2; w <= widest; w *= 2) {
         if (w >= 4)
             s->width[s->nw++] = w / 4 * 3;
         s->width[s->nw++] = w;
     }
-    s->block = DDTK_SPS_MIN_BLOCK;
-    while (s->block < DDTK_SPS_BLOCK_WIDTHS * widest)
-        s->block *= 2;
     s->cap = 2 * s->block;
     s->buf = ddtk_malloc((size_t)s->cap * sizeof *s->buf, "search buffer");
     s->hist = ddtk_malloc((size_t)widest * sizeof *s->hist, "search buffer");
@@ -118,6 +139,9 @@ int ddtk_sps_create(ddtk_sps **out, const ddtk_sps_params *par, int ndm, const d
     if (!(tsamp > 0))
         return ddtk_fail(DDTK_EUSAGE, "single-pulse search: sample time %g is not positive",
                          tsamp);
+    if (!(par->baseline > 0) || !isfinite(par->baseline))
+        return ddtk_fail(DDTK_EUSAGE, "single-pulse search: baseline window %g s is not "
+                         "positive", par->baseline);
     for (int i = 0; downsamp && i < ndm; i++)
         if (downsamp[i] < 1 || log2_exact(downsamp[i]) < 0)
             return ddtk_fail(DDTK_EUSAGE, "single-pulse search: downsampling factor %d of DM %g "
@@ -133,7 +157,7 @@ int ddtk_sps_create(ddtk_sps **out, const ddtk_sps_params *par, int ndm, const d
     int rc = s->dms && s->s ? DDTK_OK : DDTK_ESYS;
     for (int i = 0; !rc && i < ndm; i++) {
         s->dms[i] = dms[i];
-        rc = series_init(&s->s[i], downsamp ? downsamp[i] : 1, par);
+        rc = series_init(&s->s[i], downsamp ? downsamp[i] : 1, par, tsamp);
     }
     if (rc) {
         ddtk_sps_destroy(s);
@@ -254,15 +278,25 @@ static int search_block(sps_series *s, int dm, int64_t n, double thr, double *wo
     double median, sigma;
     float *z = (float *)(work + s->nhist + n + 1);
     block_stats(s->buf, n, z, &median, &sigma);
-    double inv = sigma > 0 ? 1.0 / sigma : 0.0;
+    double centre = (double)s->done + 0.5 * (double)(n - 1);
     double *prefix = work;        /* prefix[i]: sum of the first i of hist, block */
     prefix[0] = 0;
     for (int64_t i = 0; i < s->nhist; i++)
         prefix[i + 1] = prefix[i] + s->hist[i];
     for (int64_t t = 0; t < n; t++) {
-        z[t] = (float)(((double)s->buf[t] - median) * inv);
+        double m = median, sd = sigma, at = (double)(s->done + t);
+        if (s->have_prev && at < centre) {
+            double f = (at - s->prev_centre) / (centre - s->prev_centre);
+            m = s->prev_median + f * (median - s->prev_median);
+            sd = s->prev_sigma + f * (sigma - s->prev_sigma);
+        }
+        z[t] = sd > 0 ? (float)(((double)s->buf[t] - m) / sd) : 0.0f;
         prefix[s->nhist + t + 1] = prefix[s->nhist + t] + z[t];
     }
+    s->have_prev = 1;
+    s->prev_median = median;
+    s->prev_sigma = sigma;
+    s->prev_centre = centre;
     int rc = DDTK_OK;
     for (int k = 0; !rc && k < s->nw; k++) {
         const int64_t w = s->width[k];

@@ -102,6 +102,7 @@ static void test_pulses(void)
     float *x = malloc(n * sizeof *x);
     ddtk_sps_params par;
     ddtk_sps_params_init(&par);
+    par.baseline = 32.768;        /* 32768 samples: boxcars up to 1024 */
     noise(x, n, 100.0);
     for (int i = 0; i < np; i++)
         add_pulse(x, n, at[i], fwhm[i], 100.0);
