@@ -86,6 +86,28 @@ int ddtk_sps_finish(ddtk_sps *s, ddtk_sps_cand **cands, int64_t *ncands);
 int64_t ddtk_sps_giants(const ddtk_sps *s);
 void ddtk_sps_destroy(ddtk_sps *s);
 
+/*
+ * The search inside a dedispersion stream (sps_sink.c): a sink that feeds
+ * each series to a searcher and passes it on to next (the output files, or
+ * NULL: nothing written). The searcher's DMs are the plan's in ascending
+ * order (candidates' DM indices count them so, as spsearch counts files),
+ * sampled at the plan's tsamp times each DM's scrunch factor. Padding
+ * (--pad, fft lengths) goes to next alone: only data is searched, exactly
+ * the samples written. After ddtk_plan_stream, ddtk_sps_sink_finish gives
+ * the candidates.
+ */
+typedef struct ddtk_sps_sink {
+    ddtk_sink sink;               /* give &this->sink to ddtk_plan_stream */
+    ddtk_sink *next;
+    ddtk_sps *search;
+    int *rank;                    /* plan DM -> searcher series */
+} ddtk_sps_sink;
+
+int ddtk_sps_sink_init(ddtk_sps_sink *t, const ddtk_sps_params *par, const ddtk_plan *plan,
+                       ddtk_sink *next);
+int ddtk_sps_sink_finish(ddtk_sps_sink *t, ddtk_sps_cand **cands, int64_t *ncands);
+void ddtk_sps_sink_free(ddtk_sps_sink *t);
+
 enum { DDTK_SPS_HEIMDALL = 0, DDTK_SPS_PRESTO = 1 };
 
 /* Heimdall's .cand lines: S/N, sample, time, log2 width, DM index, DM,
