@@ -271,7 +271,8 @@ static int run_step(sps_series *s, int dm, int k, int64_t t, float snr, int abov
 /*
  * Search the first n samples of the buffer (series samples done ..
  * done + n): normalise them, prefix-sum them behind the history, and run
- * every boxcar ending in them. work: 2 * (n + widest) doubles of scratch.
+ * every boxcar ending in them. work: 2 * (n + widest) + 2 doubles of scratch
+ * (prefix sums, then n floats of normalised samples and n of S/N).
  */
 static int search_block(sps_series *s, int dm, int64_t n, double thr, double *work)
 {
@@ -297,18 +298,26 @@ static int search_block(sps_series *s, int dm, int64_t n, double thr, double *wo
     s->prev_median = median;
     s->prev_sigma = sigma;
     s->prev_centre = centre;
+    /* Each boxcar's S/N over the block in one vectorised pass; the runs are
+     * followed only where it reaches the threshold or a run goes on. */
+    float *snr = z + n;
     int rc = DDTK_OK;
     for (int k = 0; !rc && k < s->nw; k++) {
         const int64_t w = s->width[k];
         const double norm = 1.0 / sqrt((double)w);
-        for (int64_t t = 0; !rc && t < n; t++) {
-            int64_t hi = s->nhist + t + 1, lo = hi - w;
-            if (s->done + t + 1 < w)
-                continue;         /* a boxcar starts at the first sample or later */
-            float snr = (float)((prefix[hi] - prefix[lo]) * norm);
-            if (snr >= thr || s->inrun[k])
-                rc = run_step(s, dm, k, s->done + t, snr, snr >= thr);
+        /* A boxcar starts at the first sample of the series or later. */
+        int64_t t0 = s->done + 1 >= w ? 0 : w - 1 - s->done;
+        const double *hi = prefix + s->nhist + 1, *lo = hi - w;
+        float most = -INFINITY;
+        for (int64_t t = t0; t < n; t++) {
+            snr[t] = (float)((hi[t] - lo[t]) * norm);
+            most = snr[t] > most ? snr[t] : most;
         }
+        if (most < thr && !s->inrun[k])
+            continue;
+        for (int64_t t = t0; !rc && t < n; t++)
+            if (snr[t] >= thr || s->inrun[k])
+                rc = run_step(s, dm, k, s->done + t, snr[t], snr[t] >= thr);
     }
     /* The history: the last widest - 1 normalised samples. */
     int64_t widest = s->width[s->nw - 1], keep = widest - 1;
