@@ -103,6 +103,13 @@ $(CLI_LIB): $(CLI_C:%.c=build/%.o)
 	rm -f $@
 	ar rcs $@ $^
 
+# spplot draws with cairo (and the test helper that decodes its PNGs reads
+# them with cairo): only those two link it.
+CAIRO_CFLAGS = $(shell pkg-config --cflags cairo 2>/dev/null)
+CAIRO_LIBS = $(shell pkg-config --libs cairo 2>/dev/null || echo -lcairo)
+bin/spplot build/test/pngpeak: CFLAGS += $(CAIRO_CFLAGS)
+bin/spplot build/test/pngpeak: LDLIBS += $(CAIRO_LIBS)
+
 bin/%: tools/%.c libddtk.a $(CLI_LIB) $(HEADERS)
 	@mkdir -p bin
 	$(CC) $(CFLAGS) $(CLI_FLAGS) $< -o $@ $(CLI_LIB) libddtk.a $(LDLIBS)
@@ -222,9 +229,11 @@ $(SAN_DIR)/bin/%: scripts/% include/ddtk.h
 	@mkdir -p $(dir $@)
 	sed 's/@DDTK_VERSION@/$(VERSION)/' $< > $@.tmp && chmod 755 $@.tmp && mv $@.tmp $@
 
+$(SAN_DIR)/bin/spplot $(SAN_DIR)/test/pngpeak: SAN_EXTRA = $(CAIRO_CFLAGS) $(CAIRO_LIBS)
+
 $(SAN_DIR)/bin/%: tools/%.c $(SAN_DIR)/libddtk.a $(SAN_CLI) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(SAN_CC) $(SAN_CFLAGS) $(CLI_FLAGS) $< -o $@ $(SAN_CLI) $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp $(CFITSIO_LIBS) -lm
+	$(SAN_CC) $(SAN_CFLAGS) $(CLI_FLAGS) $< -o $@ $(SAN_CLI) $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp $(CFITSIO_LIBS) -lm $(SAN_EXTRA)
 
 $(SAN_DIR)/test/%: test/unit/%.c $(SAN_DIR)/libddtk.a $(SAN_CLI) $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -232,7 +241,7 @@ $(SAN_DIR)/test/%: test/unit/%.c $(SAN_DIR)/libddtk.a $(SAN_CLI) $(HEADERS)
 
 $(SAN_DIR)/test/%: test/helpers/%.c $(SAN_DIR)/libddtk.a $(SAN_CLI) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(SAN_CC) $(SAN_CFLAGS) $(CLI_FLAGS) $< -o $@ $(SAN_CLI) $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp $(CFITSIO_LIBS) -lm
+	$(SAN_CC) $(SAN_CFLAGS) $(CLI_FLAGS) $< -o $@ $(SAN_CLI) $(SAN_DIR)/libddtk.a -lfftw3f -lfftw3f_omp $(CFITSIO_LIBS) -lm $(SAN_EXTRA)
 
 $(SAN_DIR)/test/fault.so: test/fault/fault.c
 	@mkdir -p $(dir $@)
