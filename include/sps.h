@@ -146,11 +146,12 @@ void ddtk_sps_file_free(ddtk_sps_file *f);
  * DM (index[i]: file i's DM index in the candidates) and counted in samples
  * of the finest sample time (*tsamp; factor[i]: file i's samples per that
  * sample, a power of two, else bad data). threads: the files fed at once
- * (0: OpenMP's default).
+ * (0: OpenMP's default). done, when not NULL, is called with the number of
+ * files searched so far after each one (one call at a time).
  */
 int ddtk_sps_files_search(ddtk_sps_file *files, int n, const ddtk_sps_params *par, int threads,
                           int *index, int *factor, double *tsamp, ddtk_sps_cand **cands,
-                          int64_t *ncands);
+                          int64_t *ncands, void (*done)(void *ctx, int nfiles), void *ctx);
 
 /* Read a Heimdall .cand file (name for messages): *cands malloc'd. */
 int ddtk_sps_read_heimdall(FILE *fp, const char *name, ddtk_sps_cand **cands, int64_t *n);

@@ -167,8 +167,9 @@ static int order_files(const ddtk_sps_file *f, int n, int *index, int *factor, d
 
 int ddtk_sps_files_search(ddtk_sps_file *files, int n, const ddtk_sps_params *par, int threads,
                           int *index, int *factor, double *tsamp, ddtk_sps_cand **cands,
-                          int64_t *ncands)
+                          int64_t *ncands, void (*done)(void *ctx, int nfiles), void *ctx)
 {
+    int nfed = 0;
     ddtk_sps *s = NULL;
     double *dms = ddtk_malloc((size_t)n * sizeof *dms, "series list");
     int *ds = ddtk_malloc((size_t)n * sizeof *ds, "series list");
@@ -189,6 +190,9 @@ int ddtk_sps_files_search(ddtk_sps_file *files, int n, const ddtk_sps_params *pa
             int frc = ddtk_sps_file_feed(s, index[i], &files[i]);
             if (frc)
                 ddtk_thread_error_keep(&err, i, frc);
+#pragma omp critical(sps_files_done)
+            if (done)
+                done(ctx, ++nfed);
         }
         rc = ddtk_thread_error_end(&err);
     }

@@ -189,6 +189,11 @@ static int write_outputs(const args *a, const ddtk_sps_file *f, int n, const int
     return rc;
 }
 
+static void progress(void *ctx, int nfiles)
+{
+    ddtk_progress_update(ctx, nfiles);
+}
+
 static int run(const args *a, int argc, char **argv)
 {
     int n = argc - optind;
@@ -208,8 +213,12 @@ static int run(const args *a, int argc, char **argv)
     ddtk_sps_cand *c = NULL;
     int64_t nc = 0;
     double tsamp = 0, t0 = ddtk_now();
+    ddtk_progress bar;
+    ddtk_progress_start(&bar, "series", n, a->quiet, a->verbose);
     if (!rc)
-        rc = ddtk_sps_files_search(f, n, &a->par, a->threads, index, factor, &tsamp, &c, &nc);
+        rc = ddtk_sps_files_search(f, n, &a->par, a->threads, index, factor, &tsamp, &c, &nc,
+                                   progress, &bar);
+    ddtk_progress_end(&bar);
     if (!rc)
         rc = write_outputs(a, f, n, index, factor, c, nc);
     if (!rc && !a->quiet)
