@@ -510,7 +510,8 @@ int ddtk_sps_finish(ddtk_sps *sp, ddtk_sps_cand **cands, int64_t *ncands)
     if (!g || !parent || !head || !best || !c)
         rc = DDTK_ESYS;
     for (int i = 0; !rc && i < sp->ndm; i++) {
-        memcpy(g + at, sp->s[i].g, (size_t)sp->s[i].ng * sizeof *g);
+        if (sp->s[i].ng)
+            memcpy(g + at, sp->s[i].g, (size_t)sp->s[i].ng * sizeof *g);
         at += sp->s[i].ng;
     }
     if (!rc) {

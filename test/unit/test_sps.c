@@ -57,7 +57,7 @@ static ddtk_sps_cand *search(const float *x, int ndm, int64_t n, const int *down
                              int64_t piece, const ddtk_sps_params *par, int64_t *nc)
 {
     ddtk_sps *s;
-    double dms[16];
+    double dms[16] = { 0 };
     for (int d = 0; d < ndm; d++)
         dms[d] = 10.0 * d;
     CHECK(ddtk_sps_create(&s, par, ndm, dms, downsamp, 1e-3) == 0);
