@@ -203,7 +203,8 @@ SAN_UNITS := $(patsubst test/unit/%.c,$(SAN_DIR)/test/%,$(wildcard test/unit/*.c
 SAN_HELPERS := $(patsubst test/helpers/%.c,$(SAN_DIR)/test/%,$(wildcard test/helpers/*.c)) \
 	$(SAN_DIR)/test/fault.so
 SAN_ENV := ASAN_OPTIONS=exitcode=86:detect_leaks=1:verify_asan_link_order=0 \
-	LSAN_OPTIONS=exitcode=86 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=86
+	LSAN_OPTIONS=exitcode=86:suppressions=$(CURDIR)/test/lsan.supp:print_suppressions=0 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=86
 
 .PHONY: sanitize check-sanitize
 sanitize: $(SAN_TOOLS) $(SAN_UNITS) $(SAN_HELPERS)
