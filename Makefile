@@ -81,6 +81,11 @@ $(LIB_OBJ): CFLAGS += -fPIC -fno-semantic-interposition
 # traps to keep, GCC vectorises the conversion (output.c's quantise).
 build/src/output.o: CFLAGS += -fno-trapping-math
 
+# The search's arithmetic is rounded operation by operation (no fused
+# multiply-adds where -march offers them), so its candidates do not depend on
+# the machine, and a device search can reproduce them.
+build/src/sps.o: CFLAGS += -ffp-contract=off
+
 build/%.o: %.cu $(HEADERS) $(wildcard cuda/*.cuh) $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
