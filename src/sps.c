@@ -535,7 +535,7 @@ int ddtk_sps_finish(ddtk_sps *sp, ddtk_sps_cand **cands, int64_t *ncands)
 int ddtk_sps_write_heimdall(FILE *fp, const ddtk_sps_cand *c, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
-        fprintf(fp, "%.4f\t%lld\t%.6f\t%.4g\t%d\t%.3f\t%d\t%lld\t%lld\n", c[i].snr,
+        fprintf(fp, "%.4f\t%lld\t%.6f\t%.6g\t%d\t%.3f\t%d\t%lld\t%lld\n", c[i].snr,
                 (long long)c[i].sample, c[i].time, log2((double)c[i].width), c[i].dm_index, c[i].dm,
                 c[i].members, (long long)c[i].begin, (long long)c[i].end);
     return ferror(fp) ? ddtk_fail(DDTK_ESYS, "writing candidates failed") : DDTK_OK;
@@ -554,6 +554,19 @@ int ddtk_sps_write_presto(FILE *fp, const ddtk_sps_cand *c, int64_t n, int dm, i
     return ferror(fp) ? ddtk_fail(DDTK_ESYS, "writing candidates failed") : DDTK_OK;
 }
 
+/* The boxcar width a .cand's log2 width stands for: the nearest of the
+ * widths searched (2^k and 3 x 2^(k-1)), whatever the decimals printed. */
+static int64_t width_of(double log2w)
+{
+    int k = (int)floor(log2w);
+    int64_t best = (int64_t)1 << k;
+    const int64_t other[2] = { k >= 1 ? 3 * ((int64_t)1 << (k - 1)) : 1, (int64_t)1 << (k + 1) };
+    for (int i = 0; i < 2; i++)
+        if (fabs(log2((double)other[i]) - log2w) < fabs(log2((double)best) - log2w))
+            best = other[i];
+    return best;
+}
+
 static int parse_line(const char *line, ddtk_sps_cand *c)
 {
     long long sample, begin, end;
@@ -566,7 +579,7 @@ static int parse_line(const char *line, ddtk_sps_cand *c)
     c->sample = sample;
     c->begin = begin;
     c->end = end;
-    c->width = (int64_t)llround(exp2(log2w));
+    c->width = width_of(log2w);
     return c->dm_index >= 0 && isfinite(c->snr) && isfinite(c->dm) && isfinite(c->time);
 }
 

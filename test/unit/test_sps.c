@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static unsigned short rng[3] = { 7, 11, 13 };
 
@@ -231,18 +232,33 @@ static void test_downsampled(void)
 
 static void test_file(void)
 {
-    ddtk_sps_cand c[2] = {
+    /* Every width searched up to 2^24 survives the round trip. */
+    ddtk_sps_cand c[3] = {
         { 12.5, 1000, 1.0, 12, 7, 475.5, 12, 990, 1010 },
         { 8.25, 50000, 50.0, 1, 0, 0.0, 1, 50000, 50000 },
+        { 7.0, 9, 0.5, 3 << 23, 1, 10.0, 2, 0, 9 },
     };
     FILE *fp = tmpfile();
-    CHECK(ddtk_sps_write_heimdall(fp, c, 2) == 0);
+    CHECK(ddtk_sps_write_heimdall(fp, c, 3) == 0);
     rewind(fp);
     ddtk_sps_cand *r;
     int64_t n;
     CHECK(ddtk_sps_read_heimdall(fp, "tmp", &r, &n) == 0);
-    CHECK(n == 2 && same(r, n, c, 2));
+    CHECK(n == 3 && same(r, n, c, 3));
     free(r);
+    for (int64_t w = 1; w <= (1 << 24); w *= 2) {
+        int64_t ws[2] = { w, w >= 4 ? w / 4 * 3 : w };
+        for (int i = 0; i < 2; i++) {
+            c[0].width = ws[i];
+            rewind(fp);
+            CHECK(ftruncate(fileno(fp), 0) == 0);
+            CHECK(ddtk_sps_write_heimdall(fp, c, 1) == 0);
+            rewind(fp);
+            CHECK(ddtk_sps_read_heimdall(fp, "tmp", &r, &n) == 0);
+            CHECK(n == 1 && r[0].width == ws[i]);
+            free(r);
+        }
+    }
     fclose(fp);
     fp = tmpfile();
     fputs("12 13 14\n", fp);
