@@ -1,6 +1,7 @@
 /*
  * spplot.c - the numbers of a candidate plot (src/spplot.h): the input's
- * window around the candidate read (seeking in the file), each channel
+ * window around the candidate read (seeking in a SIGPROC file; PSRFITS is
+ * read again from its start), each channel
  * binned in time, then dedispersed at the bow-tie's DMs by whole-bin shifts
  * (delays rounded at the binned resolution: a plot, not a search), the
  * waterfall's sub-bands at the candidate's DM, its profile and S/N per DM.
@@ -13,21 +14,43 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Put the input at spectrum first (a multiple of 8): a SIGPROC file seeks;
+ * PSRFITS is opened again and read up to it. */
+static int go_to(ddtk_input *in, int64_t first, uint8_t *raw, int64_t cap)
+{
+    if (in->fp) {
+        off_t at = (off_t)(in->hdr.header_bytes + first * in->bits_per_spectrum / 8);
+        in->eof = 0;
+        return fseeko(in->fp, at, SEEK_SET) == 0 ? DDTK_OK
+               : ddtk_fail(DDTK_ESYS, "%s: cannot seek: %s", in->name, strerror(errno));
+    }
+    char *name = strdup(in->name);
+    if (!name)
+        return ddtk_fail(DDTK_ESYS, "out of memory");
+    ddtk_input_close(in);
+    int rc = ddtk_input_open(in, name);
+    free(name);
+    for (int64_t done = 0, got; !rc && done < first; done += got) {
+        rc = ddtk_input_read(in, raw, first - done < cap ? first - done : cap, &got);
+        if (!rc && got == 0)
+            break;
+    }
+    return rc;
+}
+
 /* Read spectra [first, first + n) of the file (first a multiple of 8) into
  * channel rows (nchans of n floats, file order); samples past the end are 0. */
 static int read_window(ddtk_input *in, int64_t first, int64_t n, float *rows)
 {
-    int64_t bytes = ddtk_input_bytes(in, n);
+    int64_t bytes = ddtk_input_bytes(in, n > 8 ? n : 8);
     uint8_t *raw = ddtk_malloc((size_t)bytes, "plot window");
     int *row = ddtk_malloc((size_t)in->hdr.nchans * sizeof *row, "plot window");
     int pol = 0, rc = raw && row ? DDTK_OK : DDTK_ESYS;
     int64_t got = 0;
     for (int c = 0; !rc && c < in->hdr.nchans; c++)
         row[c] = c;
-    off_t at = (off_t)(in->hdr.header_bytes + first * in->bits_per_spectrum / 8);
-    if (!rc && fseeko(in->fp, at, SEEK_SET) != 0)
-        rc = ddtk_fail(DDTK_ESYS, "%s: cannot seek: %s", in->name, strerror(errno));
-    in->eof = 0;
+    if (!rc)
+        rc = go_to(in, first, raw, n > 8 ? n / 8 * 8 : 8);
     if (!rc)
         rc = ddtk_resolve_pol(&in->hdr, DDTK_POL_DEFAULT, in->name, &pol);
     if (!rc)

@@ -64,6 +64,20 @@ setup_file() {
     done < "$BATS_FILE_TMPDIR/b.cand"
 }
 
+@test "spplot: a PSRFITS input (your_28.fits): its burst at the bow-tie's centre" {
+    REAL=$BATS_TEST_DIRNAME/../../shared/data/real
+    [ -f "$REAL/your_28.fits" ] || skip "no $REAL/your_28.fits"
+    dd_direct "$REAL/your_28.fits" --dm-min 0 --dm-max 1000 --search --discard --prefix y -q
+    [ "$(wc -l < y.cand)" -eq 1 ]
+    spplot -q y.cand "$REAL/your_28.fits"
+    f=$(ls your_28_1_DM*.png)
+    [ "$(pngpeak "$f")" = "1200 900" ]
+    read -r fx fy < <(pngpeak "$f" 660 130 500 330)
+    echo "brightest at $fx, $fy of the bow-tie"
+    approx "$fx" 0.5 0.03
+    approx "$fy" 0.5 0.05
+}
+
 @test "spplot: --outdir, --top and existing files" {
     mkdir out
     spplot -q "$BATS_FILE_TMPDIR/b.cand" "$BATS_FILE_TMPDIR/b.fil" --outdir out --top 1

@@ -1,6 +1,6 @@
 /*
  * spplot - PNG plots of single-pulse candidates (a Heimdall .cand from
- * spsearch or --search) from the SIGPROC filterbank they came from: per
+ * spsearch or --search) from the filterbank (SIGPROC or PSRFITS) they came from: per
  * candidate the dedispersed waterfall, the DM-time bow-tie, the profile,
  * S/N against DM and the header's facts; per input an overview (DM against
  * time, marker size by S/N). The numbers come from the library
@@ -53,7 +53,7 @@ static void help(void)
     printf(
 "Usage: spplot CANDFILE INPUT [--outdir DIR] [--top N] [options]\n"
 "PNG plots of single-pulse candidates (a Heimdall .cand file from spsearch or\n"
-"dd_* --search) from the SIGPROC filterbank INPUT they came from: one per\n"
+"dd_* --search) from the filterbank (SIGPROC or PSRFITS) INPUT they came from: one per\n"
 "candidate, brightest first (dedispersed waterfall, DM-time bow-tie, pulse\n"
 "profile, S/N against DM, header facts), and one overview (DM against time,\n"
 "marker size by S/N). Named <input>_<rank>_DM<dm>_t<time>.png and\n"
