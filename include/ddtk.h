@@ -1,6 +1,6 @@
 /*
  * ddtk.h - public API of libddtk, the dedispersion toolkit library
- * (installed as <ddtk/ddtk.h>, with <ddtk/dmplan.h> and <ddtk/fdas.h>).
+ * (installed as <ddtk/ddtk.h>, with <ddtk/dmplan.h>, <ddtk/fdas.h> and <ddtk/sps.h>).
  *
  * What a C program needs to dedisperse: SIGPROC headers and input streams,
  * DM lists and killfiles, dedispersion plans built from arrays and executed
@@ -514,6 +514,9 @@ int32_t ddtk_plan_max_delay(const ddtk_plan *plan);
 /* Live and total channels, the reference and the band edges' channel centres. */
 int ddtk_plan_nlive(const ddtk_plan *plan);
 double ddtk_plan_fref(const ddtk_plan *plan);
+/* The input's sample time (s): DM d's series are sampled at it times
+ * ddtk_plan_downsamp(d). */
+double ddtk_plan_tsamp(const ddtk_plan *plan);
 void ddtk_plan_band(const ddtk_plan *plan, double *fmin, double *fmax, double *chan_bw);
 /* "cpu" or "gpu": where the plan runs (--backend auto decides at plan time). */
 const char *ddtk_plan_backend(const ddtk_plan *plan);

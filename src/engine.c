@@ -272,6 +272,11 @@ double ddtk_plan_fref(const ddtk_plan *p)
     return p->ch.fref;
 }
 
+double ddtk_plan_tsamp(const ddtk_plan *p)
+{
+    return p->d.tsamp;
+}
+
 void ddtk_plan_band(const ddtk_plan *p, double *fmin, double *fmax, double *chan_bw)
 {
     *fmin = p->ch.fmin;

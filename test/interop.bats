@@ -2,9 +2,10 @@
 # interop.bats - ddtk outputs through the real PRESTO and SIGPROC programs:
 # accelsearch on a dd_direct DM sweep of .dat files, ACCEL_sift.py on the
 # accelsearch and on fdas --format presto outputs, prepfold -accelcand on
-# fdas's binary .cand, single_pulse_search.py on a burst, prepsubband against
-# dd_subband --sub-dm, prepdata on PSRFITS (the real files and fbsim's layouts)
-# against dd_direct, and SIGPROC's
+# fdas's binary .cand, single_pulse_search.py on a burst (and its events
+# against spsearch's candidates), prepsubband against dd_subband --sub-dm,
+# prepdata on PSRFITS (the real files and fbsim's layouts) against dd_direct,
+# and SIGPROC's
 # header, seek and fold on a .tim. Each test runs only when its programs are
 # on PATH (skipped with the reason otherwise); DDTK_INTEROP_PATH, if set, is
 # put in front of PATH. Build them from their public sources, outside the
@@ -97,6 +98,24 @@ top_sifted() { awk '/_ACCEL_50:[0-9]+ / { print $1, $8; exit }' "$1"; }
     sort -k2 -gr sp_DM80.00.singlepulse | awk 'NR == 1 { exit !($3 > 4.99 && $3 < 5.01 && $2 > 20) }'
     # the padded tail (a constant at the mean) gives no events
     awk -v n=$(( $(stat -c %s sp_DM80.00.dat) / 4 )) 'NR > 1 && $4 > n - 10 { exit 1 }' sp_DM80.00.singlepulse
+}
+
+@test "interop: every event single_pulse_search.py reports in .dat files, spsearch reports" {
+    need single_pulse_search.py
+    make_obs
+    dd_direct obs.fil --dm-min 60 --dm-max 100 --dm-step 2 --format dat --prefix sp -q
+    single_pulse_search.py -p -b -t 6 sp_DM*.dat > sps.log 2>&1
+    spsearch -q sp_DM*.dat -o sp.cand
+    cat sp.cand
+    [ -s sp.cand ]
+    # An event of PRESTO's (DM, sigma, time, sample, downfact) is reported when
+    # a candidate's members span its time, within its own boxcar.
+    cat sp_DM*.singlepulse | awk 'NR == FNR { b[NR] = $8 * 0.000128; e[NR] = $9 * 0.000128; n = NR; next }
+        /^#/ { next }
+        { w = $5 * 0.000128; hit = 0
+          for (i = 1; i <= n; i++) if ($3 >= b[i] - w && $3 <= e[i] + w) hit = 1
+          if (!hit) { print "missed:", $0; bad = 1 } }
+        END { exit bad }' sp.cand -
 }
 
 # SIGPROC's fold, not coreutils' fold: the one beside its seek.

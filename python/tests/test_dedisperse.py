@@ -21,7 +21,7 @@ def dd_direct_series(tmp, fil, dms, *extra):
     (tmp / "dms.txt").write_text("".join(f"{d!r}\n" for d in dms))
     out = tmp / "ref"
     out.mkdir(exist_ok=True)
-    tool("dd_direct", fil, "--dm-list", tmp / "dms.txt", "--prefix", out / "x", "-q", *extra)
+    tool("dd_direct", "--no-baseline", fil, "--dm-list", tmp / "dms.txt", "--prefix", out / "x", "-q", *extra)
     return [read_tim(out / f"x_DM{d:.2f}.tim")[1] for d in dms]
 
 
@@ -99,7 +99,7 @@ def test_tolerance_list_and_linear_list_equal_dd_direct(tmp):
                 fch1=1500, foff=-0.5)
     out = tmp / "tol"
     out.mkdir()
-    tool("dd_direct", fil, "--dm-min", 0, "--dm-max", 80, "--prefix", out / "x", "-q")
+    tool("dd_direct", "--no-baseline", fil, "--dm-min", 0, "--dm-max", 80, "--prefix", out / "x", "-q")
     tool_dms = sorted(read_tim(f)[0]["refdm"] for f in glob.glob(str(out / "*.tim")))
     dms = ddtk.dm_list(0, 80, header=ddtk.read_header(fil))
     assert len(dms) > 20 and list(dms) == tool_dms
@@ -114,7 +114,7 @@ def test_subband_equals_dd_subband(tmp):
     dms = list(np.arange(0, 100, 2.0))
     (tmp / "dms.txt").write_text("".join(f"{d!r}\n" for d in dms))
     (tmp / "sb").mkdir()
-    tool("dd_subband", fil, "--dm-list", tmp / "dms.txt", "--nsub", 16, "--prefix",
+    tool("dd_subband", "--no-baseline", fil, "--dm-list", tmp / "dms.txt", "--nsub", 16, "--prefix",
          tmp / "sb" / "x", "-q")
     plan = ddtk.Plan(fil, dms=dms, algorithm="subband", params={"nsub": 16})
     got = plan.execute(ddtk.read_block(fil))
@@ -131,7 +131,7 @@ def test_tree_equals_dd_tree(tmp):
     fil = fbsim(tmp / "a.fil", nchans=64, nbits=8, tsamp=0.000256, nsamples=6000,
                 fch1=1500, foff=-4, pulse="1,30,0.002,25")
     (tmp / "tr").mkdir()
-    tool("dd_tree", fil, "--dm-max", 60, "--sub-chans", 8, "--scrunch", "none", "--prefix",
+    tool("dd_tree", "--no-baseline", fil, "--dm-max", 60, "--sub-chans", 8, "--scrunch", "none", "--prefix",
          tmp / "tr" / "x", "-q")
     ref = sorted((read_tim(f) for f in glob.glob(str(tmp / "tr" / "*.tim"))),
                  key=lambda ht: ht[0]["refdm"])
@@ -159,7 +159,7 @@ def test_scrunched_plan_gives_each_dms_series(tmp):
         f"{r['dm_lo']!r}\t{r['dm_hi']!r}\t{r['dm_step']!r}\t{r['downsamp']}\t{r['ndm']}\n"
         for r in rows))
     (tmp / "o").mkdir()
-    tool("dd_direct", fil, "--plan", tmp / "p.tsv", "--prefix", tmp / "o" / "x", "-q")
+    tool("dd_direct", "--no-baseline", fil, "--plan", tmp / "p.tsv", "--prefix", tmp / "o" / "x", "-q")
     for i in (0, dms.size // 2, dms.size - 1):
         h, x = read_tim(tmp / "o" / f"x_DM{dms[i]:.2f}.tim")
         assert same_bytes(series[i], x), f"DM {dms[i]}"
@@ -238,7 +238,7 @@ def test_killed_channels_equal_dd_direct_killfile(tmp):
     (tmp / "kill.txt").write_text("0:9,30,50:63\n")
     (tmp / "k").mkdir()
     (tmp / "dms.txt").write_text("".join(f"{d!r}\n" for d in DMS))
-    tool("dd_direct", fil, "--dm-list", tmp / "dms.txt", "--killfile", tmp / "kill.txt",
+    tool("dd_direct", "--no-baseline", fil, "--dm-list", tmp / "dms.txt", "--killfile", tmp / "kill.txt",
          "--prefix", tmp / "k" / "x", "-q")
     ref = np.stack([read_tim(tmp / "k" / f"x_DM{d:.2f}.tim")[1] for d in DMS])
     by_file = ddtk.dedisperse(fil, DMS, kill=str(tmp / "kill.txt"))

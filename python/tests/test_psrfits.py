@@ -16,7 +16,7 @@ OPTS = dict(nchans=32, tsamp=0.000256, nsamples=5000, fch1=1400, foff=-2, seed=4
 def dd_direct(tmp, path, *extra):
     out = tmp / ("o" + str(len(list(tmp.iterdir()))))
     out.mkdir()
-    tool("dd_direct", path, "--dm", ",".join(map(str, DMS)), "--prefix", out / "x", "-q",
+    tool("dd_direct", "--no-baseline", path, "--dm", ",".join(map(str, DMS)), "--prefix", out / "x", "-q",
          *extra)
     return np.stack([read_tim(out / f"x_DM{d:.2f}.tim")[1] for d in DMS])
 

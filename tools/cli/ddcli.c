@@ -7,6 +7,7 @@
 #include "dmplan.h"
 #include "internal.h"
 #include "cli.h"
+#include "tempfile.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -19,7 +20,7 @@ enum {
     OPT_GULP, OPT_MAX_MEM, OPT_THREADS, OPT_BACKEND, OPT_GPU, OPT_LIST_GPUS, OPT_FORCE,
     OPT_POL, OPT_PAD, OPT_EVEN, OPT_LENGTH, OPT_DISCARD, OPT_VERSION, OPT_PLAN, OPT_SCRUNCH,
     OPT_NBITS_OUT, OPT_WISDOM, OPT_NO_WISDOM, OPT_TUNE, OPT_RFI, OPT_MASK, OPT_RFI_CLIP,
-    OPT_NO_BASELINE, OPT_NBITS_SCALE
+    OPT_NO_BASELINE, OPT_NBITS_SCALE, OPT_SEARCH, OPT_SNR, OPT_MAX_WIDTH, OPT_SEARCH_WINDOW
 };
 
 static const struct option common_options[] = {
@@ -61,6 +62,10 @@ static const struct option common_options[] = {
     { "rfi", required_argument, 0, OPT_RFI },
     { "rfi-clip", required_argument, 0, OPT_RFI_CLIP },
     { "mask", required_argument, 0, OPT_MASK },
+    { "search", no_argument, 0, OPT_SEARCH },
+    { "snr", required_argument, 0, OPT_SNR },
+    { "max-width", required_argument, 0, OPT_MAX_WIDTH },
+    { "search-window", required_argument, 0, OPT_SEARCH_WINDOW },
     DDTK_STANDARD_OPTIONS(OPT_VERSION),
 };
 #define NCOMMON ((int)(sizeof common_options / sizeof common_options[0]))
@@ -111,6 +116,15 @@ static const struct option common_options[] = {
     "                           power of two keeping the largest possible sum in range\n" \
     "  --force                  overwrite existing outputs\n" \
     "  --discard                dedisperse but write no output (benchmarks)\n" \
+    "\n" \
+    "Single-pulse search (spsearch's, on each gulp as it is made):\n" \
+    "  --search                 search every series, candidates to PREFIX.cand (Heimdall\n" \
+    "                           columns; PREFIX as for the series, or -o without suffix);\n" \
+    "                           with --discard, the candidates alone are written\n" \
+    "  --snr S                  S/N threshold (default 6)\n" \
+    "  --max-width W            widest boxcar, input samples, a power of two (default 1024;\n" \
+    "                           at most a 16th of the baseline window)\n" \
+    "  --search-window T        running baseline window in seconds (default 2)\n" \
     "\n"
 #define HELP_KERNEL \
     "Kernel configuration (speed only: outputs never change):\n" \
@@ -165,10 +179,10 @@ int ddtk_ddargs_no_outputs(const ddtk_ddargs *a)
     const ddtk_outspec *o = &a->out;
     if (o->output || o->prefix || o->format != DDTK_FMT_TIM || o->force
         || o->length != DDTK_LEN_AUTO || o->discard || a->pad || a->nbits_out != 32 || a->tune
-        || !o->baseline || a->nbits_scale_given)
+        || !o->baseline || a->nbits_scale_given || a->search || a->search_opts)
         return ddtk_fail(DDTK_EUSAGE, "output options (-o, --prefix, --format, --pad, --length, "
                          "--even, --no-baseline, --nbits-out, --nbits-scale, --force, --discard, "
-                         "--tune) do not apply here: "
+                         "--tune, --search) do not apply here: "
                          "this tool writes no series");
     return DDTK_OK;
 }
@@ -184,6 +198,7 @@ void ddtk_ddargs_init(ddtk_ddargs *a)
     a->scrunch = -1;
     a->nbits_out = 32;
     a->out.baseline = 1;
+    ddtk_sps_params_init(&a->sps);
 }
 
 void ddtk_ddargs_free(ddtk_ddargs *a)
@@ -256,6 +271,15 @@ static int common_option(ddtk_ddargs *a, int code, const char *arg)
     case OPT_LIST_GPUS: a->list_gpus = 1; break;
     case OPT_FORCE: a->out.force = 1; break;
     case OPT_DISCARD: a->out.discard = 1; break;
+    case OPT_SEARCH: a->search = 1; break;
+    case OPT_SNR: a->search_opts = 1; return positive("--snr", arg, &a->sps.snr);
+    case OPT_MAX_WIDTH: {
+        int rc = ddtk_opt_int("--max-width", arg, 1, 1 << 24, &a->sps.max_width);
+        a->search_opts = 1;
+        return rc ? rc : (a->sps.max_width & (a->sps.max_width - 1))
+               ? ddtk_bad_option("--max-width", arg, "must be a power of two") : DDTK_OK;
+    }
+    case OPT_SEARCH_WINDOW: a->search_opts = 1; return positive("--search-window", arg, &a->sps.baseline);
     case OPT_POL:
         if (strcmp(arg, "sum") == 0)
             a->desc.pol = DDTK_POL_SUM;
@@ -374,6 +398,8 @@ int ddtk_ddargs_parse(ddtk_ddargs *a, int argc, char **argv,
     parse_ctx p = { a, handler, ctx };
     int rc = ddtk_getopt(argc, argv, ":o:qvh", opts, OPT_VERSION, help, any_option, &p);
     free(opts);
+    if (!rc && a->search_opts && !a->search)
+        rc = ddtk_fail(DDTK_EUSAGE, "--snr, --max-width and --search-window go with --search");
     if (rc)
         return rc;
     a->inputs = (const char *const *)argv + optind;
@@ -726,6 +752,50 @@ static int refuse_terminal(const ddtk_ddargs *a)
     return DDTK_OK;
 }
 
+/* --search: PREFIX.cand, PREFIX as for the series (-o without its suffix). */
+static char *cand_path(const ddtk_ddargs *a)
+{
+    const char *base = a->out.prefix ? a->out.prefix
+                       : a->out.output && strcmp(a->out.output, "-") != 0 ? a->out.output
+                       : a->default_prefix;
+    size_t len = strlen(base) + 6;
+    char *path = malloc(len);
+    if (!path)
+        return NULL;
+    snprintf(path, len, "%s", base);
+    char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+    if (!a->out.prefix && a->out.output && dot && dot > (slash ? slash + 1 : path))
+        *dot = '\0';
+    strcat(path, ".cand");
+    return path;
+}
+
+static int write_cands(FILE *fp, const ddtk_sps_cand *c, int64_t n)
+{
+    return ddtk_sps_write_heimdall(fp, c, n);
+}
+
+/* The candidates, whole or not at all, once the series are committed. */
+static int save_cands(const ddtk_ddargs *a, const char *path, ddtk_sps_sink *search)
+{
+    ddtk_sps_cand *c = NULL;
+    int64_t n = 0;
+    char *tmp = NULL;
+    int rc = ddtk_sps_sink_finish(search, &c, &n);
+    FILE *fp = rc ? NULL : ddtk_temp_create(path, &tmp);
+    if (!rc && !fp)
+        rc = DDTK_ESYS;
+    if (fp && (rc = write_cands(fp, c, n)))
+        ddtk_temp_discard(fp, &tmp);
+    else if (fp)
+        rc = ddtk_temp_commit(fp, &tmp, path);
+    if (!rc && !a->desc.quiet)
+        ddtk_msg("%s: %lld single-pulse candidates (S/N >= %g, %lld giants)", path, (long long)n,
+                 a->sps.snr, (long long)ddtk_sps_giants(search->search));
+    free(c);
+    return rc;
+}
+
 static int run_plan(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char *notes)
 {
     ddtk_outset out;
@@ -737,17 +807,25 @@ static int run_plan(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char 
         .bandwidth = chan_bw * in->hdr.nchans, .chan_bw = chan_bw, .nchans = in->hdr.nchans,
         .notes = notes, .downsamp = a->downsamp,
     };
-    int rc = integer_output(a, in, plan, &meta);
+    char *cands = a->search ? cand_path(a) : NULL;
+    int rc = a->search && !cands ? ddtk_fail(DDTK_ESYS, "out of memory") : DDTK_OK;
+    if (!rc && cands && !a->out.force && access(cands, F_OK) == 0)
+        rc = ddtk_fail(DDTK_EUSAGE, "%s: exists (use --force to overwrite)", cands);
+    if (!rc)
+        rc = integer_output(a, in, plan, &meta);
     if (!rc)
         rc = refuse_terminal(a);
     if (!rc)
         rc = ddtk_outset_open(&out, a->dms.dm, a->dms.n, &a->out, &meta);
-    if (rc)
+    if (rc) {
+        free(cands);
         return rc;
+    }
     /* The files count only once on disk: the sink's finish commits them, and
-     * the real-time factor includes it. */
+     * the real-time factor includes it. --search puts its sink in front. */
     ddtk_source src;
     ddtk_sink sink;
+    ddtk_sps_sink search;
     ddtk_stream_options opt = { .pad = a->pad };
     rfi_sink rs = { .a = a, .in = in, .out = &out, .notes = notes };
     ddtk_source_file(&src, in);
@@ -759,12 +837,23 @@ static int run_plan(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char 
         sink.finish = rfi_finish;
         sink.ctx = &rs;
     }
-    rc = ddtk_plan_stream(plan, &src, &sink, &opt, &stats);
+    if (cands && (rc = ddtk_sps_sink_init(&search, &a->sps, plan, &sink))) {
+        sink.finish(&sink, rc);
+        free(cands);
+        return rc;
+    }
+    rc = ddtk_plan_stream(plan, &src, cands ? &search.sink : &sink, &opt, &stats);
     free(rs.all);
     if (!rc)
         report_integer(a, &meta, &out);
     if (!rc && !a->desc.quiet)
         ddtk_print_summary(&stats, ddtk_plan_algorithm(plan));
+    if (cands) {
+        if (!rc)
+            rc = save_cands(a, cands, &search);
+        ddtk_sps_sink_free(&search);
+        free(cands);
+    }
     return rc;
 }
 

@@ -5,6 +5,7 @@
 #define DDTK_DDCLI_H
 
 #include "cli.h"
+#include "sps.h"
 
 #include <getopt.h>
 
@@ -31,6 +32,9 @@ typedef struct ddtk_ddargs {
     int dms_fixed;                /* the tool set dms and downsamp itself (dd_tree) */
     int gpus[DDTK_MAX_GPUS];      /* --gpu LIST (desc.gpus points here) */
     ddtk_clean_opts clean;        /* --rfi, --rfi-clip, --mask */
+    int search;                   /* --search: PREFIX.cand from each series' single pulses */
+    int search_opts;              /* --snr, --max-width or --search-window given */
+    ddtk_sps_params sps;
     ddtk_outspec out;
     ddtk_plan_desc desc;          /* kdm, fref, rounding, resources, backend ... */
 } ddtk_ddargs;
