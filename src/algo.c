@@ -37,7 +37,7 @@ const ddtk_algo *ddtk_algo_find(const char *name)
     return NULL;
 }
 
-/* "direct, subband or tree", for messages. */
+/* "direct, subband, tree or fdmt", for messages. */
 static void names(char *s, size_t n)
 {
     s[0] = '\0';
