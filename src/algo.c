@@ -8,13 +8,14 @@
 #include <math.h>
 #include <string.h>
 
-extern const ddtk_algo ddtk_algo_direct, ddtk_algo_subband, ddtk_algo_tree;
+extern const ddtk_algo ddtk_algo_direct, ddtk_algo_subband, ddtk_algo_tree, ddtk_algo_fdmt;
 
 /* The registry: in this order in ddtk_algorithm, the tools' messages and ddplan. */
 static const ddtk_algo *const algorithms[] = {
     &ddtk_algo_direct,
     &ddtk_algo_subband,
     &ddtk_algo_tree,
+    &ddtk_algo_fdmt,
 };
 #define NALGORITHMS ((int)(sizeof algorithms / sizeof algorithms[0]))
 
@@ -36,7 +37,7 @@ const ddtk_algo *ddtk_algo_find(const char *name)
     return NULL;
 }
 
-/* "direct, subband or tree", for messages. */
+/* "direct, subband, tree or fdmt", for messages. */
 static void names(char *s, size_t n)
 {
     s[0] = '\0';

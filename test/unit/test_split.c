@@ -7,8 +7,8 @@
  * staging grows with the delay step) reproduces the measured kernel times of
  * htru's two halves and gives the low DMs the larger share, every DM once, on
  * one level and on scrunched ones; and a level view (a device's share) gives
- * every DM the series the whole level gives, for direct, sub-band and tree
- * (the GPU plug-ins are built on these views).
+ * every DM the series the whole level gives, for direct, sub-band, tree and
+ * FDMT (the GPU plug-ins are built on these views).
  */
 #include "engine.h"
 #include "dmplan.h"
@@ -343,6 +343,7 @@ int main(void)
         test_views("direct", nparts);
         test_views("subband", nparts);
         test_views("tree", nparts);
+        test_views("fdmt", nparts);
     }
     return check_result();
 }

@@ -140,7 +140,7 @@ static void test_errors(void)
     CHECK(ddtk_plan_desc_set_param(&d, "max_smear_ratio", 0) == DDTK_EUSAGE);
     CHECK(ddtk_plan_desc_set_param(&d, "tree_chans", 4) == DDTK_EUSAGE);
     CHECK(ddtk_plan_desc_set_algorithm(&d, "fast") == DDTK_EUSAGE);
-    CHECK(strstr(ddtk_errmsg(), "direct, subband or tree"));
+    CHECK(strstr(ddtk_errmsg(), "direct, subband, tree or fdmt"));
     CHECK(ddtk_plan_desc_set_algorithm(&d, "subband") == DDTK_OK);
     CHECK(ddtk_plan_desc_set_param(&d, "dm_group", 4) == DDTK_OK);
     CHECK(ddtk_plan_desc_set_param(&d, "sub_dm", 30) == DDTK_OK);
