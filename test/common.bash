@@ -5,6 +5,9 @@ TBIN=${DDTK_TEST_BIN:-$BATS_TEST_DIRNAME/../build/test}
 PATH="$BIN:$TBIN:$PATH"
 # No user's wisdom file in the tests (a test that wants one names it).
 export DDTK_WISDOM=/nonexistent/ddtk-test-wisdom
+# A python3 with NumPy (scripts/find-python: Debian's, or a GPU machine's own),
+# for the tests that compute with it.
+PYTHON=$("$BATS_TEST_DIRNAME/../scripts/find-python" numpy 2>/dev/null)
 
 setup() {
     cd "$BATS_TEST_TMPDIR" || return 1

@@ -386,6 +386,7 @@ gulp_of() {
     fbsim -q -o rfi.fil --nchans 128 --nbits 8 --tsamp 0.000256 --tobs 4 --fch1 1500 --foff -1 \
         --pulse 2.3,120,0.002,20 --rfi chans:0.1:5 --rfi impulses:1:50
     same_output exact rfi.fil --dm-min 0 --dm-max 200 --dm-step 10 --rfi auto
+    rm -r cpu gpu
     fbsim -q -o rfi4.fits --format psrfits --nsblk 512 --nchans 64 --nbits 4 --tsamp 0.000256 \
         --tobs 2 --pulse 1.1,60,0.002,20 --rfi impulses:0.5:40 --dat-scl 2 --zero-off 1
     same_output 1e-6 rfi4.fits --dm 0,30,60 --rfi auto

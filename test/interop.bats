@@ -219,7 +219,7 @@ prepdata_vs_dd_direct() {
     prepdata -nobary -noclip -dm "$dm" -o p "$REAL/$file" > pd.log 2>&1 || { tail -5 pd.log; false; }
     dd_direct "$REAL/$file" --dm "$dm" --kdm 4149.377593360996 --format dat --length exact \
         -o d.dat -q
-    /usr/bin/python3 -c "
+    "$PYTHON" -c "
 import numpy as np
 p = np.fromfile('p.dat', np.float32).astype(np.float64)
 d = np.fromfile('d.dat', np.float32).astype(np.float64)
@@ -251,7 +251,7 @@ assert err <= $tol, err"
         dd_direct m_000?.fits --dm 50 --kdm 4149.377593360996 --format dat --length exact \
             -o d.dat -q --force
         # integer samples sum exactly; float ones to within rounding
-        /usr/bin/python3 -c "
+        "$PYTHON" -c "
 import numpy as np
 p = np.fromfile('p.dat', np.float32).astype(np.float64)
 d = np.fromfile('d.dat', np.float32).astype(np.float64)

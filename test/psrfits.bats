@@ -18,7 +18,7 @@ dat() {
 # the bytes of row 1's DATA cell of a PSRFITS file (NAXIS1 and the DATA
 # column's offset from its header), hex
 fits_data_hex() {
-    /usr/bin/python3 - "$1" "$2" <<'EOF'
+    "$PYTHON" - "$1" "$2" <<'EOF'
 import sys
 d = open(sys.argv[1], 'rb').read()
 pos, hdus = 0, []
@@ -119,7 +119,7 @@ EOF
     dat a.fil -o a.dat
     dat s.fits -o b.dat
     # each channel's value is (x - 1) * 2 + 3, so a sum of 32 is 2 S + 32
-    /usr/bin/python3 -c "
+    "$PYTHON" -c "
 import numpy as np
 a = np.fromfile('a.dat', np.float32); b = np.fromfile('b.dat', np.float32)
 assert len(a) == len(b) == 4059 and np.array_equal(b, 2 * a + 32), 'differ'"
@@ -171,7 +171,7 @@ assert len(a) == len(b) == 4059 and np.array_equal(b, 2 * a + 32), 'differ'"
     hdr=$(fbinfo a.fil -k header_size)
     ghdr=$(fbinfo g.fil -k header_size)
     # spectra 512..767 and 1536..2047 (rows 2, 6, 7) are zeros, the rest the filterbank's
-    /usr/bin/python3 -c "
+    "$PYTHON" -c "
 import numpy as np
 a = np.fromfile('a.fil', np.uint8)[$hdr:].reshape(4096, 32).copy()
 g = np.fromfile('g.fil', np.uint8)[$ghdr:].reshape(4096, 32)
@@ -240,7 +240,7 @@ assert np.array_equal(a, g), 'differ'"
     [ "$(fbinfo "$REAL/your_test_4pol.fits" -k nsamples)" = 200 ]
     dd_direct -q --dm 0 --format dat --length exact -o v.dat "$REAL/your_test_4pol.fits"
     # sane series: finite, not constant, as long as the data allow
-    /usr/bin/python3 -c "
+    "$PYTHON" -c "
 import numpy as np
 p = np.fromfile('p.dat', np.float32); v = np.fromfile('v.dat', np.float32)
 assert len(v) == 200 and np.isfinite(p).all() and np.isfinite(v).all(), 'not finite'

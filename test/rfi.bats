@@ -10,7 +10,7 @@ OBS="--nchans 128 --nbits 8 --tsamp 0.000256 --tobs 8 --fch1 1500 --foff -1 --se
 # snr PREFIX: the burst's S/N (2 ms boxcar, robust noise) in PREFIX_DM120.00.dat
 # and the pulsar's folded S/N in PREFIX_DM60.00.dat
 snr() {
-    /usr/bin/python3 - "$1" <<'EOF'
+    "$PYTHON" - "$1" <<'EOF'
 import sys
 import numpy as np
 ts = 0.000256
@@ -112,7 +112,7 @@ series() {
 # layout) zapping channels (rfifind's numbering: lowest frequency first) and
 # whole intervals
 write_mask() {
-    /usr/bin/python3 - "$@" <<'EOF'
+    "$PYTHON" - "$@" <<'EOF'
 import struct, sys
 path, nchan, nint, pts = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 chans = [int(c) for c in sys.argv[5].split(',') if c]

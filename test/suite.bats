@@ -43,6 +43,7 @@ tools() { ls "$BIN"; }
 }
 
 @test "ensure-deps finds what the build already uses (no reinstall)" {
+    [ -z "${DDTK_DEPS:-}" ] || skip "dependencies staged in DDTK_DEPS (a machine without packages)"
     run "$BATS_TEST_DIRNAME/../scripts/ensure-deps"
     [ "$status" -eq 0 ]
     [[ "$output" != *missing* ]]

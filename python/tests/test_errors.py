@@ -99,7 +99,7 @@ def test_library_warnings_are_python_warnings(tmp):
 
 def test_algorithms_list_their_parameters():
     algos = ddtk.algorithms()
-    assert list(algos) == ["direct", "subband", "tree"] and algos["direct"] == []
+    assert list(algos) == ["direct", "subband", "tree", "fdmt"] and algos["direct"] == []
     nsub = {p["name"]: p for p in algos["subband"]}["nsub"]
     assert nsub["type"] == "int" and nsub["lo"] == 1
     method = {p["name"]: p for p in algos["tree"]}["method"]
