@@ -15,8 +15,13 @@ PREFIX ?= /usr/local
 CC ?= gcc
 MARCH ?= -march=native
 CFLAGS ?= -O3 $(MARCH) -g
-CFLAGS += -std=gnu11 -Wall -Wextra -fopenmp -Iinclude -Isrc
-# cfitsio reads PSRFITS (src/psrfits.c); CFITSIO_LIBS names a staged copy
+# The library's layers, each a folder of src/: io (inputs, outputs and their
+# files), engine (plans, streaming, wisdom), algos (the algorithms'
+# descriptors), search (fdas, the single-pulse search and its plots), sim.
+SRC_DIRS := src src/io src/engine src/algos src/search src/sim
+SRC_INC := $(SRC_DIRS:%=-I%)
+CFLAGS += -std=gnu11 -Wall -Wextra -fopenmp -Iinclude $(SRC_INC)
+# cfitsio reads PSRFITS (src/io/psrfits.c); CFITSIO_LIBS names a staged copy
 # where the system has none (scripts/gpu-check).
 CFITSIO_LIBS ?= -lcfitsio
 LDLIBS = -lfftw3f -lfftw3f_omp $(CFITSIO_LIBS) -lm
@@ -44,14 +49,16 @@ endif
 PTX_ARCH := $(lastword $(sort $(CUDA_ARCHS)))
 NVCCFLAGS ?= -O3 -std=c++17 $(foreach a,$(CUDA_ARCHS),-gencode=arch=compute_$(a),code=sm_$(a)) \
 	-gencode=arch=compute_$(PTX_ARCH),code=compute_$(PTX_ARCH)
-NVCCFLAGS += -Iinclude -Isrc -Xcompiler -Wall,-Wextra,-fopenmp,-fPIC
+NVCCFLAGS += -Iinclude $(SRC_INC) -Xcompiler -Wall,-Wextra,-fopenmp,-fPIC
 build/cuda/cufft_load.o: NVCCFLAGS += -DDDTK_CUDA_LIBDIR='"$(CUDA_HOME)/lib64"'
 
 
-LIB_C := $(filter-out src/gpu_none.c src/%_gpu_none.c,$(wildcard src/*.c)) $(wildcard cpu/*.c)
+SRC_C := $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.c))
+GPU_NONE_C := $(filter %gpu_none.c,$(SRC_C))
+LIB_C := $(filter-out $(GPU_NONE_C),$(SRC_C)) $(wildcard cpu/*.c)
 ifeq ($(CUDA),1)
 LIB_CU := $(wildcard cuda/*.cu)
-# The algorithms' descriptors name their GPU halves (src/algo.h, DDTK_GPU_HALF).
+# The algorithms' descriptors name their GPU halves (src/engine/algo.h, DDTK_GPU_HALF).
 CFLAGS += -DDDTK_CUDA
 # The static CUDA runtime (CUDA_RUNTIME=static), and cuFFT loaded when fdas
 # first uses it (cuda/cufft_load.cu): the tools need only the driver's
@@ -65,7 +72,7 @@ else
 LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lpthread -lstdc++
 endif
 else
-LIB_C += src/gpu_none.c $(wildcard src/*_gpu_none.c)
+LIB_C += $(GPU_NONE_C)
 endif
 
 LIB_OBJ := $(LIB_C:%.c=build/%.o) $(LIB_CU:%.cu=build/%.o)
@@ -82,7 +89,7 @@ UNIT_TESTS := $(patsubst test/unit/%.c,build/test/%,$(wildcard test/unit/*.c))
 TEST_HELPERS := $(patsubst test/helpers/%.c,build/test/%,$(wildcard test/helpers/*.c)) \
                 build/test/fault.so build/test/cudafault.so
 EXAMPLES := $(patsubst examples/%.c,build/examples/%,$(wildcard examples/*.c))
-HEADERS := $(wildcard include/*.h src/*.h tools/cli/*.h)
+HEADERS := $(wildcard include/*.h $(SRC_DIRS:%=%/*.h) tools/cli/*.h)
 # Switching CUDA=0/1 or the architectures rebuilds everything: objects depend
 # on this stamp.
 empty :=
@@ -112,12 +119,12 @@ $(LIB_OBJ): CFLAGS += -fPIC -fno-semantic-interposition
 
 # Clamped before they are converted, the quantised samples never trap: without
 # traps to keep, GCC vectorises the conversion (output.c's quantise).
-build/src/output.o: CFLAGS += -fno-trapping-math
+build/src/io/output.o: CFLAGS += -fno-trapping-math
 
 # The search's arithmetic is rounded operation by operation (no fused
 # multiply-adds where -march offers them), so its candidates do not depend on
 # the machine, and a device search can reproduce them.
-build/src/sps.o: CFLAGS += -ffp-contract=off
+build/src/search/sps.o: CFLAGS += -ffp-contract=off
 
 build/%.o: %.cu $(HEADERS) $(wildcard cuda/*.cuh) $(CONFIG_STAMP)
 	@mkdir -p $(dir $@)
@@ -239,9 +246,8 @@ build/test/fault.so build/test/cudafault.so: build/test/%.so: test/fault/%.c
 SAN_DIR := build/sanitize
 SAN_CC ?= $(CC)
 SAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-	-fno-sanitize-recover=all -std=gnu11 -Wall -Wextra -fopenmp -Iinclude -Isrc
-SAN_LIB_C := $(filter-out src/gpu_none.c src/%_gpu_none.c,$(wildcard src/*.c)) \
-	$(wildcard cpu/*.c) src/gpu_none.c $(wildcard src/*_gpu_none.c)
+	-fno-sanitize-recover=all -std=gnu11 -Wall -Wextra -fopenmp -Iinclude $(SRC_INC)
+SAN_LIB_C := $(SRC_C) $(wildcard cpu/*.c)
 SAN_OBJ := $(SAN_LIB_C:%.c=$(SAN_DIR)/%.o)
 SAN_CLI := $(SAN_DIR)/libddtkcli.a
 SAN_TOOLS := $(patsubst tools/%.c,$(SAN_DIR)/bin/%,$(wildcard tools/*.c)) \
@@ -305,9 +311,9 @@ FUZZ_SECONDS ?= 30
 FUZZ_JOBS ?= 1
 FUZZ_DIR := build/fuzz
 FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
-	-fno-sanitize-recover=all -std=gnu11 -Wall -Wextra -fopenmp -Iinclude -Isrc
-FUZZ_LIB_C := src/error.c src/report.c src/sigproc.c src/dmlist.c src/killfile.c src/inf.c \
-	src/plan.c src/delays.c src/tempfile.c
+	-fno-sanitize-recover=all -std=gnu11 -Wall -Wextra -fopenmp -Iinclude $(SRC_INC)
+FUZZ_LIB_C := src/error.c src/report.c src/io/sigproc.c src/engine/dmlist.c src/io/killfile.c \
+	src/io/inf.c src/engine/plan.c src/engine/delays.c src/io/tempfile.c
 FUZZ_OBJ := $(FUZZ_LIB_C:%.c=$(FUZZ_DIR)/obj/%.o)
 # The wisdom reader keys on the whole plan description and its harness runs
 # the CPU kernel: it links the whole CPU library.

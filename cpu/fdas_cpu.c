@@ -3,7 +3,7 @@
  * (computed here for both backends), the CPU backend's FFTW plans and
  * buffers, whitening (real FFT, red-noise removal, spreading), overlap-save
  * correlation of spectrum blocks with the templates into plane tiles, and the
- * harmonic summing search over the plane. The driver (src/fdas.c) calls these
+ * harmonic summing search over the plane. The driver (src/search/fdas.c) calls these
  * functions; they call nothing in the driver.
  *
  * Every FFTW plan belongs to an fdas plan (or, for the template FFT, to its

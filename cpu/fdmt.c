@@ -1,5 +1,5 @@
 /*
- * fdmt.c - the CPU kernel of the FDMT (Zackay & Ofek 2017; src/fdmt.h has
+ * fdmt.c - the CPU kernel of the FDMT (Zackay & Ofek 2017; src/algos/fdmt.h has
  * the transform): one chunk of output samples through the whole merge tree.
  *
  * A chunk walks the nodes in post-order, so a node's rows are made just

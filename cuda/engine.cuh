@@ -1,5 +1,5 @@
 /*
- * engine.cuh - the GPU half of an algorithm (its descriptor, src/algo.h,
+ * engine.cuh - the GPU half of an algorithm (its descriptor, src/engine/algo.h,
  * names it): what the GPU streaming layer (stream.cu) needs to run an
  * algorithm on one level's device rows; and the direct device plans the
  * direct and sub-band halves share.

@@ -1,5 +1,5 @@
 /*
- * fdmt.cu - the GPU half of the FDMT (src/fdmt.c has the descriptor and the
+ * fdmt.cu - the GPU half of the FDMT (src/algos/fdmt.c has the descriptor and the
  * merge tree, cpu/fdmt.c the CPU kernel): each merge depth of the tree is
  * one kernel over every row its nodes compute, then one kernel merges the
  * root's halves into the DMs' series.

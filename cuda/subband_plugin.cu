@@ -1,7 +1,7 @@
 /*
- * subband_plugin.cu - the GPU half of the sub-band algorithm (src/subband.c
+ * subband_plugin.cu - the GPU half of the sub-band algorithm (src/algos/subband.c
  * has the descriptor and the CPU half; the level plan it reads, a
- * ddtk_subband_level, is src/subband.h). Both stages are direct problems run by the
+ * ddtk_subband_level, is src/algos/subband.h). Both stages are direct problems run by the
  * direct plug-in's device plans (DirectPlan, direct_plugin.cu): the same
  * shared-memory and fallback kernels, block tables and configurations.
  *

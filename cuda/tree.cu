@@ -1,6 +1,6 @@
 /*
- * tree.cu - the GPU half of the tree algorithm (src/tree.c has the descriptor
- * and the routes, src/tree.h its level plan, cpu/tree.c the reference
+ * tree.cu - the GPU half of the tree algorithm (src/algos/tree.c has the descriptor
+ * and the routes, src/algos/tree.h its level plan, cpu/tree.c the reference
  * kernels): stage 1 runs the tree of each (pass, sub-band) slot in shared
  * memory, stage 2 adds the sub-band series of each DM. Every sum has the
  * CPU's operands in the CPU's order, so the series equal the CPU's byte for
@@ -295,7 +295,7 @@ static int log2i(int n)
  * halved while a pass does not fit the device's shared memory. */
 static int group_max(const ddtk_tree_level *t, const cudaDeviceProp &prop, int *gmax)
 {
-    *gmax = t->gpu_group ? t->gpu_group : GROUP_MAX;   /* a power of two (src/tree.c) */
+    *gmax = t->gpu_group ? t->gpu_group : GROUP_MAX;   /* a power of two (src/algos/tree.c) */
     while (*gmax > 2 && smem_bytes(*gmax) > prop.sharedMemPerBlockOptin)
         *gmax /= 2;
     return DDTK_OK;

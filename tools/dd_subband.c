@@ -1,7 +1,7 @@
 /*
  * dd_subband - two-stage sub-band dedispersion of a SIGPROC filterbank over a
  * DM list (Barsdell et al. 2012 section 4.1, PRESTO prepsubband): the engine's
- * sub-band plug-in (src/subband.c) behind dd_direct's command line.
+ * sub-band plug-in (src/algos/subband.c) behind dd_direct's command line.
  */
 #include "ddcli.h"
 #include "dmplan.h"

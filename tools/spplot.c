@@ -4,7 +4,7 @@
  * candidate the dedispersed waterfall, the DM-time bow-tie, the profile,
  * S/N against DM and the header's facts; per input an overview (DM against
  * time, marker size by S/N). The numbers come from the library
- * (src/spplot.c); this file draws them with cairo, Debian's libcairo2: a C
+ * (src/search/spplot.c); this file draws them with cairo, Debian's libcairo2: a C
  * library with PNG output built in and no GUI toolkit, so the tool stays a
  * C program of the suite with one dependency.
  */

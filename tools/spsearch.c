@@ -3,7 +3,7 @@
  * .inf, or one .tim on stdin): every series of one observation searched
  * together and clustered across DM into candidates, written as Heimdall's
  * .cand lines or PRESTO's .singlepulse files. The command line around
- * ddtk_sps_files_search (src/sps_io.c).
+ * ddtk_sps_files_search (src/search/sps_io.c).
  */
 #include "sps.h"
 #include "inf.h"

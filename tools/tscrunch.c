@@ -3,7 +3,7 @@
  * filterbank (any nbits, every IF kept), a .tim time series, or a PRESTO
  * .dat + .inf pair. Streams in bounded memory: works as a stdin -> stdout
  * filter for SIGPROC data. The command line around ddtk_decimate_file
- * (src/decimate.c).
+ * (src/engine/decimate.c).
  */
 #include "decimate.h"
 #include "internal.h"

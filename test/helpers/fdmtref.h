@@ -1,6 +1,6 @@
 /*
  * fdmtref.h - the FDMT reference of the tests, written apart from libddtk's
- * kernels: the transform's definition (src/fdmt.h) as a plain recursion over
+ * kernels: the transform's definition (src/algos/fdmt.h) as a plain recursion over
  * whole series. Row delta of the channels [a, b) (descending frequency,
  * u = f^-2 - f_top^-2) is its upper half's row round(x (u[m-1] - u[a])) plus
  * its lower half's row delta - round(x (u[m] - u[a])) shifted by the

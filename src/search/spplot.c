@@ -1,5 +1,5 @@
 /*
- * spplot.c - the numbers of a candidate plot (src/spplot.h): the input's
+ * spplot.c - the numbers of a candidate plot (src/search/spplot.h): the input's
  * window around the candidate read (seeking in a SIGPROC file; PSRFITS is
  * read again from its start), each channel
  * binned in time, then dedispersed at the bow-tie's DMs by whole-bin shifts

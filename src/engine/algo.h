@@ -12,13 +12,13 @@
  * algorithm so never sees files, gulps, scrunching, several GPUs or outputs.
  *
  * HOW TO ADD AN ALGORITHM (FDMT, say):
- *   1. src/fdmt.c: its level plan and CPU half, ending with the descriptor
+ *   1. src/algos/fdmt.c: its level plan and CPU half, ending with the descriptor
  *        const ddtk_algo ddtk_algo_fdmt = { .name = "fdmt", .params = ..., ... };
  *      Its parameters (name, type, default, range) are listed in that
  *      descriptor and nowhere else: the plan description carries them by name
  *      (ddtk_plan_desc_set_param), the tools make an option --NAME of each
  *      (ddcli.c), and the level plan reads them with ddtk_param(p, i), i its
- *      index in the list. A header of its own (src/fdmt.h) names the type of
+ *      index in the list. A header of its own (src/algos/fdmt.h) names the type of
  *      lv->state when its GPU half or its tool needs the level tables.
  *   2. optional, cuda/fdmt.cu: the GPU half, a
  *        extern "C" const ddtk_gpu_algo ddtk_gpu_fdmt = { ... };   (cuda/engine.cuh)
@@ -26,7 +26,7 @@
  *        extern const struct ddtk_gpu_algo ddtk_gpu_fdmt;
  *      It reads the level plan (lv->state, typed by the algorithm's header)
  *      and never the CPU half's working memory (lv->cpu).
- *   3. one line in the registry, algorithms[] in src/algo.c.
+ *   3. one line in the registry, algorithms[] in src/engine/algo.c.
  *   4. a tool, tools/dd_fdmt.c on the shared command line (ddcli.h:
  *      ddtk_ddtool with .algorithm = "fdmt"), and its man page.
  * Nothing else names an algorithm: the engine, the streaming layers, the

@@ -3,7 +3,7 @@
  * 835:11): the DMs it computes (one sample of delay across the band apart,
  * time scrunched past the diagonal), the merge tree of a level (lv->state of
  * the FDMT's levels) and its CPU kernel (cpu/fdmt.c). The descriptor is
- * src/fdmt.c, the GPU half cuda/fdmt.cu.
+ * src/algos/fdmt.c, the GPU half cuda/fdmt.cu.
  *
  * The transform, on the live rows in descending frequency (u_r = f_r^-2 -
  * f_0^-2, increasing): a node is a run of rows [a, b); a leaf is one row.

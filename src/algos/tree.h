@@ -2,7 +2,7 @@
  * tree.h - tree (Taylor) dedispersion, Barsdell et al. 2012 section 3: the
  * channel geometry of a tree (positions, sub-bands), the DMs it computes
  * (eq. 9 and its scrunched extensions), the Appendix-A smearing bound, and
- * the CPU kernels (cpu/tree.c). The algorithm's descriptor is src/tree.c.
+ * the CPU kernels (cpu/tree.c). The algorithm's descriptor is src/algos/tree.c.
  */
 #ifndef DDTK_TREE_H
 #define DDTK_TREE_H

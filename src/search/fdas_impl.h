@@ -1,6 +1,6 @@
 /*
- * fdas_impl.h - internals of the fdas plan, private to the driver (src/fdas.c,
- * src/fdas_cands.c) and the kernels (cpu/fdas_cpu.c, cuda/fdas_*.cu*). The
+ * fdas_impl.h - internals of the fdas plan, private to the driver (src/search/fdas.c,
+ * src/search/fdas_cands.c) and the kernels (cpu/fdas_cpu.c, cuda/fdas_*.cu*). The
  * driver calls the kernels; the kernels call nothing in the driver. I/O and
  * output code use the public API (fdas.h) and fdas_buffer.h only.
  *
@@ -104,7 +104,7 @@ static inline DDTK_HD int ddtk_fdas_frac_zi(int zi, int zmax, int num, int den)
     return (zk + zmax) / 2;
 }
 
-/* GPU backend (cuda/fdas_gpu.cu, or src/fdas_gpu_none.c without CUDA). */
+/* GPU backend (cuda/fdas_gpu.cu, or src/search/fdas_gpu_none.c without CUDA). */
 /* Whether cuFFT could be loaded; *why (if given) says why not. */
 int ddtk_cufft_usable(const char **why);
 int ddtk_fdas_gpu_init(ddtk_fdas_plan *p);
