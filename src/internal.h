@@ -153,7 +153,10 @@ double ddtk_integer_scale(double largest, int nbits);
 /* x / scale rounded half away from zero, clamped to 0 .. 2^nbits - 1. */
 uint32_t ddtk_quantise(double x, double scale, int nbits);
 
-/* ---- series statistics (baseline.c) --------------------------------------- */
+/* ---- series statistics (select.c, baseline.c) ------------------------------ */
+
+/* The k-th smallest (0-based) of x[0..n), n >= 1; x is reordered. */
+float ddtk_select_kth(float *x, int64_t n, int64_t k);
 
 /* SIGPROC dedisperse's baseline block: 32 * nchans output samples. */
 int64_t ddtk_baseline_block(int nchans);

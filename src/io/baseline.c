@@ -19,40 +19,12 @@ int64_t ddtk_baseline_block(int nchans)
     return 32 * (int64_t)(nchans > 0 ? nchans : 1);
 }
 
-/* The k-th smallest (0-based) of x[0..n): Hoare's selection, in place. */
-static float select_kth(float *x, int64_t n, int64_t k)
-{
-    int64_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        float pivot = x[lo + (hi - lo) / 2];
-        int64_t i = lo, j = hi;
-        while (i <= j) {
-            while (x[i] < pivot)
-                i++;
-            while (x[j] > pivot)
-                j--;
-            if (i <= j) {
-                float t = x[i];
-                x[i++] = x[j];
-                x[j--] = t;
-            }
-        }
-        if (k <= j)
-            hi = j;
-        else if (k >= i)
-            lo = i;
-        else
-            return x[k];
-    }
-    return x[k];
-}
-
 float ddtk_block_median(const float *x, int64_t n, float *scratch)
 {
     if (n <= 0)
         return 0.0f;
     memcpy(scratch, x, (size_t)n * sizeof *x);
-    return select_kth(scratch, n, (n + 1) / 2 - 1);
+    return ddtk_select_kth(scratch, n, (n + 1) / 2 - 1);
 }
 
 /* 1.4826 times the median absolute deviation: the standard deviation of
@@ -63,5 +35,5 @@ double ddtk_robust_sigma(const float *x, int64_t n, double centre, float *scratc
         return 0.0;
     for (int64_t t = 0; t < n; t++)
         scratch[t] = (float)fabs(x[t] - centre);
-    return 1.4826 * select_kth(scratch, n, (n + 1) / 2 - 1);
+    return 1.4826 * ddtk_select_kth(scratch, n, (n + 1) / 2 - 1);
 }

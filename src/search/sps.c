@@ -180,48 +180,16 @@ void ddtk_sps_destroy(ddtk_sps *s)
 
 /* ---- one block: statistics, boxcars, runs ---------------------------------------- */
 
-static void swapf(float *a, float *b)
-{
-    float t = *a;
-    *a = *b;
-    *b = t;
-}
-
-/* The k-th smallest of x[0..n) (x is reordered): Hoare's selection. */
-static float select_kth(float *x, int64_t n, int64_t k)
-{
-    int64_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        float pivot = x[lo + (hi - lo) / 2];
-        int64_t i = lo, j = hi;
-        while (i <= j) {
-            while (x[i] < pivot)
-                i++;
-            while (x[j] > pivot)
-                j--;
-            if (i <= j)
-                swapf(&x[i++], &x[j--]);
-        }
-        if (k <= j)
-            hi = j;
-        else if (k >= i)
-            lo = i;
-        else
-            break;
-    }
-    return x[k];
-}
-
 /* Median and robust sigma of x[0..n), with scratch of n floats. A block
  * whose MAD is 0 (mostly one value: quantised or padded data) takes the
  * RMS about the median instead; 0 means nothing to search. */
 static void block_stats(const float *x, int64_t n, float *scratch, double *median, double *sigma)
 {
     memcpy(scratch, x, (size_t)n * sizeof *x);
-    *median = select_kth(scratch, n, (n - 1) / 2);
+    *median = ddtk_select_kth(scratch, n, (n - 1) / 2);
     for (int64_t t = 0; t < n; t++)
         scratch[t] = fabsf(x[t] - (float)*median);
-    *sigma = MAD_TO_SIGMA * select_kth(scratch, n, (n - 1) / 2);
+    *sigma = MAD_TO_SIGMA * ddtk_select_kth(scratch, n, (n - 1) / 2);
     if (*sigma > 0)
         return;
     double ss = 0;
