@@ -71,6 +71,20 @@ void direct_plan_describe(const DirectPlan *P, char *buf, size_t n);
 /* The kind of shared-memory kernel P runs, as -v names it. */
 const char *direct_plan_kernel(const DirectPlan *P);
 
+/* A level's device row sample as a float: integer codes less the format's
+ * bias (unsigned samples are stored offset), floats as they are. */
+template <typename T>
+__device__ __forceinline__ float decode(T v, int bias)
+{
+    return (float)((int)v - bias);
+}
+
+template <>
+__device__ __forceinline__ float decode<float>(float v, int)
+{
+    return v;
+}
+
 /* Seconds between two events recorded on a completed stream (0 where CUDA
  * cannot time them), for the stage times of -v. */
 inline double event_seconds(cudaEvent_t a, cudaEvent_t b)

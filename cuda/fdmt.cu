@@ -61,18 +61,6 @@ struct FdmtLevel {
 };
 
 template <typename T>
-__device__ __forceinline__ float decode(T v, int bias)
-{
-    return (float)((int)v - bias);
-}
-
-template <>
-__device__ __forceinline__ float decode<float>(float v, int)
-{
-    return v;
-}
-
-template <typename T>
 __device__ __forceinline__ float operand(const float *buf, int64_t pitch, const T *in,
                                          int64_t istride, int bias, int row, int64_t t)
 {

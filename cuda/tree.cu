@@ -112,18 +112,6 @@ struct PassArgs {
     int64_t pitch;                /* floats between rows of out (and of in after pass 0) */
 };
 
-template <typename T>
-__device__ __forceinline__ float decode(T v, int bias)
-{
-    return (float)((int)v - bias);
-}
-
-template <>
-__device__ __forceinline__ float decode<float>(float v, int)
-{
-    return v;
-}
-
 /* x reversed over its low `bits` bits. */
 __device__ __forceinline__ int bitrev(int x, int bits)
 {
