@@ -30,6 +30,19 @@ MAX_STRING = 4096
 MAX_KEYS = 48
 
 
+class Closing:
+    """An owner of library memory: close() on leaving a with block and when collected."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
 class Error(Exception):
     """A libddtk failure: the library's one-line message, and its code
     (``ddtk.EDATA`` bad data, ``ddtk.EUSAGE`` a bad value, ``ddtk.ESYS`` I/O,

@@ -61,7 +61,7 @@ def pack_bits(values, nbits):
     return np.bitwise_or.reduce(v.reshape(-1, per_byte) << shifts, axis=1).astype(np.uint8)
 
 
-class Reader:
+class Reader(_lib.Closing):
     """An open SIGPROC filterbank or time series.
 
     ``Reader(path)`` reads and checks the header (``reader.header``, a dict as
@@ -99,15 +99,6 @@ class Reader:
         if self._fh:
             self._fh.close()
             self._fh = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
 
     def nbytes(self, count):
         """Bytes holding count spectra (rounded up)."""

@@ -78,7 +78,7 @@ def _header_of(header):
                     f"got {type(header).__name__}")
 
 
-class Plan:
+class Plan(_lib.Closing):
     """A dedispersion plan: channels, sample time and format, DM trials and
     the algorithm, turned into delay tables once (``ddtk_plan_create``).
 
@@ -278,15 +278,6 @@ class Plan:
         if self._plan:
             self._destroy(self._plan)
             self._plan = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
 
     def __repr__(self):
         return (f"<ddtk.Plan {self.algorithm} on {self.backend}: {self.nchans} channels "
