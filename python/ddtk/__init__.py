@@ -7,6 +7,9 @@ NumPy; nothing compiled at install time).
     with ddtk.Reader("obs.fil") as r:
         series = plan.execute(r.read(0, 65536))       # float32 (ndm, nout)
     series = ddtk.dedisperse("obs.fil", [0, 10, 56.7])  # dd_direct's series
+    cands = ddtk.single_pulse_search(series, [0, 10, 56.7], hdr["tsamp"], snr=7)
+    run = plan.stream("obs.fil", search=dict(snr=7), rfi="auto")  # dd_direct --search
+    run["candidates"]                                 # in bounded memory
 
 Failures raise ddtk.Error (DataError, UsageError: ValueError; SystemError_:
 OSError) with the library's one-line message; the library's warnings are
@@ -20,11 +23,15 @@ from .dmplan import diagonal_dm, dm_list, dm_ranges, scrunch_factors
 from .fdas import CAND_DTYPE, fdas
 from .io import Reader, read_block, read_header
 from .plan import Plan, algorithms, dedisperse
+from .sps import (SPS_CAND_DTYPE, SinglePulseSearch, format_candidates, read_candidates,
+                  search_params, single_pulse_search, write_candidates)
 
 __version__ = "0.1.0"
 
 __all__ = ["Plan", "algorithms", "Reader", "read_header", "read_block", "dedisperse",
            "dm_list", "dm_ranges", "scrunch_factors", "diagonal_dm", "fdas", "CAND_DTYPE",
+           "single_pulse_search", "SinglePulseSearch", "SPS_CAND_DTYPE", "search_params",
+           "format_candidates", "write_candidates", "read_candidates",
            "gpu_count", "gpu_usable", "Error", "DataError", "UsageError", "SystemError_",
            "LibraryWarning", "EDATA", "EUSAGE", "ESYS", "library_path"]
 

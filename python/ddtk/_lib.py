@@ -277,6 +277,55 @@ class StreamOptions(ctypes.Structure):
 
 
 MESSAGE_FN = ctypes.CFUNCTYPE(None, vp, cint, ctypes.c_char_p)
+PROGRESS_FN = ctypes.CFUNCTYPE(None, vp, cint, ctypes.c_char_p, i64, i64)
+
+
+class CleanOpts(ctypes.Structure):
+    _fields_ = [
+        ("auto_rfi", cint),
+        ("mask", ctypes.c_char_p),
+        ("clip_sigma", dbl),
+        ("block", i64),
+    ]
+
+
+class RfiReport(ctypes.Structure):
+    _fields_ = [(n, i64) for n in ("blocks", "chan_blocks", "chans_ever", "spectra_clipped",
+                                   "samples", "samples_masked")]
+
+
+# ---- the single-pulse search (include/sps.h) ---------------------------------
+
+class SpsParams(ctypes.Structure):
+    _fields_ = [
+        ("snr", dbl),
+        ("max_width", cint),
+        ("dm_tol", cint), ("width_tol", cint),
+        ("time_tol", dbl),
+        ("baseline", dbl),
+    ]
+
+
+class SpsCand(ctypes.Structure):
+    _fields_ = [
+        ("snr", dbl),
+        ("sample", i64),
+        ("time", dbl),
+        ("width", i64),
+        ("dm_index", cint),
+        ("dm", dbl),
+        ("members", cint),
+        ("begin", i64), ("end", i64),
+    ]
+
+
+class SpsSink(ctypes.Structure):
+    _fields_ = [
+        ("sink", Sink),
+        ("next", ctypes.POINTER(Sink)),
+        ("search", vp),
+        ("rank", ctypes.POINTER(cint)),
+    ]
 
 # C name -> mirror, for the ABI test (and its C snippet's header).
 STRUCTS = {
@@ -296,8 +345,13 @@ STRUCTS = {
     "ddtk_source": Source,
     "ddtk_sink": Sink,
     "ddtk_stream_options": StreamOptions,
+    "ddtk_clean_opts": CleanOpts,
+    "ddtk_rfi_report": RfiReport,
+    "ddtk_sps_params": SpsParams,
+    "ddtk_sps_cand": SpsCand,
+    "ddtk_sps_sink": SpsSink,
 }
-HEADERS = ("ddtk.h", "dmplan.h", "fdas.h")
+HEADERS = ("ddtk.h", "dmplan.h", "fdas.h", "sps.h")
 
 
 # ---- loading ----------------------------------------------------------------
@@ -388,13 +442,35 @@ _protos = {
     "ddtk_fdas_filter_accel": (None, [vp, dbl, dbl]),
     "ddtk_fdas_backend_name": (ctypes.c_char_p, [vp]),
     "ddtk_fdas_plan_destroy": (None, [vp]),
+    "ddtk_set_progress_handler": (None, [PROGRESS_FN, vp]),
+    "ddtk_input_open_files": (cint, [P(Input), P(ctypes.c_char_p), cint]),
+    "ddtk_input_require_filterbank": (cint, [P(Input)]),
+    "ddtk_input_clean": (cint, [P(Input), P(CleanOpts)]),
+    "ddtk_input_clean_report": (None, [P(Input), P(RfiReport)]),
+    "ddtk_plan_tsamp": (dbl, [vp]),
+    "ddtk_sps_params_init": (None, [P(SpsParams)]),
+    "ddtk_sps_widest": (i64, [P(SpsParams), dbl, cint]),
+    "ddtk_sps_create": (cint, [P(vp), P(SpsParams), cint, P(dbl), P(cint), dbl]),
+    "ddtk_sps_feed": (cint, [vp, cint, P(ctypes.c_float), i64]),
+    "ddtk_sps_finish": (cint, [vp, P(P(SpsCand)), P(i64)]),
+    "ddtk_sps_giants": (i64, [vp]),
+    "ddtk_sps_destroy": (None, [vp]),
+    "ddtk_sps_sink_init": (cint, [P(SpsSink), P(SpsParams), vp, P(Sink)]),
+    "ddtk_sps_sink_finish": (cint, [P(SpsSink), P(P(SpsCand)), P(i64)]),
+    "ddtk_sps_sink_free": (None, [P(SpsSink)]),
+    "ddtk_sps_write_heimdall": (cint, [vp, P(SpsCand), i64]),
+    "ddtk_sps_write_presto": (cint, [vp, P(SpsCand), i64, cint, cint]),
+    "ddtk_sps_read_heimdall": (cint, [vp, ctypes.c_char_p, P(P(SpsCand)), P(i64)]),
 }
 for _name, (_res, _args) in _protos.items():
     _f = getattr(lib, _name)
     _f.restype, _f.argtypes = _res, _args
 
-libc = ctypes.CDLL(None)
+libc = ctypes.CDLL(None, use_errno=True)
 libc.free.argtypes, libc.free.restype = [vp], None
+libc.fopen.argtypes, libc.fopen.restype = [ctypes.c_char_p, ctypes.c_char_p], vp
+libc.fclose.argtypes, libc.fclose.restype = [vp], cint
+libc.open_memstream.argtypes, libc.open_memstream.restype = [P(vp), P(ctypes.c_size_t)], vp
 
 
 # The library's messages (it prints nothing itself): warnings as Python

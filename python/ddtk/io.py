@@ -61,29 +61,86 @@ def pack_bits(values, nbits):
     return np.bitwise_or.reduce(v.reshape(-1, per_byte) << shifts, axis=1).astype(np.uint8)
 
 
+def paths_of(source):
+    """A source's file names: a path, a Reader's, or a list of paths."""
+    if isinstance(source, Reader):
+        return list(source.paths)
+    if isinstance(source, (str, bytes, os.PathLike)):
+        return [source]
+    return list(source)
+
+
+def is_file_source(source):
+    """A path, a Reader, or a non-empty list or tuple of paths."""
+    if isinstance(source, (str, bytes, os.PathLike, Reader)):
+        return True
+    return isinstance(source, (list, tuple)) and len(source) > 0 and \
+        all(isinstance(p, (str, bytes, os.PathLike)) for p in source)
+
+
+def open_input(inp, paths):
+    """ddtk_input_open (one path) or ddtk_input_open_files (several: the
+    PSRFITS files of one observation in time order); the library's code."""
+    if len(paths) == 1:
+        return lib.ddtk_input_open(ctypes.byref(inp), os.fsencode(paths[0]))
+    arr = (ctypes.c_char_p * len(paths))(*[os.fsencode(p) for p in paths])
+    return lib.ddtk_input_open_files(ctypes.byref(inp), arr, len(paths))
+
+
+def clean_opts(rfi=None, mask=None, rfi_clip=None):
+    """The tools' --rfi, --mask and --rfi-clip as ddtk_clean_opts (None:
+    no cleaning): ``rfi`` "auto" or "none", ``mask`` an rfifind mask's
+    path, ``rfi_clip`` the zero-DM clipping threshold (robust sigmas)."""
+    if rfi not in (None, "none", "auto"):
+        raise _lib.UsageError(f"rfi {rfi!r}: expected 'auto' or 'none'", _lib.EUSAGE)
+    if rfi_clip is not None and not float(rfi_clip) > 0:
+        raise _lib.UsageError(f"rfi_clip {rfi_clip}: must be > 0", _lib.EUSAGE)
+    if rfi != "auto" and mask is None:
+        if rfi_clip is not None:
+            raise _lib.UsageError("rfi_clip goes with rfi='auto'", _lib.EUSAGE)
+        return None
+    o = _lib.CleanOpts()
+    o.auto_rfi = int(rfi == "auto")
+    o.mask = os.fsencode(mask) if mask is not None else None
+    o.clip_sigma = float(rfi_clip or 0)
+    return o
+
+
 class Reader(_lib.Closing):
-    """An open SIGPROC filterbank or time series.
+    """An open SIGPROC filterbank or time series, or PSRFITS search-mode
+    file (a list of paths: the PSRFITS files of one observation in time
+    order, read as one).
 
     ``Reader(path)`` reads and checks the header (``reader.header``, a dict as
     ``read_header`` gives); ``read(start, count)`` returns spectra as the file
     holds them and ``read_block(start, count)`` unpacked as channels x
-    samples. A context manager; ``close()`` ends it.
+    samples. ``rfi``, ``mask`` and ``rfi_clip``: the samples read are
+    cleaned as the tools' --rfi auto, --mask and --rfi-clip clean them
+    (blocks counted from the start of the file, whatever the reads).
+    A context manager; ``close()`` ends it.
     """
 
-    def __init__(self, path):
-        if not isinstance(path, (str, bytes, os.PathLike)):
-            raise TypeError(f"path: expected a file name, got {type(path).__name__}")
-        if os.fsdecode(path) == "-":
-            raise ValueError("'-': a Reader needs a file; stream standard input with "
-                             "Plan.stream over an iterable of blocks")
+    def __init__(self, path, *, rfi=None, mask=None, rfi_clip=None):
+        self._open, self._fh, self._delivered = False, None, 0
+        paths = path if isinstance(path, (list, tuple)) else [path]
+        for p in paths:
+            if not isinstance(p, (str, bytes, os.PathLike)):
+                raise TypeError(f"path: expected a file name, got {type(p).__name__}")
+            if os.fsdecode(p) == "-":
+                raise ValueError("'-': a Reader needs a file; stream standard input with "
+                                 "Plan.stream over an iterable of blocks")
+        if not paths:
+            raise ValueError("path: no files")
+        self.paths = [os.fsdecode(p) for p in paths]
+        self._clean = clean_opts(rfi, mask, rfi_clip)
         self._in = _lib.Input()
-        self._open, self._fh = False, None
-        path = os.fsencode(path)
-        _lib.check(lib.ddtk_input_open(ctypes.byref(self._in), path))
-        self._open, self._input_close = True, lib.ddtk_input_close   # kept for shutdown
-        self.path = os.fsdecode(path)
+        self._input_close = lib.ddtk_input_close              # kept for shutdown
+        self._reopen()
+        self.path = self.paths[0]
         self.header = _header_dict(self._in)
         self.header["path"] = self.path
+        if len(self.paths) > 1:
+            self.header["paths"] = list(self.paths)
         self.psrfits = bool(self._in.psrfits)
         self.header["format"] = "psrfits" if self.psrfits else "sigproc"
         h = self._in.hdr
@@ -91,6 +148,16 @@ class Reader(_lib.Closing):
         self.signed = h.signed_data == 1
         self.nsamples = self._in.nsamples
         self.bits_per_spectrum = self._in.bits_per_spectrum
+
+    def _reopen(self):
+        """(Re)open the input at its first spectrum, with its cleaning."""
+        if self._open:
+            self._input_close(ctypes.byref(self._in))
+            self._open = False
+        _lib.check(open_input(self._in, self.paths))
+        self._open = True
+        if self._clean is not None:
+            _lib.check(lib.ddtk_input_clean(ctypes.byref(self._in), ctypes.byref(self._clean)))
 
     def close(self):
         if self._open:
@@ -120,7 +187,7 @@ class Reader(_lib.Closing):
         elif out.dtype != np.uint8 or out.ndim != 1 or out.size < n or \
                 not out.flags.c_contiguous:
             raise ValueError(f"out: expected a contiguous uint8 array of at least {n} bytes")
-        if self.psrfits:
+        if self.psrfits or self._clean is not None:
             self._library_read(start, count, out)
             return out[:n]
         if self._fh is None:
@@ -135,13 +202,11 @@ class Reader(_lib.Closing):
     def _library_read(self, start, count, out):
         """count spectra from start through ddtk_input_read: forward only,
         so an earlier start reopens the input and a later one reads past."""
-        if start < self._in.samples_read:
-            self._input_close(ctypes.byref(self._in))
-            self._open = False
-            _lib.check(lib.ddtk_input_open(ctypes.byref(self._in), os.fsencode(self.path)))
-            self._open = True
+        if start < self._delivered:
+            self._reopen()
+            self._delivered = 0
         got = ctypes.c_int64()
-        skip = start - self._in.samples_read
+        skip = start - self._delivered
         if skip:
             scratch = np.empty(self.nbytes(min(skip, 1 << 14)), np.uint8)
         while skip:
@@ -149,8 +214,10 @@ class Reader(_lib.Closing):
             _lib.check(lib.ddtk_input_read(ctypes.byref(self._in), scratch.ctypes.data, k,
                                            ctypes.byref(got)))
             skip -= k
+            self._delivered += got.value
         _lib.check(lib.ddtk_input_read(ctypes.byref(self._in), out.ctypes.data, count,
                                        ctypes.byref(got)))
+        self._delivered += got.value
         if got.value != count:
             raise _lib.DataError(f"{self.path}: {got.value} of {count} spectra read",
                                  _lib.EDATA)

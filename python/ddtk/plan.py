@@ -15,9 +15,10 @@ import os
 
 import numpy as np
 
-from . import _lib, dmplan
+from . import _lib, dmplan, sps
 from ._lib import lib
-from .io import Reader, pack_bits, sample_dtype
+from .io import Reader, clean_opts as _clean_opts, is_file_source as _is_file_source, \
+    open_input as _open_input, pack_bits, paths_of as _paths_of, sample_dtype
 
 def algorithms():
     """The library's algorithms and their parameters, as the tools offer
@@ -71,8 +72,9 @@ def _header_of(header):
         return header
     if isinstance(header, Reader):
         return header.header
-    if isinstance(header, (str, bytes, os.PathLike)):
-        with Reader(header) as r:
+    if _is_file_source(header):
+        with Reader(header if isinstance(header, (str, bytes, os.PathLike))
+                    else list(header)) as r:
             return r.header
     raise TypeError(f"header: expected a dict from read_header, a Reader or a path, "
                     f"got {type(header).__name__}")
@@ -384,11 +386,13 @@ class Plan(_lib.Closing):
 
     # ---- streaming (ddtk_plan_stream) ----
 
-    def stream(self, source, callback, per_dm=False, pad=False):
+    def stream(self, source, callback=None, per_dm=False, pad=False, search=None, rfi=None,
+               mask=None, rfi_clip=None, progress=None):
         """Dedisperse a whole input in bounded memory with the library's
         streaming (ddtk_plan_stream, the tools' engine): ``source`` a file
-        path ("-": standard input), a ``Reader``, or an iterable of blocks
-        as ``execute`` takes them, consecutive in time.
+        path ("-": standard input; a list of paths: the PSRFITS files of one
+        observation in time order, read as one), a ``Reader``, or an
+        iterable of blocks as ``execute`` takes them, consecutive in time.
 
         ``callback(t0, series)`` gets each gulp's output samples from sample
         t0 of every DM, a float32 (ndm, n) array valid during the call only,
@@ -397,44 +401,111 @@ class Plan(_lib.Closing):
         valid during the call; scrunched plans stream this way only). An
         exception in the callback stops the run and is raised here. ``pad``
         extends every series to the input's length with its mean (--pad).
+
+        ``search``: True, or a dict of ``search_params`` keywords (snr,
+        max_width, baseline, ...), searches every series for single pulses
+        as it is made (``dd_* --search``: the same candidates as spsearch on
+        the series written); the callback is then optional.
+
+        RFI excision of a file's samples before any backend sees them, as the
+        tools' options: ``rfi="auto"`` (--rfi auto: IQRM channel flags and
+        zero-DM clipping, ``rfi_clip`` its threshold in robust sigmas, 5) and
+        ``mask`` (--mask: a PRESTO rfifind mask file). Killfiles and
+        --zerodm are the plan's (``kill``, ``zerodm``).
+
+        ``progress(stage, done, total)``: called with stage "start", then
+        "update" after each gulp, then "end"; done and total count spectra
+        (total None when the source does not know its length). It may be
+        called from the library's threads; an exception in it is raised when
+        the run has ended.
+
         Returns the run's figures (a dict: nin, nout, ndm, wall, kernel,
-        adds, backend)."""
-        if self.scrunched and not per_dm:
+        adds, backend), with ``candidates`` (SPS_CAND_DTYPE) and ``giants``
+        when searching and ``rfi`` (what the excision replaced: a dict of
+        ddtk_rfi_report's counts) when cleaning."""
+        if self.scrunched and callback is not None and not per_dm:
             raise _lib.UsageError("stream: a scrunched plan's DMs have series of several "
                                   "lengths: use per_dm=True", _lib.EUSAGE)
-        if not callable(callback):
+        if callback is None and not search:
+            raise TypeError("stream: give a callback, or search=")
+        if callback is not None and not callable(callback):
             raise TypeError("callback: expected a function")
-        sink = _lib.Sink()
-        state = _PerDm(callback) if per_dm else _Gulps(self.ndm, callback)
-        fn = _lib.SERIES_FN(state.write)
-        lib.ddtk_sink_callback(ctypes.byref(sink), fn, None)
-        sink.serial = 1                         # Python runs one callback at a time anyway
-        return self._run(source, sink, pad, state)
+        sink, state, keep = None, None, []
+        if callback is not None:
+            sink = _lib.Sink()
+            state = _PerDm(callback) if per_dm else _Gulps(self.ndm, callback)
+            fn = _lib.SERIES_FN(state.write)
+            keep.append(fn)
+            lib.ddtk_sink_callback(ctypes.byref(sink), fn, None)
+            sink.serial = 1                     # Python runs one callback at a time anyway
+        clean = _clean_opts(rfi, mask, rfi_clip)
+        if search:
+            return self._search_run(source, sink, pad, state, sps.params_of(search), clean,
+                                    progress)
+        return self._run(source, sink, pad, state, clean, progress)
 
-    def _run(self, source, sink, pad, state=None):
+    def _search_run(self, source, next_sink, pad, state, params, clean, progress):
+        """The stream through the search's sink (ddtk_sps_sink) in front of next_sink."""
+        t = _lib.SpsSink()
+        _lib.check(lib.ddtk_sps_sink_init(ctypes.byref(t), ctypes.byref(params), self._handle(),
+                                          ctypes.byref(next_sink) if next_sink else None))
+        try:
+            stats = self._run(source, t.sink, pad, state, clean, progress)
+            c, n = ctypes.POINTER(_lib.SpsCand)(), ctypes.c_int64()
+            _lib.check(lib.ddtk_sps_sink_finish(ctypes.byref(t), ctypes.byref(c),
+                                                ctypes.byref(n)))
+            stats["giants"] = int(lib.ddtk_sps_giants(t.search))
+            stats["candidates"] = sps.take_candidates(c, n.value)
+            return stats
+        finally:
+            lib.ddtk_sps_sink_free(ctypes.byref(t))
+
+    def _open(self, source):
+        """A file source (a path, paths or a Reader) opened by the library."""
+        inp = _lib.Input()
+        paths = _paths_of(source)
+        _lib.check(_open_input(inp, paths))
+        rc = lib.ddtk_input_require_filterbank(ctypes.byref(inp))
+        h = inp.hdr
+        if not rc and ((h.nchans or 1) != self.nchans or h.nbits != self.nbits or
+                       h.nifs != self.nifs):
+            rc = _lib.fail(_lib.EUSAGE, f"{inp.name.decode(errors='replace')}: {h.nchans} "
+                           f"channels, {h.nbits}-bit, {h.nifs} IFs; the plan is for "
+                           f"{self.nchans}, {self.nbits}-bit, {self.nifs}")
+        if rc:
+            lib.ddtk_input_close(ctypes.byref(inp))
+            _lib.check(rc)
+        return inp
+
+    def _run(self, source, sink, pad, state=None, clean=None, progress=None):
         src = _lib.Source()
         inp, feeder = None, None
-        if isinstance(source, (str, bytes, os.PathLike, Reader)):
-            inp = _lib.Input()
-            path = source.path if isinstance(source, Reader) else source
-            _lib.check(lib.ddtk_input_open(ctypes.byref(inp), os.fsencode(path)))
+        if _is_file_source(source):
+            inp = self._open(source)
+            if clean is not None:
+                rc = lib.ddtk_input_clean(ctypes.byref(inp), ctypes.byref(clean))
+                if rc:
+                    lib.ddtk_input_close(ctypes.byref(inp))
+                    _lib.check(rc)
             lib.ddtk_source_file(ctypes.byref(src), ctypes.byref(inp))
-            if (inp.hdr.nchans or 1) != self.nchans or inp.hdr.nbits != self.nbits or \
-                    inp.hdr.nifs != self.nifs:
-                lib.ddtk_input_close(ctypes.byref(inp))
-                raise _lib.UsageError(
-                    f"{os.fsdecode(path)}: {inp.hdr.nchans} channels, {inp.hdr.nbits}-bit, "
-                    f"{inp.hdr.nifs} IFs; the plan is for {self.nchans}, {self.nbits}-bit, "
-                    f"{self.nifs}", _lib.EUSAGE)
         else:
+            if clean is not None:
+                raise _lib.UsageError("rfi and mask clean a file's samples: give a path",
+                                      _lib.EUSAGE)
             feeder = _BlockSource(self, iter(source))
             src.name, src.nsamples = b"blocks", -1
             src.read = _lib.SOURCE_READ(feeder.read)
-        opts = _lib.StreamOptions(pad=int(bool(pad)), quiet=1)
+        opts = _lib.StreamOptions(pad=int(bool(pad)), quiet=int(progress is None))
         stats = _lib.RunStats()
+        report = None
         try:
-            rc = lib.ddtk_plan_stream(self._handle(), ctypes.byref(src), ctypes.byref(sink),
-                                      ctypes.byref(opts), ctypes.byref(stats))
+            with _Progress(progress):
+                rc = lib.ddtk_plan_stream(self._handle(), ctypes.byref(src), ctypes.byref(sink),
+                                          ctypes.byref(opts), ctypes.byref(stats))
+            if inp is not None and inp.clean:
+                r = _lib.RfiReport()
+                lib.ddtk_input_clean_report(ctypes.byref(inp), ctypes.byref(r))
+                report = {k: int(getattr(r, k)) for k, _ in _lib.RfiReport._fields_}
         finally:
             if inp is not None:
                 lib.ddtk_input_close(ctypes.byref(inp))
@@ -442,9 +513,51 @@ class Plan(_lib.Closing):
             if side is not None and side.error is not None:
                 raise side.error
         _lib.check(rc)
-        return {"nin": stats.nin, "nout": stats.nout, "ndm": stats.ndm, "wall": stats.wall,
-                "kernel": stats.kernel, "adds": stats.adds,
-                "backend": (stats.backend or b"").decode()}
+        _Progress.raise_pending()
+        out = {"nin": stats.nin, "nout": stats.nout, "ndm": stats.ndm, "wall": stats.wall,
+               "kernel": stats.kernel, "adds": stats.adds,
+               "backend": (stats.backend or b"").decode()}
+        if report is not None:
+            out["rfi"] = report
+        return out
+
+
+class _Progress:
+    """The library's progress handler (process-wide) set to a Python
+    callable for one run, and back to none after it."""
+
+    STAGES = ("start", "update", "end")
+    pending = None                              # an exception of the callable
+
+    def __init__(self, fn):
+        if fn is not None and not callable(fn):
+            raise TypeError("progress: expected a function")
+        self.fn, self.cfn = fn, None
+
+    def _call(self, ctx, stage, what, done, total):
+        try:
+            self.fn(self.STAGES[stage] if 0 <= stage < 3 else stage, int(done),
+                    None if total < 0 else int(total))
+        except BaseException as e:              # raised once the run has ended
+            if _Progress.pending is None:
+                _Progress.pending = e
+
+    def __enter__(self):
+        if self.fn is not None:
+            _Progress.pending = None
+            self.cfn = _lib.PROGRESS_FN(self._call)
+            lib.ddtk_set_progress_handler(self.cfn, None)
+        return self
+
+    def __exit__(self, *exc):
+        if self.fn is not None:
+            lib.ddtk_set_progress_handler(_lib.PROGRESS_FN(), None)
+
+    @staticmethod
+    def raise_pending():
+        e, _Progress.pending = _Progress.pending, None
+        if e is not None:
+            raise e
 
 
 class _Gulps:
@@ -530,15 +643,20 @@ class _BlockSource:
             return _lib.fail(_lib.EDATA, f"blocks: {e!r}")
 
 
-def dedisperse(path, dms, **options):
+def dedisperse(path, dms, *, rfi=None, mask=None, rfi_clip=None, progress=None, **options):
     """Dedisperse a filterbank at each DM of ``dms`` with the tools' engine
     (ddtk_plan_stream from the file into memory): a float32 array
     (len(dms), N), N = the file's spectra - the largest delay, each row what
     ``dd_direct path --dm-list`` writes for that DM, byte for byte, and
-    written there directly. ``options`` are ``Plan``'s (algorithm, params,
+    written there directly. ``path``: a SIGPROC filterbank or PSRFITS file,
+    or a list of the PSRFITS files of one observation. ``rfi``, ``mask``,
+    ``rfi_clip`` and ``progress`` are ``Plan.stream``'s (the tools' --rfi,
+    --mask, --rfi-clip); ``options`` are ``Plan``'s (algorithm, params,
     backend, gpu, kill, fref, zerodm, ...); a plan with ``scrunch`` or
     ``downsamp`` gives a list of each DM's series."""
-    with Reader(path) as reader, Plan(reader, dms=dms, name=path, **options) as plan:
+    paths = _paths_of(path)
+    with Reader(paths if len(paths) > 1 else paths[0]) as reader, \
+            Plan(reader, dms=dms, name=reader.path, **options) as plan:
         nout = plan.nout(reader.nsamples)
         if nout.max() <= 0:
             raise _lib.DataError(f"{reader.path}: {reader.nsamples} spectra, not more than the "
@@ -546,7 +664,7 @@ def dedisperse(path, dms, **options):
         out = np.empty((plan.ndm, int(nout.max())), np.float32)
         sink = _lib.Sink()
         lib.ddtk_sink_memory(ctypes.byref(sink), out.ctypes.data, out.shape[1])
-        plan._run(reader, sink, False)
+        plan._run(paths, sink, False, clean=_clean_opts(rfi, mask, rfi_clip), progress=progress)
         if plan.scrunched:
             return [out[i, :nout[i]] for i in range(plan.ndm)]
         return out

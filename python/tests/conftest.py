@@ -29,10 +29,12 @@ def tool(name, *args, cwd=None):
 
 
 def fbsim(path, **opts):
-    """A synthetic observation: fbsim with --key value options (True: a flag)."""
+    """A synthetic observation: fbsim with --key value options (True: a flag;
+    a list: the option once per value)."""
     args = ["-o", path, "-q", "--force"]
     for k, v in opts.items():
-        args += ["--" + k.replace("_", "-")] + ([] if v is True else [str(v)])
+        for one in v if isinstance(v, list) else [v]:
+            args += ["--" + k.replace("_", "-")] + ([] if one is True else [str(one)])
     tool("fbsim", *args)
     return str(path)
 
