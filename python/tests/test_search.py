@@ -72,7 +72,7 @@ def test_fed_in_pieces_the_same_candidates(tmp, bursts):
 @pytest.mark.parametrize("gulp", [2048, 10240])
 def test_stream_search_equals_dd_direct_search(tmp, bursts, gulp):
     text, _ = dd_search(tmp, "dd_direct", bursts, "--dm-min", 0, "--dm-max", 800,
-                        "--dm-step", 8, "--gulp", gulp)
+                        "--dm-step", 8, "--gulp", gulp, "--backend", "cpu")
     plan = ddtk.Plan(bursts, dm_range=(0, 800), dm_step=8, gulp=gulp, backend="cpu")
     run = plan.stream(bursts, search=True)
     assert ddtk.format_candidates(run["candidates"]) == text
