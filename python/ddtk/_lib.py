@@ -78,7 +78,7 @@ def raise_error(code, message):
     raise _ERRORS.get(code, Error)(message, code)
 
 
-# ---- struct mirrors (include/ddtk.h, dmplan.h, fdas.h) ----------------------
+# ---- struct mirrors (include/ddtk.h, dmplan.h, fdas.h, sps.h) --------------
 
 i32, i64, dbl, u8 = ctypes.c_int32, ctypes.c_int64, ctypes.c_double, ctypes.c_uint8
 cint, vp = ctypes.c_int, ctypes.c_void_p
