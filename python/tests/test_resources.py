@@ -1,5 +1,6 @@
 """Nothing leaks: the process's resident memory stays flat over 1,000 plan
-create / execute / destroy cycles, and plans left to the collector are freed.
+create / execute / destroy cycles and over searches, and plans left to the
+collector are freed.
 
 Large blocks are mmapped and returned at once (mallopt), so glibc's moving
 mmap threshold cannot turn freed outputs into a one-time step of heap; and a
@@ -61,3 +62,29 @@ def test_plans_are_freed_when_collected():
     batch()
     # each plan's delay table alone is 400 x 64 int32 (100 KiB): 20 MiB a batch
     assert rss_kib() - before < 2048
+
+
+def test_rss_flat_over_searches():
+    """The searcher and its candidate arrays (library memory, copied out and
+    freed) over 2 x 500 searches of 4 series with a pulse each: a leaked
+    searcher (its baseline window's buffers, 4 x 1562 samples and more)
+    would be 10 MiB and more a batch."""
+    rng = np.random.default_rng(2)
+    series = rng.normal(0, 1, (4, 2048)).astype(np.float32)
+    series[:, 1000:1004] += 8
+    dms = np.arange(0, 8, 2.0)
+
+    def search():
+        return ddtk.single_pulse_search(series, dms, 64e-6, baseline=0.1, max_width=16)
+
+    first = search()
+    assert first.size >= 1
+    for _ in range(100):
+        search()
+    rss = [rss_kib()]
+    for _ in range(2):
+        for _ in range(500):
+            assert search().size == first.size
+        rss.append(rss_kib())
+    grown = [b - a for a, b in zip(rss, rss[1:])]
+    assert max(grown) < 1024, f"RSS grew {grown} KiB over two batches of 500 searches"
