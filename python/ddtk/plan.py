@@ -1,7 +1,8 @@
 """Dedispersion plans on NumPy arrays (ddtk_plan_create / ddtk_plan_execute),
-streaming of long inputs in bounded memory (ddtk_plan_stream: a file,
-standard input or Python blocks in; a Python callback or a NumPy array out),
-and the one-call ``dedisperse(path, dms)``.
+streaming of long inputs in bounded memory (ddtk_plan_stream: a file, its
+RFI excision, standard input or Python blocks in; a Python callback, the
+single-pulse search's sink or a NumPy array out; progress to a Python
+callable), and the one-call ``dedisperse(path, dms)``.
 
 ``Plan.execute`` hands the library the block's and the output's own buffers:
 a time-major block (spectrum after spectrum, as files hold them, or the
@@ -109,6 +110,9 @@ class Plan(_lib.Closing):
     timings); the tools' DDTK_GPU_MEM and DDTK_GPU_SERIAL are theirs, not
     read here. ``wisdom``: True reads the tools' wisdom file
     ($DDTK_WISDOM, else the cache), a path that file, False none.
+    ``verbose``: the plan's detail to the "ddtk" logger (DEBUG). A file's
+    RFI excision (--rfi, --mask), progress and the single-pulse search are
+    each run's: ``stream``'s and ``dedisperse``'s arguments.
 
     Failures raise ``ddtk.Error`` subclasses with the library's message.
     """
