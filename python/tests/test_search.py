@@ -86,6 +86,17 @@ def test_stream_search_equals_dd_direct_search(tmp, bursts, gulp):
                           run["candidates"])
 
 
+def test_stream_search_options_are_the_tools(tmp, bursts):
+    text, _ = dd_search(tmp, "dd_direct", bursts, "--dm-min", 0, "--dm-max", 800,
+                        "--dm-step", 8, "--snr", 8, "--max-width", 64, "--search-window", 1)
+    plan = ddtk.Plan(bursts, dm_range=(0, 800), dm_step=8)
+    run = plan.stream(bursts, search=dict(snr=8, max_width=64, baseline=1.0))
+    assert ddtk.format_candidates(run["candidates"]) == text
+    assert np.all(run["candidates"]["width"] <= 64) and np.all(run["candidates"]["snr"] >= 8)
+    dflt = ddtk.format_candidates(plan.stream(bursts, search=True)["candidates"])
+    assert text != dflt                         # the options changed the candidates
+
+
 def test_stream_search_subband_and_scrunched_tree(tmp, bursts):
     text, _ = dd_search(tmp, "dd_subband", bursts, "--dm-min", 0, "--dm-max", 800,
                         "--dm-step", 8)
