@@ -3,8 +3,9 @@ searcher) on NumPy series: a running baseline and robust sigma, boxcars of
 1, 2, 3, 4, 6, 8, ... samples up to the maximum width, a threshold, and the
 giants of all DMs clustered friends-of-friends into one candidate per event.
 Candidates come as a NumPy structured array of ``SPS_CAND_DTYPE`` (the
-fields of ddtk_sps_cand), and can be written and read as Heimdall's .cand
-lines byte for byte as the tools write them.
+fields of ddtk_sps_cand), and can be written as the tools write them byte
+for byte (Heimdall's .cand lines, PRESTO's .singlepulse) and read back
+(.cand).
 
 The search of a stream (``Plan.stream(..., search=...)``) is in plan.py:
 this module holds the searcher of arrays and the parameters both take.
@@ -196,17 +197,27 @@ def _as_cands(cands):
     return c.reshape(-1)
 
 
-def format_candidates(cands):
-    """The candidates as Heimdall's .cand lines (S/N, sample, time, log2
-    width, DM index, DM, members, begin, end), the text ``spsearch`` and
-    ``dd_* --search`` write, byte for byte."""
+def format_candidates(cands, format="heimdall", dm_index=None, factor=1):
+    """The candidates as the tools write them, byte for byte: Heimdall's
+    .cand lines (S/N, sample, time, log2 width, DM index, DM, members,
+    begin, end: ``spsearch`` and ``dd_* --search``), or with
+    ``format="presto"`` PRESTO's .singlepulse of one series (``spsearch
+    --format presto``): the candidates of ``dm_index``, their samples and
+    widths in that series' own samples (``factor``: its scrunch factor)."""
     c = _as_cands(cands)
+    if format not in ("heimdall", "presto"):
+        raise _lib.UsageError(f"format {format!r}: expected heimdall or presto", _lib.EUSAGE)
+    if format == "presto" and dm_index is None:
+        raise TypeError("format_candidates: presto's .singlepulse is one series': give dm_index")
     buf, size = ctypes.c_void_p(), ctypes.c_size_t()
     fp = _lib.libc.open_memstream(ctypes.byref(buf), ctypes.byref(size))
     if not fp:
         raise _lib.SystemError_("format_candidates: out of memory")
-    rc = lib.ddtk_sps_write_heimdall(fp, c.ctypes.data_as(ctypes.POINTER(_lib.SpsCand)),
-                                     c.size)
+    ptr = c.ctypes.data_as(ctypes.POINTER(_lib.SpsCand))
+    if format == "heimdall":
+        rc = lib.ddtk_sps_write_heimdall(fp, ptr, c.size)
+    else:
+        rc = lib.ddtk_sps_write_presto(fp, ptr, c.size, int(dm_index), int(factor))
     _lib.libc.fclose(fp)
     try:
         text = ctypes.string_at(buf, size.value).decode()
@@ -216,10 +227,11 @@ def format_candidates(cands):
     return text
 
 
-def write_candidates(path, cands):
-    """Write the candidates to path as a .cand file (format_candidates)."""
+def write_candidates(path, cands, format="heimdall", dm_index=None, factor=1):
+    """Write the candidates to path (format_candidates' text)."""
+    text = format_candidates(cands, format, dm_index, factor)
     with open(path, "w") as f:
-        f.write(format_candidates(cands))
+        f.write(text)
 
 
 def read_candidates(path):

@@ -140,6 +140,25 @@ def test_candidates_read_back_and_written(tmp, bursts):
     assert ddtk.format_candidates(c[:0]) == ""
 
 
+def test_presto_singlepulse_per_series_as_spsearch_writes(tmp, bursts):
+    _, tims = dd_search(tmp, "dd_direct", bursts, "--dm-min", 0, "--dm-max", 800,
+                        "--dm-step", 8, "--scrunch", "auto")
+    (tmp / "sp").mkdir()
+    tool("spsearch", "-q", "--format", "presto", "-o", tmp / "sp", *tims)
+    heads = [read_tim(t) for t in tims]
+    tsamp = min(h["tsamp"] for h, _ in heads)
+    factors = [round(h["tsamp"] / tsamp) for h, _ in heads]
+    cands = ddtk.single_pulse_search([x for _, x in heads], [h["refdm"] for h, _ in heads],
+                                     tsamp, downsamp=factors)
+    order = np.argsort([h["refdm"] for h, _ in heads], kind="stable")
+    assert max(factors) > 1
+    for rank, i in enumerate(order):          # dm_index counts ascending DMs
+        ref = (tmp / "sp" / (tims[i].stem + ".singlepulse")).read_text()
+        assert ddtk.format_candidates(cands, "presto", dm_index=rank, factor=factors[i]) == ref
+    with pytest.raises(TypeError, match="give dm_index"):
+        ddtk.format_candidates(cands, "presto")
+
+
 def test_bad_search_arguments(bursts):
     x = np.zeros((2, 5000), np.float32)
     with pytest.raises(ddtk.UsageError, match="maximum width 3 is not a power of two"):
