@@ -13,6 +13,7 @@ this module holds the searcher of arrays and the parameters both take.
 
 import ctypes
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -158,14 +159,16 @@ class SinglePulseSearch(_lib.Closing):
 
 
 def single_pulse_search(series, dms, tsamp, *, downsamp=None, snr=None, max_width=None,
-                        baseline=None, dm_tol=None, width_tol=None, time_tol=None):
+                        baseline=None, dm_tol=None, width_tol=None, time_tol=None, threads=0):
     """Search dedispersed series for single pulses as spsearch searches the
     same series' files: ``series`` a float32 array (ndm, N) (``Plan.execute``
     or ``dedisperse``'s output) or a list of 1-D float32 arrays (a scrunched
     plan's, with ``downsamp`` their factors); ``dms`` their DMs; ``tsamp``
     the (finest) sample time in s. ``snr`` (6), ``max_width`` (1024 samples),
     ``baseline`` (2 s: --search-window), ``dm_tol``, ``width_tol``,
-    ``time_tol``: see ``search_params``.
+    ``time_tol``: see ``search_params``. ``threads``: series searched at
+    once (0: one per CPU; the library searches each in its own call, with
+    Python's lock released), as spsearch --threads.
 
     Returns the candidates (one per event) as a structured array of
     SPS_CAND_DTYPE: snr, sample (the boxcar's centre, finest samples from
@@ -183,8 +186,13 @@ def single_pulse_search(series, dms, tsamp, *, downsamp=None, snr=None, max_widt
         raise ValueError(f"series: {len(rows)} series for {d.size} DMs")
     with SinglePulseSearch(d, tsamp, downsamp, snr=snr, max_width=max_width, baseline=baseline,
                            dm_tol=dm_tol, width_tol=width_tol, time_tol=time_tol) as s:
-        for i, x in enumerate(rows):
-            s.feed(i, x)
+        n = min(len(rows), int(threads) if threads else os.cpu_count() or 1)
+        if n <= 1:
+            for i, x in enumerate(rows):
+                s.feed(i, x)
+        else:
+            with ThreadPoolExecutor(n) as pool:
+                list(pool.map(s.feed, range(len(rows)), rows))
         return s.finish()
 
 

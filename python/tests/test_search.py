@@ -2,8 +2,9 @@
 gives spsearch's candidates on the same written series (their .cand text
 byte for byte), Plan.stream(search=...) gives dd_direct --search's (and
 dd_subband's, scrunched dd_tree's) whatever the gulp, with or without a
-callback, on the CPU and the GPU; the searcher fed in pieces; candidates
-read back from a .cand file; bad parameters raise the library's message."""
+callback, on the CPU and the GPU; the searcher fed in pieces or by several
+threads; candidates read back from a .cand file and written as PRESTO's
+.singlepulse; bad parameters raise the library's message."""
 
 import numpy as np
 import pytest
@@ -55,11 +56,12 @@ def test_series_search_equals_spsearch_on_the_written_series(tmp, bursts):
     assert ddtk.format_candidates(hi) == tool("spsearch", "-q", "--snr", 30, *tims)
 
 
-def test_fed_in_pieces_the_same_candidates(tmp, bursts):
+def test_fed_in_pieces_or_on_threads_the_same_candidates(tmp, bursts):
     dms = np.arange(0, 808, 8.0)
     series = ddtk.dedisperse(bursts, dms)
     tsamp = ddtk.read_header(bursts)["tsamp"]
-    whole = ddtk.single_pulse_search(series, dms, tsamp)
+    whole = ddtk.single_pulse_search(series, dms, tsamp, threads=1)
+    assert np.array_equal(ddtk.single_pulse_search(series, dms, tsamp, threads=4), whole)
     with ddtk.SinglePulseSearch(dms, tsamp) as s:
         for a in range(0, series.shape[1], 3001):
             for i in range(dms.size):
