@@ -298,7 +298,9 @@ def read_header(path):
     frequency in MHz, file order), ``telescope`` and ``machine`` names,
     ``path``, ``format`` ("sigproc" or "psrfits") and, where the input marks
     channels dead (PSRFITS weights of 0), ``dead`` (a bool per channel,
-    killed by plans made from the header, as the tools do).
+    killed by plans made from the header, as the tools do). ``path``: a
+    file, or a list of the PSRFITS files of one observation (``paths``
+    then lists them, and nsamples counts them all).
     Raises ddtk.Error subclasses with the library's message."""
     with Reader(path) as r:
         return r.header

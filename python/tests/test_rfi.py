@@ -116,6 +116,8 @@ def test_psrfits_files_of_one_observation(tmp):
     ref = dd_direct(tmp, files)
     assert same_bytes(ddtk.dedisperse(files, DMS), ref)
     h = ddtk.read_header(files[0])
+    assert ddtk.read_header(files)["nsamples"] == ddtk.read_header(files[-1])["nsamples"] + \
+        sum(ddtk.read_header(f)["nsamples"] for f in files[:-1])
     with ddtk.Reader(files) as r:
         assert r.nsamples > h["nsamples"] and r.header["paths"] == files
         blk = r.read_block()
