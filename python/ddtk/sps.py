@@ -248,7 +248,8 @@ def read_candidates(path):
     fp = _lib.libc.fopen(name, b"r")
     if not fp:
         err = ctypes.get_errno()
-        raise _lib.SystemError_(f"{os.fsdecode(path)}: {os.strerror(err) if err else 'cannot open'}")
+        why = os.strerror(err) if err else "cannot open"
+        raise _lib.SystemError_(f"{os.fsdecode(path)}: {why}")
     c, n = ctypes.POINTER(_lib.SpsCand)(), ctypes.c_int64()
     try:
         _lib.check(lib.ddtk_sps_read_heimdall(fp, name, ctypes.byref(c), ctypes.byref(n)))

@@ -21,7 +21,8 @@ def bursts(tmp_path_factory):
     """search.bats's observation: bursts at DM 100 (0.2 s, 1 ms), 400 (0.655 s,
     4 ms; output sample 10240, a gulp boundary) and 700 (1.1 s, 0.3 ms)."""
     d = tmp_path_factory.mktemp("bursts")
-    return fbsim(d / "b.fil", nchans=128, foff=-2, tobs=2, seed=9, pulse=["0.2,100,0.001,12", "0.65536,400,0.004,6", "1.1,700,0.0003,25"])
+    return fbsim(d / "b.fil", nchans=128, foff=-2, tobs=2, seed=9,
+                 pulse=["0.2,100,0.001,12", "0.65536,400,0.004,6", "1.1,700,0.0003,25"])
 
 
 def dd_search(tmp, tool_name, path, *extra):
