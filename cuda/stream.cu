@@ -85,11 +85,14 @@ struct gpu_pipe {
     int *d_rowmap;
     gulp_set set[2];
     double t_h2d, t_unpack, t_kernel, t_d2h;
+    double t_context;           /* set-up (-v): its context's making, device plans, */
+    double t_plans, t_sets[2];  /* each buffer set's allocation and pinning */
 };
 
 /* Host blocks made and faulted in while the contexts start (prefault), taken
- * by pin() by their exact size; what none takes is freed after the set-up. */
-#define MAX_PREFAULTED (2 + 2 * DDTK_MAX_LEVELS)
+ * by pin() by their exact size; what none takes is freed after the set-up.
+ * Past MAX_PREFAULTED blocks (many GPUs) the rest are pinned as they come. */
+#define MAX_PREFAULTED (2 + 2 * DDTK_MAX_LEVELS * 8)
 struct prefaulted {
     int64_t step;               /* the step they were made for */
     int n;
@@ -104,8 +107,13 @@ struct ddtk_gpu_stream {
     gpu_pipe *pipe;
     int64_t step;
     uint8_t *hraw[2];           /* each set's raw spectra, pinned for every device */
-    double t_read;              /* the host's reads of the last run (-v) */
     prefaulted pre;
+    /* -v: set-up (pinning each raw buffer), and the host's part of the last
+     * run's streaming: reads, waits on the GPUs, the writer, and the gulps'
+     * spans (one gulp's issue to the next's) */
+    double t_pin[2];
+    double t_read, t_wait, t_write, t_first, t_slowest, t_gulps, t_mark;
+    int nspans, slowest;
 };
 
 /* ---- levels ------------------------------------------------------------------------ */
@@ -329,13 +337,23 @@ static int host_fits(const ddtk_plan *p, int64_t step, void *ctx)
     return 2 * set_bytes(p, step) <= *(const int64_t *)ctx;
 }
 
+/* Level k's DMs among plan DMs [dm0, dm1) (a pipeline's share). */
+static int share_ndm(const ddtk_plan *p, int k, int dm0, int dm1)
+{
+    int n = 0;
+    for (int j = 0; j < p->lv[k].ndm; j++)
+        n += p->lv[k].index[j] >= dm0 && p->lv[k].index[j] < dm1;
+    return n;
+}
+
 /* While the contexts start, the host has nothing to do: make the pinned
  * buffers' blocks for the step the host's memory allows (the device's rarely
  * lowers it; then they go unused) and fault their pages in, so that
  * registering them later only pins them (H100 host, 256 MiB: 0.007 s
  * against 0.056 s for untouched memory, whose faults the registration
- * takes). The outputs only for one GPU: several split the DMs into shares. */
-static void prefault(prefaulted *pre, const ddtk_plan *p, const ddtk_source *src)
+ * takes): the raw input and every pipeline's outputs of its share. */
+static void prefault(prefaulted *pre, const ddtk_gpu_stream *s, const ddtk_plan *p,
+                     const ddtk_source *src)
 {
     int64_t host_max = p->d.max_mem > 0 ? p->d.max_mem : DDTK_DEFAULT_MAX_MEM, step;
     if (!gpu_step(p, src, host_fits, &host_max, &step))
@@ -345,9 +363,12 @@ static void prefault(prefaulted *pre, const ddtk_plan *p, const ddtk_source *src
     int n = 0;
     for (int set = 0; set < 2; set++) {
         want[n++] = raw_bytes(p, step);
-        for (int k = 0; p->ngpu == 1 && k < p->nlevels; k++)
-            if (p->lv[k].ndm)
-                want[n++] = out_bytes(p, k, p->lv[k].ndm, step);
+        for (int i = 0; i < s->npipe; i++)
+            for (int k = 0; k < p->nlevels; k++) {
+                int ndm = share_ndm(p, k, s->pipe[i].dm0, s->pipe[i].dm1);
+                if (ndm && n < MAX_PREFAULTED)
+                    want[n++] = out_bytes(p, k, ndm, step);
+            }
     }
     for (pre->n = 0; pre->n < n; pre->n++) {
         const size_t bytes = want[pre->n], chunk = (size_t)2 << 20;
@@ -477,16 +498,24 @@ extern "C" void ddtk_gpu_stream_free(ddtk_gpu_stream *g)
 /* A context takes a few tenths of a second per device: the plan's are made on
  * background threads, one per device, while the host builds the plan and
  * opens the outputs. A failure here is left for the set-up to meet and report. */
+struct warm_context {
+    int dev, joined;
+    double start, end;          /* when its thread began and ended (ddtk_now) */
+    pthread_t thread;
+};
+
 struct ddtk_gpu_warm {
     int n;
-    int dev[DDTK_MAX_GPUS];
-    pthread_t thread[DDTK_MAX_GPUS];
+    warm_context c[DDTK_MAX_GPUS];
 };
 
 static void *make_context(void *arg)
 {
-    if (cudaSetDevice(*(const int *)arg) != cudaSuccess || cudaFree(0) != cudaSuccess)
+    warm_context *c = (warm_context *)arg;
+    c->start = ddtk_now();
+    if (cudaSetDevice(c->dev) != cudaSuccess || cudaFree(0) != cudaSuccess)
         cudaGetLastError();
+    c->end = ddtk_now();
     return NULL;
 }
 
@@ -497,17 +526,40 @@ extern "C" ddtk_gpu_warm *ddtk_gpu_warm_start(const int *gpus, int n)
         int seen = 0;
         for (int j = 0; j < i; j++)
             seen |= gpus[j] == gpus[i];
-        w->dev[w->n] = gpus[i];
-        if (!seen && pthread_create(&w->thread[w->n], NULL, make_context, &w->dev[w->n]) == 0)
+        w->c[w->n].dev = gpus[i];
+        if (!seen && pthread_create(&w->c[w->n].thread, NULL, make_context, &w->c[w->n]) == 0)
             w->n++;
     }
     return w;
 }
 
+/* The contexts of s's pipelines made, with how long each took (-v); those
+ * of GPUs --gpu all leaves unused are joined with the plan. Returns whether
+ * any is left. */
+static int warm_join(ddtk_gpu_warm *w, ddtk_gpu_stream *s)
+{
+    int left = 0;
+    for (int i = 0; w && i < w->n; i++) {
+        warm_context *c = &w->c[i];
+        int used = !s;
+        for (int j = 0; s && j < s->npipe; j++)
+            used |= s->pipe[j].dev == c->dev;
+        if (c->joined || !used) {
+            left |= !c->joined;
+            continue;
+        }
+        pthread_join(c->thread, NULL);
+        c->joined = 1;
+        for (int j = 0; s && j < s->npipe; j++)
+            if (s->pipe[j].dev == c->dev)
+                s->pipe[j].t_context = c->end - c->start;
+    }
+    return left;
+}
+
 extern "C" void ddtk_gpu_warm_join(ddtk_gpu_warm *w)
 {
-    for (int i = 0; w && i < w->n; i++)
-        pthread_join(w->thread[i], NULL);
+    warm_join(w, NULL);
     free(w);
 }
 
@@ -568,11 +620,13 @@ static int start_pipes(ddtk_gpu_stream *s, const ddtk_plan *p, int i)
             return DDTK_OK;
     for (int j = i; j < s->npipe; j++) {
         gpu_pipe *g = &s->pipe[j];
+        const double t = ddtk_now();
         int rc = g->dev != dev ? DDTK_OK : start_device(g);
         if (!rc && g->dev == dev)
             rc = plan_levels(s->algo, g, p);
         if (rc)
             return rc;
+        g->t_plans = ddtk_now() - t;
     }
     return DDTK_OK;
 }
@@ -582,29 +636,49 @@ static int start_pipes(ddtk_gpu_stream *s, const ddtk_plan *p, int i)
 static int allocate_job(ddtk_gpu_stream *s, const ddtk_plan *p, int i)
 {
     gpu_pipe *g = &s->pipe[i < 2 ? 0 : (i - 2) / 2];
+    const double t = ddtk_now();
     DDTK_CUDA(cudaSetDevice(g->dev), "selecting the GPU");
-    if (i < 2) {
-        return pin(&s->pre, (void **)&s->hraw[i], raw_bytes(p, s->step), cudaHostRegisterPortable,
-                   "pinning input");
-    }
-    return allocate_set(g, p, s->step, &g->set[i % 2], &s->pre);
+    int rc = i < 2 ? pin(&s->pre, (void **)&s->hraw[i], raw_bytes(p, s->step),
+                         cudaHostRegisterPortable, "pinning input")
+                   : allocate_set(g, p, s->step, &g->set[i % 2], &s->pre);
+    *(i < 2 ? &s->t_pin[i] : &g->t_sets[i % 2]) = ddtk_now() - t;
+    return rc;
 }
 
-/* One pipeline per GPU with a share of the DMs (none for more GPUs than DMs),
- * with its context and device plans. */
-static int make_pipes(ddtk_gpu_stream *s, const ddtk_plan *p)
+/* How many of the plan's GPUs to use: an explicit list as given; all of
+ * them (--gpu all) as many as the cost model finds faster than fewer, every
+ * one for an input of unknown length (a stream is long). */
+static int gpus_to_use(const ddtk_plan *p, const ddtk_source *src, const ddtk_writer *w)
+{
+    if (p->d.ngpus != DDTK_GPUS_ALL || p->ngpu < 2)
+        return p->ngpu;
+    char why[512] = "the input's length is unknown";
+    int n = p->ngpu;
+    if (src->nsamples > 0) {
+        ddtk_gpu_cost c;
+        ddtk_gpu_cost_of(p, src->nsamples, !ddtk_writer_discards(w), &c);
+        n = ddtk_gpu_choose(&c, p->ngpu, why, sizeof why);
+    }
+    if (p->d.verbose)
+        ddtk_report(DDTK_MSG_VERBOSE, "all GPUs: using %d of %d: %s", n, p->ngpu, why);
+    return n;
+}
+
+/* One pipeline per GPU of the first n with a share of the DMs (none for more
+ * GPUs than DMs): host work only, before the contexts are ready. */
+static int split_pipes(ddtk_gpu_stream *s, const ddtk_plan *p, int n)
 {
     int first[DDTK_MAX_GPUS + 1];
-    int rc = ddtk_plan_split(p, p->ngpu, first);
+    int rc = ddtk_plan_split(p, n, first);
     if (rc)
         return rc;
-    if (!(s->pipe = (gpu_pipe *)ddtk_calloc((size_t)p->ngpu, sizeof *s->pipe, "GPU pipelines")))
+    if (!(s->pipe = (gpu_pipe *)ddtk_calloc((size_t)n, sizeof *s->pipe, "GPU pipelines")))
         return DDTK_ESYS;
-    for (int j = 0; j < p->ngpu; j++) {
+    for (int j = 0; j < n; j++) {
         if (first[j] == first[j + 1]) {
             if (p->d.verbose)
                 ddtk_report(DDTK_MSG_VERBOSE, "GPU %d: no DMs (%d GPUs for %d DMs)", p->gpus[j],
-                            p->ngpu, p->d.ndm);
+                            n, p->d.ndm);
             continue;
         }
         gpu_pipe *g = &s->pipe[s->npipe++];
@@ -612,28 +686,32 @@ static int make_pipes(ddtk_gpu_stream *s, const ddtk_plan *p)
         g->dm0 = first[j];
         g->dm1 = first[j + 1];
     }
-    return run_jobs(start_pipes, s, p, s->npipe);
+    return DDTK_OK;
 }
 
 /* The device plan of a first run; kept while later runs need the same step.
  * The step needs every pipeline's device bounds: pipelines first, then the
  * step, then the buffers. part: seconds waiting for the contexts, making the
  * device plans, allocating and pinning the buffers. */
-static int create(ddtk_plan *p, const ddtk_source *src, double part[3])
+static int create(ddtk_plan *p, const ddtk_source *src, const ddtk_writer *w, double part[3])
 {
     double t0 = ddtk_now();
     ddtk_gpu_stream *s = (ddtk_gpu_stream *)ddtk_calloc(1, sizeof *s, "GPU plan");
-    if (s)
-        prefault(&s->pre, p, src);
-    ddtk_gpu_warm_join(p->warm);
-    p->warm = NULL;
     if (!s)
         return DDTK_ESYS;
     p->gpu = s;
     s->plan = p;
     s->algo = p->algo->gpu;
+    int rc = split_pipes(s, p, gpus_to_use(p, src, w));
+    if (!rc)
+        prefault(&s->pre, s, p, src);
+    if (!warm_join(p->warm, s)) {   /* else GPUs left unused: joined with the plan */
+        ddtk_gpu_warm_join(p->warm);
+        p->warm = NULL;
+    }
     double t1 = ddtk_now();
-    int rc = make_pipes(s, p);
+    if (!rc)
+        rc = run_jobs(start_pipes, s, p, s->npipe);
     double t2 = ddtk_now();
     if (!rc)
         rc = choose_step(s, p, src, &s->step);
@@ -650,7 +728,7 @@ static int create(ddtk_plan *p, const ddtk_source *src, double part[3])
     return rc;
 }
 
-static int prepare(ddtk_plan *p, const ddtk_source *src, double part[3])
+static int prepare(ddtk_plan *p, const ddtk_source *src, const ddtk_writer *w, double part[3])
 {
     if (p->gpu) {
         int64_t step;
@@ -660,7 +738,7 @@ static int prepare(ddtk_plan *p, const ddtk_source *src, double part[3])
         ddtk_gpu_stream_free(p->gpu);
         p->gpu = NULL;
     }
-    int rc = create(p, src, part);
+    int rc = create(p, src, w, part);
     if (rc) {
         ddtk_gpu_stream_free(p->gpu);
         p->gpu = NULL;
@@ -770,13 +848,15 @@ static int issue_gulp(const ddtk_gpu_algo *algo, const gpu_pipe *g, const ddtk_p
 }
 
 /* Wait for a pipeline's gulp and write its outputs. */
-static int finish_gulp(gpu_pipe *g, gulp_set *s, ddtk_writer *w)
+static int finish_gulp(gpu_pipe *g, gulp_set *s, ddtk_writer *w, double *waited)
 {
     if (!s->issued)
         return DDTK_OK;
     s->issued = 0;
     DDTK_CUDA(cudaSetDevice(g->dev), "selecting the GPU");
+    double t = ddtk_now();
     DDTK_CUDA(cudaEventSynchronize(s->done), "waiting for a gulp");
+    *waited += ddtk_now() - t;
     g->t_h2d += event_seconds(s->h2d0, s->h2d1);
     g->t_unpack += event_seconds(s->h2d1, s->k0);
     g->t_kernel += event_seconds(s->k0, s->k1);
@@ -793,18 +873,20 @@ static int finish_gulp(gpu_pipe *g, gulp_set *s, ddtk_writer *w)
 
 static int finish_all(ddtk_gpu_stream *g, int set, ddtk_writer *w)
 {
-    for (int i = 0; i < g->npipe; i++) {
-        int rc = finish_gulp(&g->pipe[i], &g->pipe[i].set[set], w);
-        if (rc)
-            return rc;
-    }
-    return DDTK_OK;
+    double t = ddtk_now(), waited = 0;
+    int rc = DDTK_OK;
+    for (int i = 0; i < g->npipe && !rc; i++)
+        rc = finish_gulp(&g->pipe[i], &g->pipe[i].set[set], w, &waited);
+    g->t_wait += waited;
+    g->t_write += ddtk_now() - t - waited;
+    return rc;
 }
 
 /* Before gulp i+1 is read into a raw buffer, gulp i-1 (the last to use it)
  * must have copied it to every GPU. */
 static int input_free(ddtk_gpu_stream *g, int set)
 {
+    const double t = ddtk_now();
     for (int j = 0; j < g->npipe; j++) {
         gulp_set *s = &g->pipe[j].set[set];
         if (!s->issued)
@@ -812,6 +894,7 @@ static int input_free(ddtk_gpu_stream *g, int set)
         DDTK_CUDA(cudaSetDevice(g->pipe[j].dev), "selecting the GPU");
         DDTK_CUDA(cudaEventSynchronize(s->h2d1), "waiting for an input copy");
     }
+    g->t_wait += ddtk_now() - t;
     return DDTK_OK;
 }
 
@@ -822,6 +905,24 @@ static int read_gulp(ddtk_gpu_stream *g, ddtk_source *src, uint8_t *buf, int64_t
     int rc = ddtk_source_pull(src, buf, n, got);
     g->t_read += ddtk_now() - t;
     return rc;
+}
+
+/* The span of the gulp before gulp i (its issue to gulp i's) for -v: the
+ * first, the slowest and their sum. i == 0 starts the clock. */
+static void span(ddtk_gpu_stream *g, int i)
+{
+    const double now = ddtk_now(), t = now - g->t_mark;
+    g->t_mark = now;
+    if (!i)
+        return;
+    g->t_gulps += t;
+    g->nspans = i;
+    if (i == 1)
+        g->t_first = t;
+    if (t > g->t_slowest) {
+        g->t_slowest = t;
+        g->slowest = i - 1;
+    }
 }
 
 /* The gulp loop: issue gulp i on every pipeline, read gulp i+1 while the GPUs
@@ -836,10 +937,12 @@ static int run_gulps(ddtk_gpu_stream *g, const ddtk_plan *p, ddtk_source *src, d
      * gulp's copies and unpacking share the GPU with them. */
     const int serial = p->d.gpu_serial;
     int64_t got, fill = 0;
-    g->t_read = 0;
+    g->t_read = g->t_wait = g->t_write = g->t_first = g->t_slowest = g->t_gulps = 0;
+    g->nspans = g->slowest = 0;
     int rc = read_gulp(g, src, g->hraw[0], cap, &got);
     for (int i = 0; !rc; i++) {
         const int cur = i & 1, last = src->eof;
+        span(g, i);
         fill += got;
         for (int j = 0; j < g->npipe && !rc; j++) {
             gpu_pipe *pp = &g->pipe[j];
@@ -856,8 +959,11 @@ static int run_gulps(ddtk_gpu_stream *g, const ddtk_plan *p, ddtk_source *src, d
         if (i && (rc = finish_all(g, !cur, w)))
             return rc;
         ddtk_writer_gulp(w, src);
-        if (last)
-            return finish_all(g, cur, w);
+        if (last) {
+            rc = finish_all(g, cur, w);
+            span(g, i + 1);
+            return rc;
+        }
     }
     return rc;
 }
@@ -890,13 +996,33 @@ static void report_times(const ddtk_gpu_stream *g, const ddtk_plan *p, double se
     if (g->npipe > 1 && !p->d.quiet)
         ddtk_report(DDTK_MSG_INFO, "kernels on %d GPUs: %s (the summary's kernel time is the "
                     "slowest)", g->npipe, line);
+    if (!p->d.verbose)
+        return;
+    ddtk_report(DDTK_MSG_VERBOSE, "GPU streaming: %d gulps, host reads %.4f s, waits on the "
+                "GPUs %.4f s, writer %.4f s; gulps %.4f s: first %.4f s, slowest %.4f s (gulp "
+                "%d), mean %.4f s", g->nspans, g->t_read, g->t_wait, g->t_write, g->t_gulps,
+                g->t_first, g->t_slowest, g->slowest, g->nspans ? g->t_gulps / g->nspans : 0.0);
+}
+
+/* Each GPU's set-up (-v) on the run that made it: the contexts and device
+ * plans are made on one thread per GPU, the buffers on one per set. */
+static void report_setup(const ddtk_gpu_stream *g)
+{
+    ddtk_report(DDTK_MSG_VERBOSE, "GPU set-up: input buffers pinned for every GPU in %.4f s "
+                "and %.4f s", g->t_pin[0], g->t_pin[1]);
+    for (int i = 0; i < g->npipe; i++) {
+        const gpu_pipe *pp = &g->pipe[i];
+        ddtk_report(DDTK_MSG_VERBOSE, "GPU %d set-up: context %.4f s, device plans %.4f s, "
+                    "buffer sets %.4f s and %.4f s", pp->dev, pp->t_context, pp->t_plans,
+                    pp->t_sets[0], pp->t_sets[1]);
+    }
 }
 
 extern "C" int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *w,
                                    double *kernel)
 {
     double t0 = ddtk_now(), part[3] = { 0, 0, 0 };
-    int rc = prepare(p, src, part);
+    int rc = prepare(p, src, w, part);
     if (rc)
         return rc;
     double t1 = ddtk_now();
@@ -924,6 +1050,8 @@ extern "C" int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *
             }
         }
     }
+    if (!rc && p->d.verbose && part[0] + part[1] + part[2] > 0)
+        report_setup(g);
     if (!rc)
         report_times(g, p, t1 - t0, part, t2 - t1, ddtk_now() - t0);
     if (!rc && p->d.verbose && g->algo->stage_times)

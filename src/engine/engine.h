@@ -87,6 +87,8 @@ int ddtk_writer_view(ddtk_writer *w, const ddtk_level *lv, const float *x, size_
  * is bad data), --pad and the length rule, and the run statistics. */
 int ddtk_writer_finish(ddtk_writer *w, const ddtk_source *src, int rc, ddtk_run_stats *st);
 void ddtk_writer_free(ddtk_writer *w);
+/* 1 when the series go nowhere (an output set that discards them). */
+int ddtk_writer_discards(const ddtk_writer *w);
 
 /* ---- what both streaming layers compute (gulp.c) ------------------------------- */
 
@@ -123,6 +125,27 @@ int ddtk_plan_split(const ddtk_plan *p, int nparts, int *first);
  * ddtk_level_view_free. */
 int ddtk_level_view(const ddtk_plan *p, int k, int dm0, int dm1, ddtk_level *v);
 void ddtk_level_view_free(const ddtk_plan *p, ddtk_level *v);
+
+/* ---- --gpu all: how many GPUs (gpu_choice.c) ------------------------------------ */
+
+/* A run's cost on GPUs, in seconds: set-up of one GPU and what each further
+ * one adds; one GPU's kernels and device copies (split over the GPUs); the
+ * host's reads and writes (not split). */
+typedef struct ddtk_gpu_cost {
+    double setup, setup_more;
+    double kernel, copy;
+    double host;
+} ddtk_gpu_cost;
+
+/* The model's seconds for a run on n GPUs. */
+double ddtk_gpu_cost_time(const ddtk_gpu_cost *c, int n);
+/* The GPU count (1 .. avail) for the run: the one predicted fastest, a larger
+ * count only when it saves a clear share over the smaller; why (n bytes, may
+ * be NULL) gets the prediction, for -v. */
+int ddtk_gpu_choose(const ddtk_gpu_cost *c, int avail, char *why, size_t n);
+/* The model of plan p over nsamples spectra (series written somewhere that
+ * costs the host time, or discarded), from H100 constants. */
+void ddtk_gpu_cost_of(const ddtk_plan *p, int64_t nsamples, int written, ddtk_gpu_cost *c);
 
 /* ---- streaming layers ---------------------------------------------------------- */
 

@@ -70,6 +70,14 @@ static int finish_outset(ddtk_sink *s, int rc)
     return ddtk_outset_close(s->ctx);
 }
 
+/* Whether the writer's series go nowhere (an output set with discard): a run
+ * that costs the host no writes (--gpu all's model). */
+int ddtk_writer_discards(const ddtk_writer *w)
+{
+    const ddtk_sink *s = w->sink;
+    return s->write == write_outset && ((const ddtk_outset *)s->ctx)->spec.discard;
+}
+
 void ddtk_sink_outset(ddtk_sink *s, ddtk_outset *out)
 {
     memset(s, 0, sizeof *s);
