@@ -85,7 +85,8 @@ struct gpu_pipe {
     int *d_rowmap;
     gulp_set set[2];
     double t_h2d, t_unpack, t_kernel, t_d2h;
-    double t_context;           /* set-up (-v): its context's making, device plans, */
+    double t_context, t_ready;  /* set-up (-v): its context's making and when it was ready
+                                   (from the set-up's start: < 0 before), device plans, */
     double t_plans, t_sets[2];  /* each buffer set's allocation and pinning */
 };
 
@@ -536,7 +537,7 @@ extern "C" ddtk_gpu_warm *ddtk_gpu_warm_start(const int *gpus, int n)
 /* The contexts of s's pipelines made, with how long each took (-v); those
  * of GPUs --gpu all leaves unused are joined with the plan. Returns whether
  * any is left. */
-static int warm_join(ddtk_gpu_warm *w, ddtk_gpu_stream *s)
+static int warm_join(ddtk_gpu_warm *w, ddtk_gpu_stream *s, double t0)
 {
     int left = 0;
     for (int i = 0; w && i < w->n; i++) {
@@ -551,15 +552,17 @@ static int warm_join(ddtk_gpu_warm *w, ddtk_gpu_stream *s)
         pthread_join(c->thread, NULL);
         c->joined = 1;
         for (int j = 0; s && j < s->npipe; j++)
-            if (s->pipe[j].dev == c->dev)
+            if (s->pipe[j].dev == c->dev) {
                 s->pipe[j].t_context = c->end - c->start;
+                s->pipe[j].t_ready = c->end - t0;
+            }
     }
     return left;
 }
 
 extern "C" void ddtk_gpu_warm_join(ddtk_gpu_warm *w)
 {
-    warm_join(w, NULL);
+    warm_join(w, NULL, 0);
     free(w);
 }
 
@@ -705,7 +708,7 @@ static int create(ddtk_plan *p, const ddtk_source *src, const ddtk_writer *w, do
     int rc = split_pipes(s, p, gpus_to_use(p, src, w));
     if (!rc)
         prefault(&s->pre, s, p, src);
-    if (!warm_join(p->warm, s)) {   /* else GPUs left unused: joined with the plan */
+    if (!warm_join(p->warm, s, t0)) {   /* else GPUs left unused: joined with the plan */
         ddtk_gpu_warm_join(p->warm);
         p->warm = NULL;
     }
@@ -1012,9 +1015,10 @@ static void report_setup(const ddtk_gpu_stream *g)
                 "and %.4f s", g->t_pin[0], g->t_pin[1]);
     for (int i = 0; i < g->npipe; i++) {
         const gpu_pipe *pp = &g->pipe[i];
-        ddtk_report(DDTK_MSG_VERBOSE, "GPU %d set-up: context %.4f s, device plans %.4f s, "
-                    "buffer sets %.4f s and %.4f s", pp->dev, pp->t_context, pp->t_plans,
-                    pp->t_sets[0], pp->t_sets[1]);
+        ddtk_report(DDTK_MSG_VERBOSE, "GPU %d set-up: context %.4f s (ready %.4f s from the "
+                    "set-up's start), device plans %.4f s, buffer sets %.4f s and %.4f s",
+                    pp->dev, pp->t_context, pp->t_ready, pp->t_plans, pp->t_sets[0],
+                    pp->t_sets[1]);
     }
 }
 
