@@ -18,9 +18,10 @@
 /* Reads of a regular file this large go in PREAD_CHUNK parts to several
  * threads: one thread copies from the page cache at about 3.5 GB/s (the H100
  * host), which left the GPU waiting on a gulp's read. The parts are small
- * enough that the GPU's shortest gulps (32 MiB for 1024 8-bit channels) keep
- * every thread busy. */
-#define PREAD_MIN ((size_t)32 << 20)
+ * enough that the GPU's shortest gulps keep several threads busy: 8 MiB for
+ * htru's 2^15 spectra of 1024 2-bit channels, whose reads (0.074 s a minute
+ * on one thread) bounded two GPUs' streaming (kernels 0.064 s). */
+#define PREAD_MIN ((size_t)4 << 20)
 #define PREAD_CHUNK ((size_t)2 << 20)
 #define PREAD_THREADS 8
 
