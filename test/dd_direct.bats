@@ -71,6 +71,10 @@ data_of() {   # the samples of a .tim, without its header
     cmp f_DM100.00.tim p_DM100.00.tim
     read -r dm sample t snr < <(timpeak f_DM100.00.tim)
     approx "$t" 2.0 0.002
+    # gulps of 5000 spectra: reads of 4.9 MiB, the smallest that go in parts
+    dd_direct big.fil --dm 0,100 --gulp 5000 --prefix s -q 2> /dev/null
+    cmp f_DM0.00.tim s_DM0.00.tim
+    cmp f_DM100.00.tim s_DM100.00.tim
 }
 
 @test "gulp size does not change a single output byte" {

@@ -213,6 +213,47 @@ times_ok() {
     [ "$(times_ok <<<"$output")" -eq 2 ]
 }
 
+@test "multigpu: --gpu all takes one GPU for a short input and says why; a list is used as given" {
+    need_gpus
+    sim --nbits 8 --nchans 64 --fch1 1500 --foff -4 --nsamples 30000
+    run dd_direct in.fil --backend gpu --gpu all --dm-min 0 --dm-max 200 --dm-step 2 --discard -v
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"all GPUs: using 1 of $(gpu_count): predicted "*" s on 1 GPU, "* ]]
+    [[ "$output" == *"GPU times: set-up "* ]]
+    [[ "$output" != *"GPU 1 times:"* ]]
+    run dd_direct in.fil --backend gpu --gpu 0,1 --dm-min 0 --dm-max 200 --dm-step 2 --discard -v
+    [ "$status" -eq 0 ]
+    [[ "$output" != *"all GPUs: using"* ]]
+    [[ "$output" == *"GPU 1 times: set-up "* ]]
+    [ "$(grep -c "GPU [01] set-up: context " <<<"$output")" -eq 2 ]
+}
+
+# streaming_ok N: 1 when -v's "GPU streaming:" line counts N gulps or more and its
+# host parts (reads, waits, writer) and gulps add up to no more than the
+# streaming of the "times:" line.
+streaming_ok() {
+    awk -v want="$1" '/ times: set-up / { for (i = 1; i <= NF; i++) if ($i == "streaming") s = $(i + 1) }
+        /GPU streaming:/ {
+            for (i = 1; i <= NF; i++) {
+                if ($i == "gulps,") n = $(i - 1)
+                if ($i == "reads" || $i == "GPUs" || $i == "writer") host += $(i + 1)
+                if ($i == "gulps" && $(i + 1) ~ /^[0-9.]+$/) g = $(i + 1)
+            }
+        }
+        END { print (n >= want && host > 0 && host <= s + 0.001 && g > 0 && g <= s + 0.001) }'
+}
+
+@test "multigpu: -v gives each pipeline's set-up and the streaming's host side" {
+    need_gpu
+    sim --nbits 8 --nchans 64 --fch1 1500 --foff -4 --nsamples 30000
+    run dd_direct in.fil --backend gpu --gpu 0,0 --dm-min 0 --dm-max 200 --dm-step 2 --discard \
+        --gulp 8192 -v
+    [ "$status" -eq 0 ]
+    [ "$(grep -c "GPU 0 set-up: context [0-9.]* s (ready " <<<"$output")" -eq 2 ]
+    [[ "$output" == *"GPU set-up: input buffers pinned for every GPU in "* ]]
+    [ "$(streaming_ok 3 <<<"$output")" -eq 1 ]     # 30000 spectra in gulps of 8192
+}
+
 @test "multigpu: a pinning failure on a set-up thread is the one message, as with one pipeline" {
     need_gpu
     ldd "$(command -v dd_direct)" | grep -q libcudart ||
