@@ -159,7 +159,9 @@ static const struct option common_options[] = {
     "  --threads N              CPU threads (default: OpenMP's, all cores)\n" \
     "  --backend cpu|gpu|auto   (default auto: the GPU when usable, else the CPU)\n" \
     "  --gpu N|LIST|all         GPU index (default 0; respects CUDA_VISIBLE_DEVICES), or\n" \
-    "                           GPUs sharing the DMs: 0,1,... or all (same outputs)\n" \
+    "                           GPUs sharing the DMs (same outputs): 0,1,... as given, or\n" \
+    "                           all: as many as the run's cost model finds faster than\n" \
+    "                           fewer (-v says why; contexts are made one at a time)\n" \
     "  --list-gpus              list usable GPUs and exit\n" \
     "\n" \
     "  -q, --quiet              no progress or summary    -v, --verbose  more detail\n" \
