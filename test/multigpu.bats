@@ -184,15 +184,16 @@ dms_growing() {
 }
 
 # times_ok: the number of -v "times:" lines whose set-up and streaming are
-# positive and add up to no more than the wall time, the set-up's three parts
-# (contexts, plans, buffers) to no more than the set-up.
+# positive and add up to no more than the wall time, the set-up's four parts
+# (contexts, plans, buffers, warm-up) to no more than the set-up.
 times_ok() {
     awk '/ times: set-up / {
             for (i = 1; i <= NF; i++) {
                 if ($i == "set-up") a = $(i + 1)
                 if ($i == "streaming") b = $(i + 1)
                 if ($i == "wall") w = $(i + 1)
-                if ($i == "contexts" || $i == "plans" || $i == "buffers") parts += $(i + 1)
+                if ($i == "contexts" || $i == "plans" || $i == "buffers" || $i == "warm-up")
+                    parts += $(i + 1)
             }
             if (a > 0 && b > 0 && a + b <= w + 0.001 && parts > 0 && parts <= a + 0.001) n++
             parts = 0
