@@ -86,6 +86,7 @@ struct gpu_pipe {
     int *d_rowmap;
     gulp_set set[2];
     double t_h2d, t_unpack, t_kernel, t_d2h;
+    int warmed;                 /* its context was made early (ddtk_gpu_warm_start) */
     double t_context, t_ready;  /* set-up (-v): its context's making and when it was ready
                                    (from the set-up's start: < 0 before), device plans, */
     double t_plans, t_sets[2];  /* each buffer set's allocation and pinning, the warm-up */
@@ -111,17 +112,19 @@ struct ddtk_gpu_stream {
     int64_t step;
     uint8_t *hraw[2];           /* each set's raw spectra, pinned for every device */
     prefaulted pre;
-    /* -v: set-up (pinning each raw buffer), and the host's part of the last
-     * run's streaming: reads, waits on the GPUs, the writer, and the gulps'
-     * spans (one gulp's issue to the next's) */
-    double t_pin[2];
+    /* -v: the set-up's start and its pinning of each raw buffer, and the
+     * host's part of the last run's streaming: reads, waits on the GPUs, the
+     * writer, and the gulps' spans (one gulp's issue to the next's) */
+    double t_setup, t_pin[2];
     double t_read, t_wait, t_write, t_first, t_slowest, t_gulps, t_mark;
     int nspans, slowest;
 };
 
 /* ---- levels ------------------------------------------------------------------------ */
 
-static int start_device(gpu_pipe *g)
+/* The pipeline's device selected, its context made here where no thread
+ * made it early (--gpu all's further GPUs), timed for -v. */
+static int start_device(const ddtk_gpu_stream *s, gpu_pipe *g)
 {
     int n = 0;
     DDTK_CUDA(cudaGetDeviceCount(&n), "counting GPUs");
@@ -129,6 +132,12 @@ static int start_device(gpu_pipe *g)
         return ddtk_fail(DDTK_ESYS, "GPU index %d: only %d GPU%s visible", g->dev, n,
                          n == 1 ? "" : "s");
     DDTK_CUDA(cudaSetDevice(g->dev), "selecting the GPU");
+    if (!g->warmed) {
+        const double t = ddtk_now();
+        DDTK_CUDA(cudaFree(0), "making the GPU's context");
+        g->t_context = ddtk_now() - t;
+        g->t_ready = ddtk_now() - s->t_setup;
+    }
     DDTK_CUDA(cudaGetDeviceProperties(&g->prop, g->dev), "reading the GPU's properties");
     return DDTK_OK;
 }
@@ -555,6 +564,7 @@ static int warm_join(ddtk_gpu_warm *w, ddtk_gpu_stream *s, double t0)
         c->joined = 1;
         for (int j = 0; s && j < s->npipe; j++)
             if (s->pipe[j].dev == c->dev) {
+                s->pipe[j].warmed = 1;
                 s->pipe[j].t_context = c->end - c->start;
                 s->pipe[j].t_ready = c->end - t0;
             }
@@ -626,7 +636,7 @@ static int start_pipes(ddtk_gpu_stream *s, const ddtk_plan *p, int i)
     for (int j = i; j < s->npipe; j++) {
         gpu_pipe *g = &s->pipe[j];
         const double t = ddtk_now();
-        int rc = g->dev != dev ? DDTK_OK : start_device(g);
+        int rc = g->dev != dev ? DDTK_OK : start_device(s, g);
         if (!rc && g->dev == dev)
             rc = plan_levels(s->algo, g, p);
         if (rc)
@@ -710,6 +720,7 @@ static int create(ddtk_plan *p, const ddtk_source *src, const ddtk_writer *w, do
     p->gpu = s;
     s->plan = p;
     s->algo = p->algo->gpu;
+    s->t_setup = t0;
     int rc = split_pipes(s, p, gpus_to_use(p, src, w));
     if (!rc)
         prefault(&s->pre, s, p, src);

@@ -185,8 +185,12 @@ static int plan_backend(ddtk_plan *p)
     int rc = ddtk_backend_resolve_gpus(p->d.backend, p->d.gpus, p->d.ngpus, p->d.gpu,
                                        p->d.verbose, &p->use_gpu, p->gpus, &p->ngpu);
     p->d.gpus = NULL;             /* the caller's array: the plan keeps p->gpus */
-    if (!rc && p->use_gpu)        /* while the levels are built and the outputs opened */
-        p->warm = ddtk_gpu_warm_start(p->gpus, p->ngpu);
+    /* The contexts are made while the levels are built and the outputs opened;
+     * for --gpu all only the first GPU's: the run may take it alone (its
+     * length decides), and the driver makes contexts one at a time, so
+     * another GPU's would delay it. */
+    if (!rc && p->use_gpu)
+        p->warm = ddtk_gpu_warm_start(p->gpus, p->d.ngpus == DDTK_GPUS_ALL ? 1 : p->ngpu);
     return rc;
 }
 
