@@ -69,6 +69,7 @@ typedef struct ddtk_writer {
                                      next one comes or at the end if the length is even */
     int64_t *given;               /* samples the sink has had per plan DM */
     int progress;                 /* reports progress (ddtk_report_progress) */
+    int light;                    /* series discarded, no sums: counted on one thread */
     int64_t total;                /* input spectra, -1 when unknown */
 } ddtk_writer;
 
@@ -129,11 +130,12 @@ void ddtk_level_view_free(const ddtk_plan *p, ddtk_level *v);
 /* ---- --gpu all: how many GPUs (gpu_choice.c) ------------------------------------ */
 
 /* A run's cost on GPUs, in seconds: set-up of one GPU and what each further
- * one adds; one GPU's kernels and device copies (split over the GPUs); the
- * host's reads and writes (not split). */
+ * one adds; one GPU's kernels and device copies (split over the GPUs, each
+ * of several at `efficiency` of one GPU's rate); the host's reads and
+ * writes (not split). */
 typedef struct ddtk_gpu_cost {
     double setup, setup_more;
-    double kernel, copy;
+    double kernel, copy, efficiency;
     double host;
 } ddtk_gpu_cost;
 

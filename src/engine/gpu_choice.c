@@ -16,24 +16,30 @@
 
 #include <stdio.h>
 
-/* Measured on one H100 (PCIe, host of 16 cores): htru 60 s (1024 channels of
- * 2 bits, 64 us, the 0-1000 tolerance list of 1196 DMs), output discarded:
- * set-up 0.12-0.15 s; kernels 0.138 s for 1.15e12 sample-adds, 4.79e12 in
- * the split's cost (the direct plug-in's: an add and its share of the
- * shared-memory staging), KERNEL_RATE; the host's reads 0.074 s for 240 MB
- * (READ_RATE). */
+/* Measured with htru 60 s (1024 channels of 2 bits, 64 us, the 0-1000
+ * tolerance list of 1196 DMs), output discarded, on hosts of two H100s and
+ * of two H200s (PCIe, 16 cores; the same kernel times): kernels 0.137-0.138 s
+ * for 1.15e12 sample-adds, 4.79e12 in the split's cost (the direct
+ * plug-in's: an add and its share of the shared-memory staging),
+ * KERNEL_RATE; the host's reads 0.015 s for 240 MB (READ_RATE); D2H 0.079 s
+ * for 4.4 GB of series (COPY_RATE); set-up 0.12-0.15 s on one GPU, 0.23 s on
+ * two (H200; 0.29-0.30 s on the H100s): the driver makes the contexts one at
+ * a time (SETUP_ONE, SETUP_MORE); streaming on two GPUs 0.097 s where the
+ * kernels took 0.064 s (MULTI_EFFICIENCY: the host's share of each gulp,
+ * issued and written for both, no longer hides behind the kernels). */
 #define KERNEL_RATE 3.47e13       /* the split's cost units x channels x samples per second */
-#define READ_RATE 3.2e9           /* input bytes per second into pinned memory */
-#define COPY_RATE 3.2e10          /* device-to-host bytes per second, per GPU */
+#define READ_RATE 1.4e10          /* input bytes per second into pinned memory (8 threads) */
+#define COPY_RATE 5.5e10          /* device-to-host bytes per second, per GPU */
 #define WRITE_RATE 2e9            /* series bytes per second written to files */
-#define SETUP_ONE 0.13            /* seconds: one GPU's set-up */
-#define SETUP_MORE 0.13           /* seconds each further GPU adds to it */
+#define SETUP_ONE 0.135           /* seconds: one GPU's set-up */
+#define SETUP_MORE 0.12           /* seconds each further GPU adds to it */
+#define MULTI_EFFICIENCY 0.8      /* each GPU's share of its rate when several split the DMs */
 #define CHOICE_MARGIN 0.10        /* a larger count must save this share of the run */
 
 double ddtk_gpu_cost_time(const ddtk_gpu_cost *c, int n)
 {
     /* Two buffer sets alternate: a gulp's copies overlap the next one's kernels. */
-    double gpu = (c->kernel > c->copy ? c->kernel : c->copy) / n;
+    double gpu = (c->kernel > c->copy ? c->kernel : c->copy) / (n > 1 ? n * c->efficiency : 1);
     double stream = gpu > c->host ? gpu : c->host;
     return c->setup + (n - 1) * c->setup_more + stream;
 }
@@ -48,9 +54,10 @@ int ddtk_gpu_choose(const ddtk_gpu_cost *c, int avail, char *why, size_t n)
         const double t1 = ddtk_gpu_cost_time(c, 1), tb = ddtk_gpu_cost_time(c, best);
         int other = best > 1 ? best : avail;
         snprintf(why, n, "predicted %.3f s on 1 GPU, %.3f s on %d (set-up %.3f s + %.3f s per "
-                 "further GPU, kernels %.3f s and device copies %.3f s on one GPU, host reads "
-                 "and writes %.3f s)", t1, best > 1 ? tb : ddtk_gpu_cost_time(c, other), other,
-                 c->setup, c->setup_more, c->kernel, c->copy, c->host);
+                 "further GPU, kernels %.3f s and device copies %.3f s on one GPU, %.0f%% of "
+                 "that rate each on several, host reads and writes %.3f s)", t1,
+                 best > 1 ? tb : ddtk_gpu_cost_time(c, other), other, c->setup, c->setup_more,
+                 c->kernel, c->copy, 100 * c->efficiency, c->host);
     }
     return best;
 }
@@ -92,4 +99,5 @@ void ddtk_gpu_cost_of(const ddtk_plan *p, int64_t nsamples, int written, ddtk_gp
               + (written ? series / WRITE_RATE : 0);
     c->setup = SETUP_ONE;
     c->setup_more = SETUP_MORE;
+    c->efficiency = MULTI_EFFICIENCY;
 }

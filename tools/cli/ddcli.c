@@ -161,7 +161,8 @@ static const struct option common_options[] = {
     "  --gpu N|LIST|all         GPU index (default 0; respects CUDA_VISIBLE_DEVICES), or\n" \
     "                           GPUs sharing the DMs (same outputs): 0,1,... as given, or\n" \
     "                           all: as many as the run's cost model finds faster than\n" \
-    "                           fewer (-v says why; contexts are made one at a time)\n" \
+    "                           fewer (-v says why; the driver makes each GPU's context\n" \
+    "                           in turn, about 0.1 s)\n" \
     "  --list-gpus              list usable GPUs and exit\n" \
     "\n" \
     "  -q, --quiet              no progress or summary    -v, --verbose  more detail\n" \
