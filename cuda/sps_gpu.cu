@@ -23,7 +23,8 @@
  *   norm    the normalised samples, interpolated as sps.c interpolates;
  *   prefix  the double prefix sums of history and block, one thread per DM
  *           in sample order: sps.c's sequential rounding, which no parallel
- *           scan reproduces (n dependent adds per DM and block);
+ *           scan reproduces (nhist + n dependent adds per DM and block: the
+ *           search's critical path);
  *   flags   every boxcar's S/N over tiles of TILE samples: a flag per DM and
  *           tile where any boxcar reaches the threshold;
  *   runs    one thread per DM and boxcar carries sps.c's run state through
@@ -232,19 +233,36 @@ __global__ static void norm_kernel(NormArgs a)
     a.z[(size_t)dm * a.zcap + a.nhist + t] = sd > 0 ? (float)((xv - m) / sd) : 0.0f;
 }
 
-/* P[0] = 0, P[i + 1] = P[i] + z[i]: in order, as sps.c sums. */
+/* P[0] = 0, P[i + 1] = P[i] + z[i]: in order, as sps.c sums, one lane per
+ * DM of a warp's 32. Chunks of 32 samples of the 32 rows pass through
+ * shared memory, so that the loads and stores are whole rows' (coalesced)
+ * while each lane adds its own row in order. */
+#define PT 32
 __global__ static void prefix_kernel(const float *z, int64_t zcap, int64_t len, double *P,
                                      int64_t prow, int ndm)
 {
-    const int dm = blockIdx.x * blockDim.x + threadIdx.x;
-    if (dm >= ndm)
-        return;
-    const float *zr = z + (size_t)dm * zcap;
-    double *pr = P + (size_t)dm * prow, acc = 0;
-    pr[0] = 0;
-    for (int64_t i = 0; i < len; i++) {
-        acc = acc + (double)zr[i];
-        pr[i + 1] = acc;
+    __shared__ float zs[PT][PT + 1];
+    __shared__ double ps[PT][PT + 1];
+    const int lane = threadIdx.x, dm0 = blockIdx.x * PT;
+    const int rows = ndm - dm0 < PT ? ndm - dm0 : PT;
+    double acc = 0;
+    if (lane < rows)
+        P[(size_t)(dm0 + lane) * prow] = 0;
+    for (int64_t c = 0; c < len; c += PT) {
+        const int64_t i = c + lane;
+        const int m = len - c < PT ? (int)(len - c) : PT;
+        for (int r = 0; r < rows; r++)
+            zs[r][lane] = i < len ? z[(size_t)(dm0 + r) * zcap + i] : 0.0f;
+        __syncwarp();
+        if (lane < rows)
+            for (int j = 0; j < m; j++) {
+                acc = acc + (double)zs[lane][j];
+                ps[lane][j] = acc;
+            }
+        __syncwarp();
+        for (int r = 0; r < rows && i < len; r++)
+            P[(size_t)(dm0 + r) * prow + i + 1] = ps[r][lane];
+        __syncwarp();
     }
 }
 
@@ -384,7 +402,7 @@ static int search_block(sps_level *L, sps_set *s, int64_t off, int64_t n, unsign
                     centre, L->prev_centre, L->z[L->zc] };
     norm_kernel<<<dim3(grid_of(n, 256), L->ndm), 256, 0, st>>>(na);
     LAUNCHED("single-pulse search: normalisation");
-    prefix_kernel<<<grid_of(L->ndm, 32), 32, 0, st>>>(L->z[L->zc], L->zcap, L->nhist + n,
+    prefix_kernel<<<grid_of(L->ndm, PT), PT, 0, st>>>(L->z[L->zc], L->zcap, L->nhist + n,
                                                       s->P + b->poff, L->prow, L->ndm);
     LAUNCHED("single-pulse search: prefix sums");
     BlockArgs a = { s->P + b->poff, L->prow, b->nhist, n, L->done, s->flags + b->foff, L->frow };

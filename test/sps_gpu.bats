@@ -1,11 +1,11 @@
 #!/usr/bin/env bats
 # sps_gpu.bats - --search on the GPU (cuda/sps_gpu.cu): the device searches
-# the series where it makes them and its candidate list is the CPU's byte for
-# byte, for dd_direct, dd_subband and dd_tree, with --scrunch auto (several
-# resolutions), with --discard (the series never leave the GPU) and with
-# files, over gulps and baseline blocks that cut through the bursts, blocks
-# whose MAD is 0 (dropouts), and the path for more giants than a gulp brings
-# back. Every test skips without a GPU.
+# the series where it makes them and its candidate list is the CPU's byte
+# for byte, for dd_direct, dd_subband, dd_tree and dd_fdmt, with --scrunch
+# auto (several resolutions), with --discard (the series never leave the
+# GPU) and with files, over gulps and baseline blocks that cut through the
+# bursts, blocks whose MAD is 0 (dropouts), and the path for more giants
+# than a gulp brings back. Every test skips without a GPU.
 load common
 
 gpu_usable() {
@@ -58,12 +58,13 @@ same() {
     [ "$(wc -l < c.cand)" -ge 100 ]
 }
 
-@test "sps gpu: dd_subband and dd_tree (scrunched levels) = CPU" {
+@test "sps gpu: dd_subband, dd_tree (scrunched levels) and dd_fdmt = CPU" {
     need_gpu
     same dd_subband "$B" "${DMS[@]}" --gulp 4096 --search-window 0.1
     same dd_subband "$B" "${DMS[@]}" --scrunch auto
     same dd_tree "$B" --dm-max 800 --search-window 0.1
     same dd_tree "$B" --dm-max 800 --gulp 4096
+    same dd_fdmt "$B" --dm-max 800 --search-window 0.1
 }
 
 @test "sps gpu: with files (.tim and FFT-padded .dat) = CPU, = spsearch" {
