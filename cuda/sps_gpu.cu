@@ -254,11 +254,18 @@ __global__ static void prefix_kernel(const float *z, int64_t zcap, int64_t len, 
         for (int r = 0; r < rows; r++)
             zs[r][lane] = i < len ? z[(size_t)(dm0 + r) * zcap + i] : 0.0f;
         __syncwarp();
-        if (lane < rows)
+        if (lane < rows && m == PT) {
+#pragma unroll
+            for (int j = 0; j < PT; j++) {
+                acc = acc + (double)zs[lane][j];
+                ps[lane][j] = acc;
+            }
+        } else if (lane < rows) {
             for (int j = 0; j < m; j++) {
                 acc = acc + (double)zs[lane][j];
                 ps[lane][j] = acc;
             }
+        }
         __syncwarp();
         for (int r = 0; r < rows && i < len; r++)
             P[(size_t)(dm0 + r) * prow + i + 1] = ps[r][lane];
