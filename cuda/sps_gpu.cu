@@ -11,15 +11,20 @@
  * hence a block length and boxcars, and every gulp gives each of them the
  * same samples, so the block schedule (when a block is searched, its length,
  * the history before it, the interpolation centres) is computed once on the
- * host. On the device each DM keeps what sps.c keeps per series: the samples
+ * host. The levels share nothing: each searches on a stream of its own, side
+ * by side. On the device each DM keeps what sps.c keeps per series: the samples
  * not yet searched (pend), the last widest - 1 normalised samples (the
  * history, at the front of z), the previous block's median and sigma, and
  * each boxcar's run state. A block of n samples is searched by
  *   stats   one CUDA block per DM: the median and the MAD by exact radix
- *           selection, four passes of 8 bits over the block's keys each
- *           (8 reads of the block; the order statistic is sps.c's
- *           ddtk_select_kth value, whatever the method); a MAD of 0 takes the
- *           RMS about the median, summed in order by one thread as sps.c sums;
+ *           selection, four passes of 8 bits over the block's keys each (the
+ *           order statistic is sps.c's ddtk_select_kth value, whatever the
+ *           method): 8 reads of the block, from shared memory where it fits
+ *           (blocks up to about 57000 samples on an H100: the default 2 s
+ *           window up to 35 us samples), else from global memory, and 8
+ *           scans of 256 bins; O(n) per DM and block, no sort; a MAD of 0
+ *           takes the RMS about the median, summed in order by one thread as
+ *           sps.c sums;
  *   norm    the normalised samples, interpolated as sps.c interpolates;
  *   prefix  the double prefix sums of history and block, one thread per DM
  *           in sample order: sps.c's sequential rounding, which no parallel
@@ -101,6 +106,9 @@ struct sps_level {
     double prev_centre;
     RunState *run;
     int64_t prow, frow, maxblk;
+    int64_t smem;               /* the most block bytes the statistics read from shared memory */
+    cudaStream_t st;            /* the level's own: levels are searched side by side */
+    cudaEvent_t joined;         /* the level's part of a gulp done */
     sps_set set[2];
 };
 
@@ -110,8 +118,7 @@ struct sps_gpu {
     int nlevels;
     int64_t cap;
     sps_level lv[DDTK_MAX_LEVELS];
-    cudaEvent_t searched;       /* the last gulp's search: the next waits for it */
-    int ordered;
+    cudaEvent_t fork;           /* a gulp's series made: its levels' searches may start */
     cudaStream_t replay;
     double seconds;
     int64_t blocks, giants, replays;
@@ -134,11 +141,53 @@ __device__ static float float_of(unsigned key)
     return __uint_as_float((key & 0x80000000u) ? key & 0x7fffffffu : ~key);
 }
 
+/* Bin `bin` (256: none) counted: once per warp where the whole warp shares
+ * it (a block's values share their top bytes, and 32 atomics on one address
+ * serialise), else per lane. */
+__device__ static void count_bin(unsigned *hist, unsigned bin)
+{
+    const unsigned first = __shfl_sync(0xffffffffu, bin, 0);
+    if (__all_sync(0xffffffffu, bin == first)) {
+        if ((threadIdx.x & 31) == 0 && first < 256)
+            atomicAdd(&hist[first], 32u);
+    } else if (bin < 256) {
+        atomicAdd(&hist[bin], 1u);
+    }
+}
+
+/* The bin holding the k-th smallest of a histogram, and k within it: the
+ * first warp, eight bins a lane and a scan of the lanes' sums. */
+__device__ static void find_bin(const unsigned *hist, long long k, long long *shared_k,
+                                unsigned *shared_d)
+{
+    const int lane = threadIdx.x;
+    unsigned c[8], sum = 0;
+    for (int b = 0; b < 8; b++) {
+        c[b] = hist[lane * 8 + b];
+        sum += c[b];
+    }
+    unsigned incl = sum;
+    for (int o = 1; o < 32; o <<= 1) {
+        const unsigned v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o)
+            incl += v;
+    }
+    const long long excl = (long long)incl - sum;
+    if (excl <= k && k < (long long)incl) {
+        long long left = k - excl;
+        int b = 0;
+        while (left >= (long long)c[b]) {
+            left -= c[b];
+            b++;
+        }
+        *shared_k = left;
+        *shared_d = (unsigned)(lane * 8 + b);
+    }
+}
+
 /* The k-th smallest (from 0) of x[0..n) (mad: of |x - m|) by radix
  * selection: a 256-bin histogram of each byte of the keys that match the
- * bytes chosen so far, most significant first. Warp-aggregated counts: a
- * block's values share their top bytes, and one address taking every
- * thread's atomic would serialise them. */
+ * bytes chosen so far, most significant first. */
 template <bool mad>
 __device__ static float select_kth(const float *x, int64_t n, int64_t k, float m,
                                    unsigned *hist, long long *shared_k, unsigned *shared_d)
@@ -156,21 +205,11 @@ __device__ static float select_kth(const float *x, int64_t n, int64_t k, float m
                 if ((u & mask) == prefix)
                     bin = (u >> shift) & 255u;
             }
-            unsigned peers = __match_any_sync(0xffffffffu, bin);
-            if (bin < 256 && (int)(threadIdx.x & 31) == __ffs(peers) - 1)
-                atomicAdd(&hist[bin], (unsigned)__popc(peers));
+            count_bin(hist, bin);
         }
         __syncthreads();
-        if (threadIdx.x == 0) {
-            long long left = k;
-            unsigned d = 0;
-            while (left >= (long long)hist[d]) {
-                left -= hist[d];
-                d++;
-            }
-            *shared_k = left;
-            *shared_d = d;
-        }
+        if (threadIdx.x < 32)
+            find_bin(hist, k, shared_k, shared_d);
         __syncthreads();
         prefix |= *shared_d << shift;
         mask |= 255u << shift;
@@ -182,13 +221,21 @@ __device__ static float select_kth(const float *x, int64_t n, int64_t k, float m
 
 /* sps.c's block_stats for the block of DM blockIdx.x: stat[dm] = median,
  * sigma. */
-__global__ static void stats_kernel(const float *pend, int64_t pitch, int64_t n, double *stat)
+__global__ static void stats_kernel(const float *pend, int64_t pitch, int64_t n, int staged,
+                                    double *stat)
 {
+    extern __shared__ float sx[];
     __shared__ unsigned hist[256];
     __shared__ long long sk;
     __shared__ unsigned sd;
     const int dm = blockIdx.x;
     const float *x = pend + (size_t)dm * pitch;
+    if (staged) {
+        for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+            sx[i] = x[i];
+        __syncthreads();
+        x = sx;
+    }
     const float median = select_kth<false>(x, n, (n - 1) / 2, 0.0f, hist, &sk, &sd);
     const float mad = select_kth<true>(x, n, (n - 1) / 2, median, hist, &sk, &sd);
     if (threadIdx.x != 0)
@@ -236,7 +283,8 @@ __global__ static void norm_kernel(NormArgs a)
 /* P[0] = 0, P[i + 1] = P[i] + z[i]: in order, as sps.c sums, one lane per
  * DM of a warp's 32. Chunks of 32 samples of the 32 rows pass through
  * shared memory, so that the loads and stores are whole rows' (coalesced)
- * while each lane adds its own row in order. */
+ * while each lane adds its own row in order; the next chunk's loads are in
+ * flight while a chunk is added. */
 #define PT 32
 __global__ static void prefix_kernel(const float *z, int64_t zcap, int64_t len, double *P,
                                      int64_t prow, int ndm)
@@ -245,25 +293,34 @@ __global__ static void prefix_kernel(const float *z, int64_t zcap, int64_t len, 
     __shared__ double ps[PT][PT + 1];
     const int lane = threadIdx.x, dm0 = blockIdx.x * PT;
     const int rows = ndm - dm0 < PT ? ndm - dm0 : PT;
+    const float *zr = z + (size_t)dm0 * zcap;
+    float next[PT];
     double acc = 0;
     if (lane < rows)
         P[(size_t)(dm0 + lane) * prow] = 0;
+#pragma unroll
+    for (int r = 0; r < PT; r++)
+        next[r] = r < rows && lane < len ? zr[(size_t)r * zcap + lane] : 0.0f;
     for (int64_t c = 0; c < len; c += PT) {
-        const int64_t i = c + lane;
+        const int64_t i = c + lane, j = i + PT;
         const int m = len - c < PT ? (int)(len - c) : PT;
-        for (int r = 0; r < rows; r++)
-            zs[r][lane] = i < len ? z[(size_t)(dm0 + r) * zcap + i] : 0.0f;
+#pragma unroll
+        for (int r = 0; r < PT; r++)
+            zs[r][lane] = next[r];
         __syncwarp();
+#pragma unroll
+        for (int r = 0; r < PT; r++)
+            next[r] = r < rows && j < len ? zr[(size_t)r * zcap + j] : 0.0f;
         if (lane < rows && m == PT) {
 #pragma unroll
-            for (int j = 0; j < PT; j++) {
-                acc = acc + (double)zs[lane][j];
-                ps[lane][j] = acc;
+            for (int k = 0; k < PT; k++) {
+                acc = acc + (double)zs[lane][k];
+                ps[lane][k] = acc;
             }
         } else if (lane < rows) {
-            for (int j = 0; j < m; j++) {
-                acc = acc + (double)zs[lane][j];
-                ps[lane][j] = acc;
+            for (int k = 0; k < m; k++) {
+                acc = acc + (double)zs[lane][k];
+                ps[lane][k] = acc;
             }
         }
         __syncwarp();
@@ -369,11 +426,34 @@ __global__ static void close_kernel(int n, int nw, RunState *state, DevGiant *gi
     state[i].inrun = 0;
 }
 
+/* n floats of each row from src (spitch apart) to dst (dpitch apart). */
+__global__ static void copy_rows_kernel(float *dst, int64_t dpitch, const float *src,
+                                        int64_t spitch, int64_t n)
+{
+    const size_t row = blockIdx.y;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        dst[row * dpitch + i] = src[row * spitch + i];
+}
+
 /* ---- one level ------------------------------------------------------------------------ */
 
 static unsigned grid_of(int64_t n, int per)
 {
     return (unsigned)((n + per - 1) / per);
+}
+
+/* A level's rows copied on the device: one kernel, where a 2D memcpy may take
+ * a copy per row (a thousand DMs, several copies a block). */
+static int copy_rows(const sps_level *L, float *dst, int64_t dpitch, const float *src,
+                     int64_t spitch, int64_t n, cudaStream_t st, const char *what)
+{
+    if (n <= 0)
+        return DDTK_OK;
+    const unsigned gx = grid_of(n, 256) < 32 ? grid_of(n, 256) : 32;
+    copy_rows_kernel<<<dim3(gx, L->ndm), 256, 0, st>>>(dst, dpitch, src, spitch, n);
+    LAUNCHED(what);
+    return DDTK_OK;
 }
 
 static int runs(const sps_level *L, const BlockRec *b, const sps_set *s, RunState *state,
@@ -402,7 +482,8 @@ static int search_block(sps_level *L, sps_set *s, int64_t off, int64_t n, unsign
     b->foff = s->nblk > 1 ? b[-1].foff + grid_of(b[-1].n, TILE) : 0;
     const float *x = L->pend[L->pc] + off;
     double *cur = L->stat[!L->ps];
-    stats_kernel<<<L->ndm, 512, 0, st>>>(x, L->pcap, n, cur);
+    const int staged = (int64_t)(n * sizeof(float)) <= L->smem;
+    stats_kernel<<<L->ndm, 512, staged ? n * sizeof(float) : 0, st>>>(x, L->pcap, n, staged, cur);
     LAUNCHED("single-pulse search: block statistics");
     const double centre = (double)L->done + 0.5 * (double)(n - 1);
     NormArgs na = { x, L->pcap, n, L->done, L->nhist, L->zcap, cur, L->stat[L->ps], L->have_prev,
@@ -420,11 +501,10 @@ static int search_block(sps_level *L, sps_set *s, int64_t off, int64_t n, unsign
         return rc;
     /* The history: the last widest - 1 normalised samples, to the other z. */
     int64_t keep = L->widest - 1 < L->nhist + n ? L->widest - 1 : L->nhist + n;
-    if (keep > 0)
-        DDTK_CUDA(cudaMemcpy2DAsync(L->z[!L->zc], L->zcap * sizeof(float),
-                                    L->z[L->zc] + L->nhist + n - keep, L->zcap * sizeof(float),
-                                    keep * sizeof(float), L->ndm, cudaMemcpyDeviceToDevice, st),
-                  "single-pulse search: keeping the history");
+    rc = copy_rows(L, L->z[!L->zc], L->zcap, L->z[L->zc] + L->nhist + n - keep, L->zcap, keep,
+                   st, "single-pulse search: keeping the history");
+    if (rc)
+        return rc;
     L->zc = !L->zc;
     L->nhist = keep;
     L->ps = !L->ps;
@@ -447,15 +527,11 @@ static int level_gulp(sps_gpu *g, sps_level *L, sps_set *s, const float *dout, i
     DDTK_CUDA(cudaMemcpyAsync(s->snap, L->run, (size_t)L->ndm * L->box.nw * sizeof(RunState),
                               cudaMemcpyDeviceToDevice, st), "single-pulse search: run state");
     DDTK_CUDA(cudaMemsetAsync(s->count, 0, sizeof *s->count, st), "single-pulse search: count");
-    if (nout > 0)
-        DDTK_CUDA(cudaMemcpy2DAsync(L->pend[L->pc] + L->have, L->pcap * sizeof(float), dout,
-                                    L->ostride * sizeof(float), nout * sizeof(float), L->ndm,
-                                    cudaMemcpyDeviceToDevice, st),
-                  "single-pulse search: taking the series");
+    int rc = copy_rows(L, L->pend[L->pc] + L->have, L->pcap, dout, L->ostride, nout, st,
+                       "single-pulse search: taking the series");
     L->have += nout;
     L->total += nout;
     int64_t off = 0;
-    int rc = DDTK_OK;
     for (; !rc && L->have - off >= B + B / 2; off += B)
         rc = search_block(L, s, off, B, cap, st);
     if (!rc && last) {
@@ -473,11 +549,10 @@ static int level_gulp(sps_gpu *g, sps_level *L, sps_set *s, const float *dout, i
     if (rc)
         return rc;
     if (off > 0 && L->have > off) {
-        DDTK_CUDA(cudaMemcpy2DAsync(L->pend[!L->pc], L->pcap * sizeof(float),
-                                    L->pend[L->pc] + off, L->pcap * sizeof(float),
-                                    (L->have - off) * sizeof(float), L->ndm,
-                                    cudaMemcpyDeviceToDevice, st),
-                  "single-pulse search: keeping the samples not searched");
+        if ((rc = copy_rows(L, L->pend[!L->pc], L->pcap, L->pend[L->pc] + off, L->pcap,
+                            L->have - off, st, "single-pulse search: keeping the samples not "
+                            "searched")))
+            return rc;
         L->pc = !L->pc;
     }
     L->have -= off;
@@ -528,6 +603,22 @@ static int alloc_set(sps_level *L, sps_set *s, int64_t cap)
     return s->blk ? DDTK_OK : DDTK_ESYS;
 }
 
+/* Blocks that fit the device's shared memory (beside the histogram) are read
+ * once from global memory, then the eight selection passes read them there. */
+static int stage_blocks(sps_level *L)
+{
+    int dev = 0, optin = 0;
+    DDTK_CUDA(cudaGetDevice(&dev), "single-pulse search: the device");
+    DDTK_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
+              "single-pulse search: shared memory");
+    const int64_t most = (L->B + L->B / 2) * (int64_t)sizeof(float), room = optin - 4096;
+    L->smem = most < room ? most : room;
+    if (room > 48 * 1024)      /* every level's launches: the same bound */
+        DDTK_CUDA(cudaFuncSetAttribute(stats_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       (int)room), "single-pulse search: shared memory");
+    return DDTK_OK;
+}
+
 /* Level k's searcher for the DMs of view v (all of factor f = 2^k): every
  * DM's series has sps.c's shape of its searcher series. */
 static int level_create(sps_gpu *g, sps_level *L, int k, const ddtk_level *v, int64_t most,
@@ -566,12 +657,14 @@ static int level_create(sps_gpu *g, sps_level *L, int k, const ddtk_level *v, in
         return ddtk_fail(DDTK_EUSAGE, "single-pulse search on the GPU: baseline blocks of %lld "
                          "samples are too long (at most about 2^30)", (long long)L->B);
     L->maxblk = most_have / L->B + 1;
+    int rc = stage_blocks(L);
+    if (rc)
+        return rc;
     L->pcap = ddtk_round_up(most_have, 64);
     L->zcap = ddtk_round_up(L->widest + L->B + L->B / 2, 64);
     L->prow = ddtk_round_up(most_have + L->maxblk * (L->widest + 1), 64);
     L->frow = ddtk_round_up(most_have / TILE + 2 * L->maxblk, 64);
     const size_t nd = (size_t)L->ndm;
-    int rc = DDTK_OK;
     for (int i = 0; !rc && i < 2; i++) {
         rc = dev_alloc((void **)&L->pend[i], nd * L->pcap * sizeof(float), "samples");
         if (!rc)
@@ -581,6 +674,12 @@ static int level_create(sps_gpu *g, sps_level *L, int k, const ddtk_level *v, in
     }
     if (!rc)
         rc = dev_alloc((void **)&L->run, nd * L->box.nw * sizeof(RunState), "run state");
+    if (!rc)
+        DDTK_CUDA(cudaStreamCreateWithFlags(&L->st, cudaStreamNonBlocking),
+                  "single-pulse search: creating a stream");
+    if (!rc)
+        DDTK_CUDA(cudaEventCreateWithFlags(&L->joined, cudaEventDisableTiming),
+                  "single-pulse search: creating an event");
     if (!rc)
         DDTK_CUDA(cudaMemset(L->run, 0, nd * L->box.nw * sizeof(RunState)),
                   "single-pulse search: run state");
@@ -614,6 +713,10 @@ static void level_free(sps_level *L)
         free_set(&L->set[i]);
     }
     cudaFree(L->run);
+    if (L->st)
+        cudaStreamDestroy(L->st);
+    if (L->joined)
+        cudaEventDestroy(L->joined);
     free(L->series);
 }
 
@@ -631,7 +734,7 @@ int ddtk_sps_gpu_create(ddtk_sps_gpu **out, ddtk_sps_sink *sink, const ddtk_writ
     ddtk_sps_shape_of(sink->search, 0, &sh);
     g->cap = sh.gpu_giants > 0 ? sh.gpu_giants : DEFAULT_GIANTS;
     int rc = DDTK_OK;
-    cudaError_t e = cudaEventCreateWithFlags(&g->searched, cudaEventDisableTiming);
+    cudaError_t e = cudaEventCreateWithFlags(&g->fork, cudaEventDisableTiming);
     if (e == cudaSuccess)
         e = cudaStreamCreateWithFlags(&g->replay, cudaStreamNonBlocking);
     if (e != cudaSuccess)
@@ -657,8 +760,8 @@ void ddtk_sps_gpu_free(ddtk_sps_gpu *g)
         return;
     for (int i = 0; i < g->nlevels; i++)
         level_free(&g->lv[i]);
-    if (g->searched)
-        cudaEventDestroy(g->searched);
+    if (g->fork)
+        cudaEventDestroy(g->fork);
     if (g->replay)
         cudaStreamDestroy(g->replay);
     free(g);
@@ -666,28 +769,30 @@ void ddtk_sps_gpu_free(ddtk_sps_gpu *g)
 
 /* ---- per gulp -------------------------------------------------------------------------- */
 
-/* Level k of dout is the k-th level with DMs of the pipeline: levels without
- * DMs have no searcher, so the searchers are matched by their level. */
-int ddtk_sps_gpu_gulp(ddtk_sps_gpu *g, int set, float *const *dout,
-                                 const int64_t *nout, int last, cudaStream_t st)
+/* Each level searches on its own stream, forked from st once the gulp's
+ * series are made and joined back into st: a level's stream keeps its gulps
+ * in order (its state passes from one to the next), and the levels, which
+ * share nothing, run side by side. */
+int ddtk_sps_gpu_gulp(ddtk_sps_gpu *g, int set, float *const *dout, const int64_t *nout,
+                      int last, cudaStream_t st)
 {
     if (!g->nlevels)
         return DDTK_OK;
-    if (g->ordered)
-        DDTK_CUDA(cudaStreamWaitEvent(st, g->searched, 0), "ordering the search");
     sps_set *first = &g->lv[0].set[set];
     DDTK_CUDA(cudaEventRecord(first->t0, st), "recording an event");
+    DDTK_CUDA(cudaEventRecord(g->fork, st), "recording an event");
     for (int i = 0; i < g->nlevels; i++) {
         sps_level *L = &g->lv[i];
+        DDTK_CUDA(cudaStreamWaitEvent(L->st, g->fork, 0), "ordering the search");
         int rc = level_gulp(g, L, &L->set[set], dout[L->k], nout[L->k] > 0 ? nout[L->k] : 0,
-                            last, st);
+                            last, L->st);
         if (rc)
             return rc;
+        DDTK_CUDA(cudaEventRecord(L->joined, L->st), "recording an event");
+        DDTK_CUDA(cudaStreamWaitEvent(st, L->joined, 0), "joining the search");
     }
     DDTK_CUDA(cudaEventRecord(first->t1, st), "recording an event");
     first->timed = 1;
-    DDTK_CUDA(cudaEventRecord(g->searched, st), "recording an event");
-    g->ordered = 1;
     return DDTK_OK;
 }
 
