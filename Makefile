@@ -125,6 +125,9 @@ build/src/io/output.o: CFLAGS += -fno-trapping-math
 # multiply-adds where -march offers them), so its candidates do not depend on
 # the machine, and a device search can reproduce them.
 build/src/search/sps.o: CFLAGS += -ffp-contract=off
+# Its device half does the same operations unfused, so the GPU's candidates are
+# the CPU's (nvcc otherwise contracts a*b + c into fused multiply-adds).
+build/cuda/sps_gpu.o: NVCCFLAGS += -fmad=false
 # The tolerance DM list's recurrence (a*b + c terms) gives the same doubles in
 # every build, fused multiply-adds or not (-march=native's FMA against the
 # sanitizer build's none): the DMs are in the outputs' headers.

@@ -33,9 +33,14 @@
  * asynchronous, the host's own work (read, write) is serial anyway, and the
  * writer stays single-threaded; each call selects its pipeline's device first
  * (cudaSetDevice is per thread). -v reports the two phases' times apart.
+ *
+ * A search sink (--search) is searched on the device (sps_gpu.cuh): after
+ * each gulp's kernels, on the gulp's stream; with nothing else to write, the
+ * series are not copied back at all.
  */
 #include "check.cuh"
 #include "engine.cuh"
+#include "sps_gpu.cuh"
 
 #include <math.h>
 #include <pthread.h>
@@ -91,6 +96,8 @@ struct gpu_pipe {
                                    (from the set-up's start: < 0 before), device plans, */
     double t_plans, t_sets[2];  /* each buffer set's allocation and pinning, the warm-up */
     double t_warm;
+    ddtk_sps_gpu *search;       /* this run's single-pulse search, or NULL */
+    int d2h;                    /* the series go to the host (not when only searched) */
 };
 
 /* Host blocks made and faulted in while the contexts start (prefault), taken
@@ -860,7 +867,10 @@ static int issue_gulp(const ddtk_gpu_algo *algo, const gpu_pipe *g, const ddtk_p
         if (s->nout[k] > 0)
             DDTK_CUDA(cudaStreamWaitEvent(s->st, s->lev[k], 0), "joining the levels");
     DDTK_CUDA(cudaEventRecord(s->k1, s->st), "recording an event");
-    for (int k = 0; k < g->nlevels; k++)
+    if (g->search && (rc = ddtk_sps_gpu_gulp(g->search, (int)(s - g->set), s->dout, s->nout,
+                                             last, s->st)))
+        return rc;
+    for (int k = 0; k < g->nlevels && g->d2h; k++)
         if (s->nout[k] > 0)
             DDTK_CUDA(cudaMemcpy2DAsync(s->hout[k], g->lv[k].hpitch * sizeof(float), s->dout[k],
                                         g->lv[k].ostride * sizeof(float),
@@ -886,14 +896,15 @@ static int finish_gulp(gpu_pipe *g, gulp_set *s, ddtk_writer *w, double *waited)
     g->t_unpack += event_seconds(s->h2d1, s->k0);
     g->t_kernel += event_seconds(s->k0, s->k1);
     g->t_d2h += event_seconds(s->k1, s->done);
-    for (int k = 0; k < g->nlevels; k++) {
-        int rc = s->nout[k] > 0 ? ddtk_writer_view(w, &g->view[k], s->hout[k],
-                                                    (size_t)g->lv[k].hpitch, s->nout[k])
-                                : DDTK_OK;
-        if (rc)
-            return rc;
+    int rc = g->search ? ddtk_sps_gpu_collect(g->search, (int)(s - g->set)) : DDTK_OK;
+    for (int k = 0; !rc && k < g->nlevels; k++) {
+        if (s->nout[k] > 0 && !g->d2h)
+            ddtk_writer_count(w, &g->view[k], s->nout[k]);
+        else if (s->nout[k] > 0)
+            rc = ddtk_writer_view(w, &g->view[k], s->hout[k], (size_t)g->lv[k].hpitch,
+                                  s->nout[k]);
     }
-    return DDTK_OK;
+    return rc;
 }
 
 static int finish_all(ddtk_gpu_stream *g, int set, ddtk_writer *w)
@@ -918,6 +929,7 @@ static int warm_job(ddtk_gpu_stream *s, const ddtk_plan *p, int i)
     gpu_pipe *g = &s->pipe[i];
     const double t = ddtk_now();
     const int64_t fill = p->keep + s->step;
+    g->d2h = 1;                 /* the copies warm up too; each run sets its own (start_search) */
     for (int j = 0; j < 2; j++) {
         int rc = issue_gulp(s->algo, g, p, s->step, &g->set[j], NULL, s->hraw[j], fill, fill, 0);
         if (rc)
@@ -1073,6 +1085,50 @@ static void report_setup(const ddtk_gpu_stream *g)
     }
 }
 
+/* A search sink: each pipeline searches its DMs on its device; with no sink
+ * after the search, the series stay there. */
+static int start_search(ddtk_gpu_stream *g, const ddtk_plan *p, ddtk_writer *w)
+{
+    ddtk_sps_sink *search = ddtk_sps_sink_of(w->sink);
+    for (int i = 0; i < g->npipe; i++) {
+        gpu_pipe *pp = &g->pipe[i];
+        int64_t ostride[DDTK_MAX_LEVELS];
+        pp->d2h = !search || search->next;
+        pp->search = NULL;
+        if (!search)
+            continue;
+        for (int k = 0; k < pp->nlevels; k++)
+            ostride[k] = pp->lv[k].ostride;
+        DDTK_CUDA(cudaSetDevice(pp->dev), "selecting the GPU");
+        int rc = ddtk_sps_gpu_create(&pp->search, search, w, p, pp->view, pp->nlevels, g->step,
+                                     ostride);
+        if (rc)
+            return rc;
+    }
+    return DDTK_OK;
+}
+
+static void end_search(ddtk_gpu_stream *g, const ddtk_plan *p, int rc)
+{
+    for (int i = 0; i < g->npipe; i++) {
+        gpu_pipe *pp = &g->pipe[i];
+        if (!pp->search)
+            continue;
+        double sec;
+        int64_t blocks, giants, replays;
+        ddtk_sps_gpu_report(pp->search, &sec, &blocks, &giants, &replays);
+        if (!rc && p->d.verbose)
+            ddtk_report(DDTK_MSG_VERBOSE, "GPU %d: single-pulse search %.4f s (%lld blocks, "
+                        "%lld giants, %lld gulps replayed), series %s", pp->dev, sec,
+                        (long long)blocks, (long long)giants, (long long)replays,
+                        pp->d2h ? "copied back" : "kept on the GPU");
+        if (cudaSetDevice(pp->dev) != cudaSuccess)
+            cudaGetLastError();
+        ddtk_sps_gpu_free(pp->search);
+        pp->search = NULL;
+    }
+}
+
 extern "C" int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *w,
                                    double *kernel)
 {
@@ -1086,7 +1142,10 @@ extern "C" int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *
         gpu_pipe *pp = &g->pipe[i];
         pp->t_h2d = pp->t_unpack = pp->t_kernel = pp->t_d2h = 0;
     }
-    rc = run_gulps(g, p, src, w);
+    rc = start_search(g, p, w);
+    if (!rc)
+        rc = run_gulps(g, p, src, w);
+    end_search(g, p, rc);
     double t2 = ddtk_now();
     *kernel = 0;
     double stages[2] = { 0, 0 };

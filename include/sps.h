@@ -48,6 +48,8 @@ typedef struct ddtk_sps_params {
     int dm_tol, width_tol;        /* clustering tolerances (above) */
     double time_tol;
     double baseline;              /* running baseline window, seconds */
+    int gpu_giants;               /* GPU: giants a gulp brings back with its outputs (0: the
+                                     default); more take a slower path (a test knob) */
 } ddtk_sps_params;
 
 void ddtk_sps_params_init(ddtk_sps_params *p);
@@ -94,13 +96,18 @@ void ddtk_sps_destroy(ddtk_sps *s);
  * sampled at the plan's tsamp times each DM's scrunch factor. Padding
  * (--pad, fft lengths) goes to next alone: only data is searched, exactly
  * the samples written. After ddtk_plan_stream, ddtk_sps_sink_finish gives
- * the candidates.
+ * the candidates. On the GPU backend the series are searched on the device,
+ * with the same arithmetic (the same candidates), and with next NULL they
+ * never leave it: only the giants come back.
  */
 typedef struct ddtk_sps_sink {
     ddtk_sink sink;               /* give &this->sink to ddtk_plan_stream */
     ddtk_sink *next;
     ddtk_sps *search;
     int *rank;                    /* plan DM -> searcher series */
+    int on_device;                /* set by the GPU stream, which searches the series where
+                                     it makes them and adds the giants to search: write
+                                     passes series on to next only */
 } ddtk_sps_sink;
 
 int ddtk_sps_sink_init(ddtk_sps_sink *t, const ddtk_sps_params *par, const ddtk_plan *plan,

@@ -303,6 +303,7 @@ class SpsParams(ctypes.Structure):
         ("dm_tol", cint), ("width_tol", cint),
         ("time_tol", dbl),
         ("baseline", dbl),
+        ("gpu_giants", cint),
     ]
 
 
@@ -325,6 +326,7 @@ class SpsSink(ctypes.Structure):
         ("next", ctypes.POINTER(Sink)),
         ("search", vp),
         ("rank", ctypes.POINTER(cint)),
+        ("on_device", cint),
     ]
 
 # C name -> mirror, for the ABI test (and its C snippet's header).

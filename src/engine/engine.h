@@ -84,6 +84,12 @@ int ddtk_writer_level(ddtk_writer *w, int k, const float *x, size_t pitch, int64
 /* The same for the series of a level's view (a device's share). */
 int ddtk_writer_view(ddtk_writer *w, const ddtk_level *lv, const float *x, size_t pitch,
                      int64_t n);
+/* n samples more of each of a view's series, kept on the device (the GPU's
+ * search with nothing written): counted, not written. */
+void ddtk_writer_count(ddtk_writer *w, const ddtk_level *lv, int64_t n);
+/* How many of data samples of a level-k series its sink gets as data (the
+ * even length rule drops an odd last one): what the search may see. */
+int64_t ddtk_writer_kept(const ddtk_writer *w, int k, int64_t data);
 /* End of a run: the length check (no sample, or none past the maximum delay,
  * is bad data), --pad and the length rule, and the run statistics. */
 int ddtk_writer_finish(ddtk_writer *w, const ddtk_source *src, int rc, ddtk_run_stats *st);

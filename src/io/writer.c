@@ -117,6 +117,12 @@ int ddtk_writer_view(ddtk_writer *w, const ddtk_level *lv, const float *x, size_
     return ddtk_thread_error_end(&err);
 }
 
+void ddtk_writer_count(ddtk_writer *w, const ddtk_level *lv, int64_t n)
+{
+    for (int d = 0; d < lv->ndm; d++)
+        w->count[lv->index[d]] += n;
+}
+
 void ddtk_writer_gulp(ddtk_writer *w, const ddtk_source *src)
 {
     if (w->progress)
@@ -127,15 +133,25 @@ void ddtk_writer_gulp(ddtk_writer *w, const ddtk_source *src)
  * extends it to the input length; then the even rule drops an odd last
  * sample (the held one), and the fft rule pads to ddtk_good_length. Padding
  * is the series mean, as PRESTO's prepdata pads. */
+static int64_t final_length(const ddtk_writer *w, int64_t data, int64_t overlap)
+{
+    int64_t len = data + (w->pad ? overlap : 0);
+    if (w->length == DDTK_LEN_EVEN)
+        return len & ~(int64_t)1;
+    return w->length == DDTK_LEN_FFT ? ddtk_good_length(len) : len;
+}
+
+int64_t ddtk_writer_kept(const ddtk_writer *w, int k, int64_t data)
+{
+    int64_t len = final_length(w, data, w->p->lv[k].overlap);
+    return len < data ? len : data;
+}
+
 static int end_series(ddtk_writer *w, int i, int64_t overlap, int64_t *written)
 {
-    int64_t data = w->count[i], len = data + (w->pad ? overlap : 0);
+    int64_t data = w->count[i], len = final_length(w, data, overlap);
     int64_t done = w->held && data > 0 ? data - 1 : data;
     int rc = DDTK_OK;
-    if (w->length == DDTK_LEN_EVEN)
-        len &= ~(int64_t)1;
-    else if (w->length == DDTK_LEN_FFT)
-        len = ddtk_good_length(len);
     if (done < data && len >= data) {
         rc = put(w, i, &w->held[i], 1);
         done = data;

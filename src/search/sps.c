@@ -20,7 +20,7 @@
  * block moves its median by about that fraction of its own amplitude, and
  * baseline wander on the scale of the window is not taken for a pulse.
  */
-#include "sps.h"
+#include "sps_dev.h"
 #include "internal.h"
 
 #include <math.h>
@@ -39,7 +39,7 @@ typedef struct giant {
 typedef struct sps_series {
     int f;                        /* finest samples per sample */
     int nw;                       /* boxcars width[0 .. nw-1] samples */
-    int64_t width[2 * 25];
+    int64_t width[DDTK_SPS_MAX_BOXCARS];
     int64_t block;                /* B, samples */
     int have_prev;                /* the previous block's median, sigma and centre */
     double prev_median, prev_sigma, prev_centre;
@@ -69,6 +69,7 @@ void ddtk_sps_params_init(ddtk_sps_params *p)
     p->width_tol = DDTK_SPS_WIDTH_TOL;
     p->time_tol = DDTK_SPS_TIME_TOL;
     p->baseline = DDTK_SPS_BASELINE_DEFAULT;
+    p->gpu_giants = 0;
 }
 
 static int log2_exact(int64_t x)
@@ -234,6 +235,26 @@ static int run_step(sps_series *s, int dm, int k, int64_t t, float snr, int abov
         return DDTK_OK;
     s->inrun[k] = 0;
     return add_giant(s, dm, k, s->best[k], s->best_t[k]);
+}
+
+/* ---- the GPU's share (sps_dev.h) ------------------------------------------------------ */
+
+void ddtk_sps_shape_of(const ddtk_sps *sp, int series, ddtk_sps_shape *shape)
+{
+    const sps_series *s = &sp->s[series];
+    memset(shape, 0, sizeof *shape);
+    shape->f = s->f;
+    shape->nw = s->nw;
+    shape->block = s->block;
+    shape->widest = s->width[s->nw - 1];
+    memcpy(shape->width, s->width, (size_t)s->nw * sizeof *s->width);
+    shape->thr = sp->par.snr;
+    shape->gpu_giants = sp->par.gpu_giants;
+}
+
+int ddtk_sps_add_giant(ddtk_sps *sp, int series, int k, float snr, int64_t t)
+{
+    return add_giant(&sp->s[series], series, k, snr, t);
 }
 
 /*

@@ -1,9 +1,11 @@
 /*
  * sps_sink.c - the single-pulse search as a sink of the dedispersion stream
  * (include/sps.h): every series written is searched too, by the same
- * searcher spsearch uses, so both give the same candidates.
+ * searcher spsearch uses, so both give the same candidates. The GPU stream
+ * finds this sink (ddtk_sps_sink_of), searches on the device and sets
+ * on_device: the sink then only passes the series on.
  */
-#include "sps.h"
+#include "sps_dev.h"
 #include "internal.h"
 
 #include <stdlib.h>
@@ -12,8 +14,13 @@
 static int write_search(ddtk_sink *s, int dm, int64_t offset, const float *x, int64_t n)
 {
     ddtk_sps_sink *t = s->ctx;
-    int rc = ddtk_sps_feed(t->search, t->rank[dm], x, n);
+    int rc = t->on_device ? DDTK_OK : ddtk_sps_feed(t->search, t->rank[dm], x, n);
     return rc || !t->next ? rc : t->next->write(t->next, dm, offset, x, n);
+}
+
+ddtk_sps_sink *ddtk_sps_sink_of(ddtk_sink *s)
+{
+    return s->write == write_search ? s->ctx : NULL;
 }
 
 static int pad_search(ddtk_sink *s, int dm, int64_t offset, float value, int64_t n)

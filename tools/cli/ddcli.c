@@ -605,6 +605,10 @@ static int environment(ddtk_ddargs *a)
     if (ddtk_env_mib("DDTK_GPU_MEM", &a->desc.gpu_mem))
         return DDTK_EUSAGE;
     a->desc.gpu_serial = serial && *serial && strcmp(serial, "0") != 0;
+    const char *giants = getenv("DDTK_SPS_GPU_GIANTS");
+    if (giants && *giants && ddtk_opt_int("DDTK_SPS_GPU_GIANTS", giants, 1, 1 << 24,
+                                          &a->sps.gpu_giants))
+        return DDTK_EUSAGE;
     if (group && *group && !ddtk_plan_desc_get_param(&a->desc, "gpu_group", &given)
         && given == 0 && (ddtk_opt_int("DDTK_TREE_GROUP", group, 2, 1024, &g) || (g & (g - 1))
                           || ddtk_plan_desc_set_param(&a->desc, "gpu_group", g)))
@@ -840,12 +844,17 @@ static int run_plan(ddtk_ddargs *a, ddtk_input *in, ddtk_plan *plan, const char 
         sink.finish = rfi_finish;
         sink.ctx = &rs;
     }
-    if (cands && (rc = ddtk_sps_sink_init(&search, &a->sps, plan, &sink))) {
+    /* --search --discard: the search has no next sink (on the GPU the series
+     * then stay on the device) and the empty output set is closed here. */
+    ddtk_sink *next = a->out.discard ? NULL : &sink;
+    if (cands && (rc = ddtk_sps_sink_init(&search, &a->sps, plan, next))) {
         sink.finish(&sink, rc);
         free(cands);
         return rc;
     }
     rc = ddtk_plan_stream(plan, &src, cands ? &search.sink : &sink, &opt, &stats);
+    if (cands && !next)
+        rc = sink.finish(&sink, rc);
     free(rs.all);
     if (!rc)
         report_integer(a, &meta, &out);
