@@ -56,6 +56,17 @@ int ddtk_threads_set(int n);
 /* The count to give num_threads(): the one set, else OpenMP's default. */
 int ddtk_threads(void);
 
+/* ---- inputs decoded into channel rows (input.c) --------------------------- */
+
+/* 1 for an input the CPU engine may take decoded straight into its channel
+ * rows, skipping the raw spectra and ddtk_unpack: scaled (float32) PSRFITS,
+ * without RFI excision (which cleans spectra). */
+int ddtk_input_reads_rows(const ddtk_input *in);
+/* Up to n spectra of such an input into channel rows, as ddtk_unpack would
+ * give them from ddtk_input_read's spectra; *got < n only at the end. */
+int ddtk_input_read_rows(ddtk_input *in, int64_t n, const int *row, int pol, float *out,
+                         size_t stride, int64_t *got);
+
 /* ---- RFI excision (rfi.c) ---------------------------------------------------- */
 
 /* ddtk_input_read through the cleaner: read reads raw spectra. */

@@ -77,6 +77,9 @@ EOF
         dat a.fil -o a.dat
         dat a.fits -o b.dat
         cmp a.dat b.dat
+        # gulps that end inside rows: the rows read one at a time
+        dat a.fits -o c.dat --gulp 200
+        cmp a.dat c.dat
     done
 }
 
@@ -123,6 +126,25 @@ EOF
 import numpy as np
 a = np.fromfile('a.dat', np.float32); b = np.fromfile('b.dat', np.float32)
 assert len(a) == len(b) == 4059 and np.array_equal(b, 2 * a + 32), 'differ'"
+}
+
+@test "psrfits: scaled rows decoded straight into the engine's rows equal the float32 spectra" {
+    # dd_direct decodes scaled rows into its channel rows (no float32
+    # spectra); tscrunch reads the float32 spectra: the same values. NPOL 2,
+    # zero weights, missing rows, several files, gulps that end inside rows.
+    echo 3:5,20 > kill.txt
+    sim -o s.fits --format psrfits --nsblk 100 --nifs 2 --rows-per-file 15 --drop-rows 4,30 \
+        --dat-scl 1.5 --dat-offs -2 --zero-off 0.5 --zero-weight kill.txt
+    tscrunch -q -n 1 s_000?.fits -o f.fil
+    [ "$(fbinfo f.fil -k nbits)" = 32 ]
+    [ "$(fbinfo f.fil -k nifs)" = 2 ]
+    for pol in sum 0 1; do
+        dat f.fil --pol $pol --killfile kill.txt -o a.dat
+        dat s_000?.fits --pol $pol -o b.dat --gulp 136
+        dat s_000?.fits --pol $pol -o c.dat
+        cmp a.dat b.dat
+        cmp a.dat c.dat
+    done
 }
 
 @test "psrfits: DAT_WTS of 0 kills the channel, as a killfile does" {

@@ -113,6 +113,11 @@ int64_t ddtk_level_most_out(const ddtk_plan *p, int k, int64_t step);
 int64_t ddtk_plan_raw_bytes(const ddtk_plan *p, int64_t nspectra);
 /* Read through src->read, keeping samples_read and eof (a short read ends it). */
 int ddtk_source_pull(ddtk_source *s, void *raw, int64_t n, int64_t *got);
+/* 1 for a file source whose input decodes straight into channel rows
+ * (ddtk_input_reads_rows); ddtk_source_pull_rows is then its read. */
+int ddtk_source_rows(const ddtk_source *s);
+int ddtk_source_pull_rows(ddtk_source *s, int64_t n, const int *row, int pol, float *out,
+                          size_t stride, int64_t *got);
 /*
  * The gulp step: --gulp, else `preferred` (at least keep), never beyond the
  * input nor `most`, halved (in multiples of 8 spectra) while it does not fit.

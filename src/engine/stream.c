@@ -17,6 +17,24 @@ static int read_input(ddtk_source *s, void *raw, int64_t n, int64_t *got)
     return ddtk_input_read(s->ctx, raw, n, got);
 }
 
+int ddtk_source_rows(const ddtk_source *s)
+{
+    return s->read == read_input && ddtk_input_reads_rows(s->ctx);
+}
+
+int ddtk_source_pull_rows(ddtk_source *s, int64_t n, const int *row, int pol, float *out,
+                          size_t stride, int64_t *got)
+{
+    *got = 0;
+    int rc = ddtk_input_read_rows(s->ctx, n, row, pol, out, stride, got);
+    if (rc)
+        return rc;
+    s->samples_read += *got;
+    if (*got < n)
+        s->eof = 1;
+    return DDTK_OK;
+}
+
 void ddtk_source_file(ddtk_source *s, ddtk_input *in)
 {
     memset(s, 0, sizeof *s);

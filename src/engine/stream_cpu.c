@@ -149,14 +149,20 @@ static void zero_dm(const ddtk_plan *p, ddtk_cpu_stream *s, int64_t col, int64_t
     }
 }
 
-/* Read and unpack up to n spectra at column `fill` of the rows. */
+/* Read and unpack up to n spectra at column `fill` of the rows (decoded
+ * there by a source that can). */
 static int read_gulp(const ddtk_plan *p, ddtk_cpu_stream *s, ddtk_source *src, int64_t fill,
                      int64_t n, int64_t *got)
 {
-    int rc = ddtk_source_pull(src, s->raw, n, got);
+    int rc;
+    if (ddtk_source_rows(src))
+        rc = ddtk_source_pull_rows(src, n, p->ch.row, p->pol, s->rows[0] + fill, s->stride[0],
+                                   got);
+    else if (!(rc = ddtk_source_pull(src, s->raw, n, got)) && *got > 0)
+        ddtk_unpack(&p->fmt, s->raw, *got, p->ch.row, p->pol, s->rows[0] + fill,
+                    s->stride[0]);
     if (rc || *got == 0)
         return rc;
-    ddtk_unpack(&p->fmt, s->raw, *got, p->ch.row, p->pol, s->rows[0] + fill, s->stride[0]);
     if (p->d.zerodm)
         zero_dm(p, s, fill, *got);
     return DDTK_OK;

@@ -230,6 +230,23 @@ static int read_raw(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)
     return DDTK_OK;
 }
 
+int ddtk_input_reads_rows(const ddtk_input *in)
+{
+    return in->psrfits && !in->clean && ddtk_psrfits_rows(in->psrfits);
+}
+
+int ddtk_input_read_rows(ddtk_input *in, int64_t n, const int *row, int pol, float *out,
+                         size_t stride, int64_t *got)
+{
+    *got = 0;
+    if (in->eof || n <= 0)
+        return DDTK_OK;
+    int rc = ddtk_psrfits_read_rows(in->psrfits, n, row, pol, out, stride, got);
+    in->eof = !rc && *got < n;
+    in->samples_read += *got;
+    return rc;
+}
+
 /* With RFI excision the cleaner reads whole blocks ahead: what was delivered
  * and the end are its. */
 int ddtk_input_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)

@@ -11,7 +11,12 @@
  * Where the scales, offsets and weights are trivial everywhere (1, 0, and 0
  * or 1), the raw integers are kept (sub-byte samples repacked to SIGPROC's
  * order) so the data equal a filterbank of the same samples byte for byte;
- * otherwise the spectra are float32. One row is held at a time.
+ * otherwise the spectra are float32: raw * mul + add, with each row's scale,
+ * offset and weight folded into one multiply-add per channel. The CPU engine
+ * takes such data decoded straight into its channel rows
+ * (ddtk_psrfits_read_rows), without the float32 spectra between: they are
+ * 4 times the bytes of 8-bit data and cost as much again to transpose.
+ * One row is held at a time.
  */
 #include "internal.h"
 #include "psrfits.h"
@@ -28,6 +33,13 @@
 
 /* How the samples are presented to the engine. */
 enum { OUT_RAW, OUT_BYTES, OUT_FLOAT };
+
+/* Spectra decoded together by read_rows: their floats stay in L2 while the
+ * channel rows are written. */
+#define ROW_BLOCK 32
+/* Whole rows scaled to float32 are read and converted on several threads
+ * this many raw bytes at a time (64 MiB: 256 MiB of float32). */
+#define BATCH_BYTES ((int64_t)64 << 20)
 
 typedef struct fits_file {
     fitsfile *fp;
@@ -54,7 +66,13 @@ struct ddtk_psrfits {
     int64_t row_bytes;            /* DATA bytes of a row */
     int64_t out_spec_bytes;       /* presented bytes per spectrum (whole bytes) */
     uint8_t *raw, *row;           /* a row as read and as presented */
+    int presented;                /* row holds raw presented */
     float *scl, *offs, *wts;
+    float *mul, *add;             /* OUT_FLOAT, per IF and channel of the row: raw * mul + add */
+    float *block;                 /* ROW_BLOCK spectra of floats, for read_rows */
+    uint8_t *batch;               /* BATCH_BYTES of whole raw rows, for read_rows_float */
+    float *bmul, *badd;           /* their scaling */
+    long batch_rows;
     int weights_zero;             /* some weight is 0: such channels are zeroed */
     uint8_t *dead;                /* per channel: weight 0 in every row */
     int *zero, nzero;             /* the channels the current row's weights zero */
@@ -656,7 +674,10 @@ int ddtk_psrfits_open(ddtk_psrfits **pp, const char *const *paths, int n, ddtk_h
                 || !(p->offs = ddtk_malloc(nv * sizeof *p->offs, "DAT_OFFS"))
                 || !(p->wts = ddtk_malloc((size_t)p->nchan * sizeof *p->wts, "DAT_WTS"))
                 || !(p->dead = ddtk_malloc((size_t)p->nchan, "DAT_WTS"))
-                || !(p->zero = ddtk_malloc((size_t)p->nchan * sizeof *p->zero, "DAT_WTS"))))
+                || !(p->zero = ddtk_malloc((size_t)p->nchan * sizeof *p->zero, "DAT_WTS"))
+                || !(p->mul = ddtk_malloc(nv * sizeof *p->mul, "PSRFITS scaling"))
+                || !(p->add = ddtk_malloc(nv * sizeof *p->add, "PSRFITS scaling"))
+                || !(p->block = ddtk_malloc(ROW_BLOCK * nv * sizeof *p->block, "PSRFITS rows"))))
         rc = DDTK_ESYS;
     if (!rc)
         rc = scan_scaling(p, &trivial);
@@ -712,17 +733,37 @@ static inline float raw_value(const ddtk_psrfits *p, const uint8_t *r, int64_t v
     }
 }
 
-static void present_float(ddtk_psrfits *p)
+/* The row's scaling (p->scl, offs, wts) as one multiply-add per IF and
+ * channel: ((raw - ZERO_OFF) * DAT_SCL + DAT_OFFS) * DAT_WTS = raw * mul + add. */
+static void row_affine(const ddtk_psrfits *p, float *mul, float *add)
 {
-    float *out = (float *)p->row;
-    for (int64_t s = 0; s < p->nsblk; s++)
-        for (int q = 0; q < p->out_pols; q++) {
-            int64_t v0 = (s * p->npol + q) * p->nchan;
-            const float *scl = p->scl + (size_t)q * p->nchan, *offs = p->offs + (size_t)q * p->nchan;
-            for (int c = 0; c < p->nchan; c++)
-                *out++ = ((raw_value(p, p->raw, v0 + c) - p->zero_off) * scl[c] + offs[c])
-                         * p->wts[c];
+    for (int q = 0; q < p->out_pols; q++)
+        for (int c = 0; c < p->nchan; c++) {
+            size_t i = (size_t)q * p->nchan + c;
+            mul[i] = p->scl[i] * p->wts[c];
+            add[i] = (p->offs[i] - p->zero_off * p->scl[i]) * p->wts[c];
         }
+}
+
+/* Spectrum s of raw row r as the floats of its IFs (OUT_FLOAT). The sample
+ * width is chosen once per spectrum, not per sample, so the common widths'
+ * loops vectorise. */
+static void spectrum_floats(const ddtk_psrfits *p, const uint8_t *restrict r,
+                            const float *restrict mul, const float *restrict add, int64_t s,
+                            float *restrict o)
+{
+    const int64_t vals = (int64_t)p->out_pols * p->nchan, v0 = s * p->npol * p->nchan;
+    if (p->nbits == 8 && !p->raw_signed) {
+        r += v0;
+        for (int64_t v = 0; v < vals; v++)
+            o[v] = (float)r[v] * mul[v] + add[v];
+    } else if (p->nbits == 8) {
+        r += v0;
+        for (int64_t v = 0; v < vals; v++)
+            o[v] = (float)(int8_t)(r[v] ^ 0x80) * mul[v] + add[v];
+    } else
+        for (int64_t v = 0; v < vals; v++)
+            o[v] = raw_value(p, r, v0 + v) * mul[v] + add[v];
 }
 
 /* The channels the current row's weights zero (p->wts read for the row). */
@@ -742,7 +783,8 @@ static void present_int(const ddtk_psrfits *p, const uint8_t *raw, uint8_t *out)
 {
     const int64_t vals = (int64_t)p->out_pols * p->nchan, in_sb = p->row_bytes / p->nsblk;
     const int64_t sb = p->out_spec_bytes;
-    if (p->out == OUT_RAW && p->nbits == 8 && !p->raw_signed && out != raw && in_sb == sb)
+    const int copied = p->out == OUT_RAW && p->nbits == 8 && out != raw && in_sb == sb;
+    if (copied)
         memcpy(out, raw, (size_t)(sb * p->nsblk));
     for (int64_t s = 0; s < p->nsblk; s++) {
         const uint8_t *r = raw + s * in_sb;
@@ -757,7 +799,7 @@ static void present_int(const ddtk_psrfits *p, const uint8_t *raw, uint8_t *out)
             for (int64_t b = 0; b < sb; b++)
                 o[b] = p->flip[r[b]];
         } else if (p->nbits == 8) {
-            if (o != r && in_sb != sb)
+            if (o != r && !copied)
                 memmove(o, r, (size_t)vals);
             for (int64_t v = 0; v < vals && p->raw_signed; v++)
                 o[v] ^= 0x80;
@@ -777,19 +819,49 @@ static void present_int(const ddtk_psrfits *p, const uint8_t *raw, uint8_t *out)
     }
 }
 
+/* The current raw row as presented, into out (a row of out_spec_bytes spectra). */
+static void present(ddtk_psrfits *p, uint8_t *out)
+{
+    if (p->out != OUT_FLOAT) {
+        present_int(p, p->raw, out);
+        return;
+    }
+    const int64_t vals = (int64_t)p->out_pols * p->nchan;
+    for (int64_t s = 0; s < p->nsblk; s++)
+        spectrum_floats(p, p->raw, p->mul, p->add, s, (float *)out + s * vals);
+}
+
+/* Row r's DATA cell of file f into dst, by pread (cfitsio's buffered reads
+ * copy every byte once more). */
+static int pread_row(const ddtk_psrfits *p, const fits_file *f, long r, uint8_t *dst)
+{
+    off_t at = f->data_off + (off_t)r * f->row_stride;
+    size_t done = 0;
+    while (done < (size_t)p->row_bytes) {
+        ssize_t got = pread(f->fd, dst + done, (size_t)p->row_bytes - done, at + (off_t)done);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return ddtk_fail(got < 0 ? DDTK_ESYS : DDTK_EDATA, "%s: %s", f->path, got < 0
+                             ? strerror(errno) : "truncated: a row's DATA is past the end of "
+                             "the file");
+        done += (size_t)got;
+    }
+    return DDTK_OK;
+}
+
+/* Row r of file f into p->raw with its scaling: the current row, not yet presented. */
 static int read_row(ddtk_psrfits *p, fits_file *f, long r)
 {
-    int status = 0, rc;
-    fits_read_tblbytes(f->fp, r + 1, p->data_first, p->row_bytes, p->raw, &status);
-    if (status)
-        return fits_error(f->path, status, "reading a DATA row");
-    if ((p->out == OUT_FLOAT || p->weights_zero) && (rc = row_scaling(p, f, r)))
+    int rc = pread_row(p, f, r, p->raw);
+    if (!rc && (p->out == OUT_FLOAT || p->weights_zero))
+        rc = row_scaling(p, f, r);
+    if (rc)
         return rc;
     zeroed_channels(p);
     if (p->out == OUT_FLOAT)
-        present_float(p);
-    else
-        present_int(p, p->raw, p->row);
+        row_affine(p, p->mul, p->add);
+    p->presented = 0;
     return DDTK_OK;
 }
 
@@ -804,20 +876,9 @@ static int read_rows_direct(ddtk_psrfits *p, fits_file *f, long r, long k, uint8
     const int threads = k * p->row_bytes >= ((int64_t)32 << 20) ? 8 : 1;
 #pragma omp parallel for num_threads(threads) schedule(dynamic)
     for (long i = 0; i < k; i++) {
-        uint8_t *dst = out + i * p->row_bytes;
-        off_t at = f->data_off + (off_t)(r + i) * f->row_stride;
-        size_t done = 0;
-        while (done < (size_t)p->row_bytes && !ddtk_thread_error_code(&err)) {
-            ssize_t got = pread(f->fd, dst + done, (size_t)p->row_bytes - done, at + (off_t)done);
-            if (got < 0 && errno == EINTR)
-                continue;
-            if (got <= 0)
-                ddtk_thread_error_keep(&err, (int)i, ddtk_fail(got < 0 ? DDTK_ESYS : DDTK_EDATA,
-                                       "%s: %s", f->path, got < 0 ? strerror(errno)
-                                       : "truncated: a row's DATA is past the end of the file"));
-            else
-                done += (size_t)got;
-        }
+        int rc;
+        if (!ddtk_thread_error_code(&err) && (rc = pread_row(p, f, r + i, out + i * p->row_bytes)))
+            ddtk_thread_error_keep(&err, (int)i, rc);
     }
     int rc = ddtk_thread_error_end(&err);
     for (long i = 0; i < k && !rc; i++) {
@@ -829,13 +890,64 @@ static int read_rows_direct(ddtk_psrfits *p, fits_file *f, long r, long k, uint8
     return rc;
 }
 
+/* k whole rows of file f from row r scaled to float32 into out, BATCH_BYTES
+ * of raw rows at a time: their scaling read (cfitsio is one thread's), the
+ * rows read on several threads, then converted on several threads. */
+static int read_rows_float(ddtk_psrfits *p, fits_file *f, long r, long k, uint8_t *out)
+{
+    const int64_t vals = (int64_t)p->out_pols * p->nchan, nv = vals;
+    const int64_t blocks = (p->nsblk + ROW_BLOCK - 1) / ROW_BLOCK;
+    int rc = DDTK_OK;
+    if (!p->batch) {
+        p->batch_rows = BATCH_BYTES / p->row_bytes > 1 ? (long)(BATCH_BYTES / p->row_bytes) : 1;
+        if (!(p->batch = ddtk_malloc((size_t)(p->batch_rows * p->row_bytes), "PSRFITS rows"))
+            || !(p->bmul = ddtk_malloc((size_t)(p->batch_rows * nv) * sizeof *p->bmul,
+                                       "PSRFITS scaling"))
+            || !(p->badd = ddtk_malloc((size_t)(p->batch_rows * nv) * sizeof *p->badd,
+                                       "PSRFITS scaling")))
+            return DDTK_ESYS;
+    }
+    for (long i0 = 0; i0 < k && !rc; i0 += p->batch_rows) {
+        const long kb = k - i0 < p->batch_rows ? k - i0 : p->batch_rows;
+        for (long i = 0; i < kb && !rc; i++)
+            if (!(rc = row_scaling(p, f, r + i0 + i)))
+                row_affine(p, p->bmul + i * nv, p->badd + i * nv);
+        ddtk_thread_error err;
+        ddtk_thread_error_init(&err);
+        const int threads = kb * p->row_bytes >= ((int64_t)8 << 20) ? ddtk_threads() : 1;
+#pragma omp parallel num_threads(threads)
+        {
+#pragma omp for schedule(dynamic)
+            for (long i = 0; i < kb; i++) {
+                int e;
+                if (!rc && !ddtk_thread_error_code(&err)
+                    && (e = pread_row(p, f, r + i0 + i, p->batch + i * p->row_bytes)))
+                    ddtk_thread_error_keep(&err, (int)i, e);
+            }
+#pragma omp for schedule(static)
+            for (int64_t j = 0; j < kb * blocks; j++) {
+                const int64_t i = j / blocks, s1 = (j % blocks + 1) * ROW_BLOCK;
+                float *o = (float *)out + (i0 + i) * p->nsblk * vals;
+                for (int64_t s = j % blocks * ROW_BLOCK; s < s1 && s < p->nsblk; s++)
+                    if (!rc && !ddtk_thread_error_code(&err))
+                        spectrum_floats(p, p->batch + i * p->row_bytes, p->bmul + i * nv,
+                                        p->badd + i * nv, s, o + s * vals);
+            }
+        }
+        int e = ddtk_thread_error_end(&err);
+        rc = rc ? rc : e;
+    }
+    return rc;
+}
+
 /* Rows from the current one that follow each other without a gap in one
- * file and fit in `room` spectra, for read_rows_direct; 0 if not possible. */
-static long direct_rows(const ddtk_psrfits *p, int64_t room)
+ * file and fit in `room` spectra, for read_rows_direct or read_rows_float;
+ * 0 if not possible. */
+static long whole_rows(const ddtk_psrfits *p, int64_t room)
 {
     const fits_file *f = &p->f[p->cur_file];
     long k = 0;
-    if (!p->direct)
+    if (!p->direct && p->out != OUT_FLOAT)
         return 0;
     while (p->cur_row + k < f->nrows && (k + 1) * (int64_t)p->nsblk <= room
            && f->row_spec[p->cur_row + k] == p->pos + k * (int64_t)p->nsblk)
@@ -856,10 +968,14 @@ static int64_t next_row(ddtk_psrfits *p)
 int ddtk_psrfits_read(ddtk_psrfits *p, uint8_t *out, int64_t n, int64_t *got)
 {
     const int64_t sb = p->out_spec_bytes;
+    int rc;
     *got = 0;
     while (*got < n) {
         int64_t k, next;
         if (p->row_left > 0) {
+            if (!p->presented)
+                present(p, p->row);
+            p->presented = 1;
             k = n - *got < p->row_left ? n - *got : p->row_left;
             memcpy(out + *got * sb, p->row + (p->nsblk - p->row_left) * sb, (size_t)(k * sb));
             p->row_left -= k;
@@ -868,13 +984,78 @@ int ddtk_psrfits_read(ddtk_psrfits *p, uint8_t *out, int64_t n, int64_t *got)
         else if (next > p->pos) {
             k = n - *got < next - p->pos ? n - *got : next - p->pos;
             memset(out + *got * sb, 0, (size_t)(k * sb));
-        } else if ((k = direct_rows(p, n - *got)) > 0) {
-            int rc = read_rows_direct(p, &p->f[p->cur_file], p->cur_row, (long)k,
-                                      out + *got * sb);
-            if (rc)
+        } else if ((k = whole_rows(p, n - *got)) > 0) {
+            if ((rc = (p->direct ? read_rows_direct : read_rows_float)(p, &p->f[p->cur_file],
+                                                                       p->cur_row, (long)k,
+                                                                       out + *got * sb)))
                 return rc;
             p->cur_row += (long)k;
             k *= p->nsblk;
+        } else {
+            if ((rc = read_row(p, &p->f[p->cur_file], p->cur_row)))
+                return rc;
+            p->cur_row++;
+            k = p->nsblk;
+            if (n - *got < k) {           /* part of the row: the rest is kept */
+                p->row_left = k;
+                continue;
+            }
+            present(p, out + *got * sb);
+        }
+        p->pos += k;
+        *got += k;
+    }
+    return DDTK_OK;
+}
+
+int ddtk_psrfits_rows(const ddtk_psrfits *p)
+{
+    return p->out == OUT_FLOAT;
+}
+
+/* Spectra s0 .. s0 + k - 1 of the current raw row into channel rows, in
+ * blocks: a block's spectra as floats, then each live channel's run. */
+static void decode_rows(const ddtk_psrfits *p, int64_t s0, int64_t k, const int *row, int pol,
+                        float *out, size_t stride)
+{
+    const int64_t vals = (int64_t)p->out_pols * p->nchan, nchan = p->nchan;
+    const int64_t lane = pol == DDTK_POL_SUM ? 0 : pol * nchan;
+    float *b = p->block;
+    for (int64_t j0 = 0; j0 < k; j0 += ROW_BLOCK) {
+        const int64_t nb = k - j0 < ROW_BLOCK ? k - j0 : ROW_BLOCK;
+        for (int64_t j = 0; j < nb; j++)
+            spectrum_floats(p, p->raw, p->mul, p->add, s0 + j0 + j, b + j * vals);
+        for (int64_t c = 0; c < nchan; c++) {
+            if (row[c] < 0)
+                continue;
+            float *dst = out + (size_t)row[c] * stride + j0;
+            if (pol == DDTK_POL_SUM)
+                for (int64_t j = 0; j < nb; j++)
+                    dst[j] = b[j * vals + c] + b[j * vals + nchan + c];
+            else
+                for (int64_t j = 0; j < nb; j++)
+                    dst[j] = b[j * vals + lane + c];
+        }
+    }
+}
+
+int ddtk_psrfits_read_rows(ddtk_psrfits *p, int64_t n, const int *row, int pol, float *out,
+                           size_t stride, int64_t *got)
+{
+    *got = 0;
+    while (*got < n) {
+        int64_t k, next;
+        if (p->row_left > 0) {
+            k = n - *got < p->row_left ? n - *got : p->row_left;
+            decode_rows(p, p->nsblk - p->row_left, k, row, pol, out + *got, stride);
+            p->row_left -= k;
+        } else if ((next = next_row(p)) < 0)
+            break;
+        else if (next > p->pos) {
+            k = n - *got < next - p->pos ? n - *got : next - p->pos;
+            for (int c = 0; c < p->nchan; c++)
+                if (row[c] >= 0)
+                    memset(out + (size_t)row[c] * stride + *got, 0, (size_t)k * sizeof *out);
         } else {
             int rc = read_row(p, &p->f[p->cur_file], p->cur_row);
             if (rc)
@@ -907,6 +1088,12 @@ void ddtk_psrfits_close(ddtk_psrfits *p)
     free(p->scl);
     free(p->offs);
     free(p->wts);
+    free(p->mul);
+    free(p->add);
+    free(p->block);
+    free(p->batch);
+    free(p->bmul);
+    free(p->badd);
     free(p->dead);
     free(p->zero);
     free(p);

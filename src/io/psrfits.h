@@ -17,6 +17,14 @@ int ddtk_psrfits_open(ddtk_psrfits **p, const char *const *paths, int n, ddtk_he
                       int64_t *nsamples, char **notes, uint8_t **dead);
 /* Up to n spectra in the header's layout; *got < n only at the end. */
 int ddtk_psrfits_read(ddtk_psrfits *p, uint8_t *out, int64_t n, int64_t *got);
+/* 1 when the spectra are scaled to float32, which ddtk_psrfits_read_rows
+ * decodes straight into channel rows. */
+int ddtk_psrfits_rows(const ddtk_psrfits *p);
+/* Up to n such spectra into channel rows as ddtk_unpack lays them out
+ * (out[row[c] * stride + t]; pol an IF or DDTK_POL_SUM); *got < n only at
+ * the end. Reads may alternate with ddtk_psrfits_read. */
+int ddtk_psrfits_read_rows(ddtk_psrfits *p, int64_t n, const int *row, int pol, float *out,
+                           size_t stride, int64_t *got);
 void ddtk_psrfits_close(ddtk_psrfits *p);
 
 /* How ddtk_psrfits_write lays an input out (psrfits_write.c). */
