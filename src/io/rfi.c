@@ -17,11 +17,17 @@
  * sum (each channel's deviation from its mean in units of its standard
  * deviation, over the unflagged channels) is a robust outlier of the
  * block's: broadband impulses and dropouts.
+ *
+ * The cost is kept small against the dedispersion it precedes: the data are
+ * read in place (the caller's buffer where a read holds whole blocks), in
+ * their own layout (spectrum by spectrum, no transposed copy), the channel
+ * statistics from a subsample of each block's spectra (STATS_SPECTRA: their
+ * errors are a few per cent, far below what IQRM flags), and the zero-DM
+ * series of every spectrum as one weighted sum over its channels.
  */
 #include "internal.h"
 
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +35,9 @@
 #define IQRM_THRESHOLD 3.0        /* robust sigmas of a lagged difference */
 #define CLIP_THRESHOLD 5.0        /* robust sigmas of the zero-DM series */
 #define MIN_STATS 32              /* spectra a block needs for statistics */
+#define STATS_SPECTRA 512         /* at least this many spectra of a block give the
+                                     channels' statistics (every one of smaller blocks) */
+#define LANES 16                  /* partial sums of a spectrum's weighted sum */
 
 /* A PRESTO rfifind mask (mask.c's layout: native doubles and ints). */
 typedef struct rfi_mask {
@@ -44,13 +53,14 @@ struct ddtk_cleaner {
     rfi_mask mask;
     int have_mask;
     int64_t block;                /* spectra per block */
-    uint8_t *raw;                 /* one block as read */
+    uint8_t *raw;                 /* one block as read (reads of less than a block) */
     int64_t have, used;           /* spectra in raw, and already delivered */
-    int64_t first;                /* observation index of raw's first spectrum */
+    int64_t first;                /* observation index of the block's first spectrum */
     int eof;
-    float *rows;                  /* [if][chan][t] of the block */
-    float *det;                   /* [chan][t]: the IFs the engine sums (rows if one IF) */
-    float *scratch;               /* per thread: a copy of a row for selection */
+    float *spec;                  /* one spectrum's values, [if][chan] */
+    double *sum, *dsum, *dsq;     /* [if][chan] sums; [chan] the detected IFs' sum, squares */
+    float *wts;                   /* [chan] zero-DM weights: 1 / std, 0 if flagged */
+    float *scratch;               /* two blocks of floats for selection */
     float *med, *dmed, *sig;      /* [if][chan] means; [chan] detection rows' mean, std */
     float *stat, *mean, *diff;    /* per channel: std, mean; lagged differences */
     int *votes, *tries;
@@ -59,7 +69,6 @@ struct ddtk_cleaner {
     float *level;                 /* [if][chan] what a replaced sample becomes */
     uint8_t *clip;                /* [t] spectrum clipped */
     double *zdm;                  /* [t] zero-DM series */
-    int *row;                     /* identity channel map for ddtk_unpack */
     int *list;                    /* the channels replace() replaces */
     ddtk_rfi_report rep;
     uint8_t *ever;                /* [chan] flagged in some block */
@@ -256,8 +265,8 @@ static void put(const ddtk_header *h, uint8_t *raw, int64_t e, int64_t where, fl
     uint64_t z = (uint64_t)where * 0x9E3779B97F4A7C15ull;
     z = (z ^ (z >> 31)) * 0xBF58476D1CE4E5B9ull;
     double u = (double)(z >> 40) / 16777216.0;
-    double lo = sgn ? -ldexp(1, nbits - 1) : 0, hi = sgn ? ldexp(1, nbits - 1) - 1
-                                                          : ldexp(1, nbits) - 1;
+    double lo = sgn ? -(double)(1 << (nbits - 1)) : 0,
+           hi = sgn ? (double)(1 << (nbits - 1)) - 1 : (double)(1 << nbits) - 1;
     double v = floor((double)x + u);
     v = v < lo ? lo : v > hi ? hi : v;
     if (nbits < 8) {
@@ -278,11 +287,13 @@ static int clean_alloc(ddtk_cleaner *k, const ddtk_input *in)
 {
     const ddtk_header *h = &in->hdr;
     const size_t nc = (size_t)h->nchans, ni = (size_t)h->nifs, b = (size_t)k->block;
-    const int threads = ddtk_threads() > 2 ? ddtk_threads() : 2;
     if (!(k->raw = ddtk_malloc((size_t)ddtk_input_bytes(in, k->block), "RFI block"))
-        || !(k->rows = ddtk_malloc(ni * nc * b * sizeof *k->rows, "RFI block"))
-        || (ni >= 2 && !(k->det = ddtk_malloc(nc * b * sizeof *k->det, "RFI block")))
-        || !(k->scratch = ddtk_malloc((size_t)threads * b * sizeof *k->scratch, "RFI block"))
+        || !(k->spec = ddtk_malloc(ni * nc * sizeof *k->spec, "RFI stats"))
+        || !(k->sum = ddtk_malloc(ni * nc * sizeof *k->sum, "RFI stats"))
+        || !(k->dsum = ddtk_malloc(nc * sizeof *k->dsum, "RFI stats"))
+        || !(k->dsq = ddtk_malloc(nc * sizeof *k->dsq, "RFI stats"))
+        || !(k->wts = ddtk_malloc(nc * sizeof *k->wts, "RFI stats"))
+        || !(k->scratch = ddtk_malloc(2 * b * sizeof *k->scratch, "RFI block"))
         || !(k->med = ddtk_malloc(ni * nc * sizeof *k->med, "RFI stats"))
         || !(k->sig = ddtk_malloc(nc * sizeof *k->sig, "RFI stats"))
         || !(k->dmed = ddtk_malloc(nc * sizeof *k->dmed, "RFI stats"))
@@ -297,41 +308,77 @@ static int clean_alloc(ddtk_cleaner *k, const ddtk_input *in)
         || !(k->ever = ddtk_calloc(nc, 1, "RFI stats"))
         || !(k->clip = ddtk_calloc(b, 1, "RFI stats"))
         || !(k->zdm = ddtk_malloc(b * sizeof *k->zdm, "RFI stats"))
-        || !(k->row = ddtk_malloc(nc * sizeof *k->row, "RFI stats"))
         || !(k->list = ddtk_malloc(nc * sizeof *k->list, "RFI stats")))
         return DDTK_ESYS;
-    for (size_t c = 0; c < nc; c++)
-        k->row[c] = (int)c;
-    if (ni == 1)
-        k->det = k->rows;         /* one IF: the detection rows are its rows */
     return DDTK_OK;
+}
+
+/* Spectrum t of raw as floats, [if][chan] (SIGPROC's formats, as ddtk_unpack
+ * reads them); 8-bit, the common case, in a loop that vectorises. */
+static void spectrum(const ddtk_header *h, const uint8_t *raw, int64_t t, float *restrict x)
+{
+    const int64_t nv = (int64_t)h->nchans * h->nifs, e0 = t * nv;
+    const int nbits = h->nbits, sgn = h->signed_data == 1;
+    if (nbits == 8 && !sgn) {
+        const uint8_t *restrict r = raw + e0;
+        for (int64_t v = 0; v < nv; v++)
+            x[v] = (float)r[v];
+    } else if (nbits == 8) {
+        const int8_t *restrict r = (const int8_t *)raw + e0;
+        for (int64_t v = 0; v < nv; v++)
+            x[v] = (float)r[v];
+    } else if (nbits == 16) {
+        for (int64_t v = 0; v < nv; v++) {
+            uint16_t u;
+            memcpy(&u, raw + 2 * (e0 + v), 2);
+            x[v] = sgn ? (float)(int16_t)u : (float)u;
+        }
+    } else if (nbits == 32)
+        memcpy(x, raw + 4 * e0, (size_t)nv * sizeof *x);
+    else
+        for (int64_t v = 0; v < nv; v++) {
+            int64_t bit = (e0 + v) * nbits;
+            x[v] = (float)((raw[bit >> 3] >> (bit & 7)) & ((1u << nbits) - 1u));
+        }
+}
+
+/* The detected value of spectrum x's channel c: IF 0, or IFs 0 and 1 summed
+ * as the engine sums them. */
+static inline float detected(const float *x, int nc, int ni, int c)
+{
+    return ni >= 2 ? x[c] + x[nc + c] : x[c];
 }
 
 /* Per-IF means of every channel (the level of replaced samples: a block's
  * few outliers move it little, and integer data's median is biased by up to
- * half a step), the detection rows' mean and standard deviation. */
-static void block_stats(ddtk_cleaner *k, const ddtk_header *h, int64_t n)
+ * half a step), the detection rows' mean and standard deviation, from every
+ * step-th spectrum of the block (at least STATS_SPECTRA of them). */
+static void block_stats(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *raw, int64_t n)
 {
     const int nc = h->nchans, ni = h->nifs;
-    const size_t b = (size_t)k->block;
-#pragma omp parallel for schedule(dynamic, 16) num_threads(ddtk_threads())
+    const int64_t step = n / STATS_SPECTRA > 1 ? n / STATS_SPECTRA : 1;
+    double *restrict sum = k->sum, *restrict dsum = k->dsum, *restrict dsq = k->dsq;
+    int64_t m = 0;
+    memset(sum, 0, (size_t)ni * nc * sizeof *sum);
+    memset(dsum, 0, (size_t)nc * sizeof *dsum);
+    memset(dsq, 0, (size_t)nc * sizeof *dsq);
+    for (int64_t t = 0; t < n; t += step, m++) {
+        const float *restrict x = k->spec;
+        spectrum(h, raw, t, k->spec);
+        for (int64_t v = 0; v < (int64_t)ni * nc; v++)
+            sum[v] += x[v];
+        for (int c = 0; c < nc; c++) {
+            double d = detected(x, nc, ni, c);
+            dsum[c] += d;
+            dsq[c] += d * d;
+        }
+    }
+    for (int64_t v = 0; v < (int64_t)ni * nc; v++)
+        k->med[v] = (float)(sum[v] / (double)m);
     for (int c = 0; c < nc; c++) {
-        for (int i = 0; i < ni; i++) {
-            const float *x = k->rows + ((size_t)i * nc + c) * b;
-            double s = 0;
-            for (int64_t t = 0; t < n; t++)
-                s += x[t];
-            k->med[(size_t)i * nc + c] = (float)(s / (double)n);
-        }
-        double s = 0, ss = 0;
-        const float *x = k->det + (size_t)c * b;
-        for (int64_t t = 0; t < n; t++) {
-            s += x[t];
-            ss += (double)x[t] * x[t];
-        }
-        double var = ss / (double)n - (s / (double)n) * (s / (double)n);
+        double mean = dsum[c] / (double)m, var = dsq[c] / (double)m - mean * mean;
         k->stat[c] = (float)sqrt(var > 0 ? var : 0);
-        k->mean[c] = (float)(s / (double)n);
+        k->mean[c] = (float)mean;
         /* the zero-DM normalisation: a block's few impulses move the mean
          * and deviation little, and selection took most of the time */
         k->dmed[c] = k->mean[c];
@@ -339,30 +386,42 @@ static void block_stats(ddtk_cleaner *k, const ddtk_header *h, int64_t n)
     }
 }
 
-/* Zero-DM outliers among the spectra of the block, over unflagged channels. */
-static void clip_spectra(ddtk_cleaner *k, const ddtk_header *h, int64_t n)
+/* Zero-DM outliers among the spectra of the block, over unflagged channels:
+ * each spectrum's sum of (x - mean) / std is one weighted sum of its values
+ * (LANES partial sums, so that it vectorises) less a constant. */
+static void clip_spectra(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *raw, int64_t n)
 {
-    const int nc = h->nchans;
-    const size_t b = (size_t)k->block;
+    const int nc = h->nchans, ni = h->nifs;
+    float *restrict w = k->wts, *z = k->scratch, med, sig;
+    double off = 0;
     int live = 0;
-    memset(k->clip, 0, (size_t)n);
-    for (int64_t t = 0; t < n; t++)
-        k->zdm[t] = 0;
     for (int c = 0; c < nc; c++) {
-        if (k->flag[c] || !(k->sig[c] > 0))
-            continue;
-        live++;
-        const float *x = k->det + (size_t)c * b;
-        for (int64_t t = 0; t < n; t++)
-            k->zdm[t] += (x[t] - k->dmed[c]) / k->sig[c];
+        w[c] = k->flag[c] || !(k->sig[c] > 0) ? 0.0f : 1.0f / k->sig[c];
+        off += (double)w[c] * k->dmed[c];
+        live += w[c] > 0;
     }
+    memset(k->clip, 0, (size_t)n);
     if (live < 1)
         return;
-    float *z = k->scratch, med, sig;
-    for (int64_t t = 0; t < n; t++)
-        z[t] = (float)k->zdm[t];
-    float *tmp = k->scratch + b;
-    robust(z, n, tmp, &med, &sig);
+    for (int64_t t = 0; t < n; t++) {
+        const float *restrict x = k->spec;
+        float acc[LANES] = { 0 };
+        int c = 0;
+        spectrum(h, raw, t, k->spec);
+        if (ni >= 2)
+            for (int j = 0; j < nc; j++)
+                k->spec[j] += k->spec[nc + j];
+        for (; c + LANES <= nc; c += LANES)
+            for (int j = 0; j < LANES; j++)
+                acc[j] += w[c + j] * x[c + j];
+        double zt = -off;
+        for (; c < nc; c++)
+            zt += (double)w[c] * x[c];
+        for (int j = 0; j < LANES; j++)
+            zt += acc[j];
+        z[t] = (float)zt;
+    }
+    robust(z, n, k->scratch + k->block, &med, &sig);
     if (!(sig > 0))
         return;
     for (int64_t t = 0; t < n; t++)
@@ -407,7 +466,7 @@ static void levels(ddtk_cleaner *k, const ddtk_header *h, int64_t n)
 }
 
 /* Replace what the mask and the statistics flag by the channels' levels. */
-static void replace(ddtk_cleaner *k, const ddtk_header *h, int64_t n)
+static void replace(ddtk_cleaner *k, const ddtk_header *h, uint8_t *raw, int64_t n)
 {
     const int nc = h->nchans, ni = h->nifs;
     const rfi_mask *m = &k->mask;
@@ -431,7 +490,7 @@ static void replace(ddtk_cleaner *k, const ddtk_header *h, int64_t n)
         for (int j = 0; j < nrep; j++) {
             int c = all ? j : k->list[j];
             for (int i = 0; i < ni; i++)
-                put(h, k->raw, (t * ni + i) * nc + c, (s * ni + i) * nc + c,
+                put(h, raw, (t * ni + i) * nc + c, (s * ni + i) * nc + c,
                     k->level[(size_t)i * nc + c]);
         }
         k->rep.samples_masked += nrep;
@@ -439,22 +498,18 @@ static void replace(ddtk_cleaner *k, const ddtk_header *h, int64_t n)
     }
 }
 
-static void clean_block(ddtk_cleaner *k, const ddtk_input *in, int64_t n)
+/* Clean the n spectra of a block in place. */
+static void clean_block(ddtk_cleaner *k, const ddtk_input *in, uint8_t *raw, int64_t n)
 {
     const ddtk_header *h = &in->hdr;
-    const int nc = h->nchans, ni = h->nifs;
-    const size_t b = (size_t)k->block;
-    for (int i = 0; i < ni; i++)
-        ddtk_unpack(h, k->raw, n, k->row, i, k->rows + (size_t)i * nc * b, b);
-    if (ni >= 2)
-        ddtk_unpack(h, k->raw, n, k->row, DDTK_POL_SUM, k->det, b);
-    block_stats(k, h, n);
+    const int nc = h->nchans;
+    block_stats(k, h, raw, n);
     memset(k->flag, 0, (size_t)nc);
     memset(k->clip, 0, (size_t)n);
     if (k->o.auto_rfi && n >= MIN_STATS) {
         iqrm(k, nc, k->stat, k->flag);
         iqrm(k, nc, k->mean, k->flag);
-        clip_spectra(k, h, n);
+        clip_spectra(k, h, raw, n);
     }
     for (int c = 0; c < nc; c++) {
         k->rep.chan_blocks += k->flag[c];
@@ -462,7 +517,7 @@ static void clean_block(ddtk_cleaner *k, const ddtk_input *in, int64_t n)
     }
     k->rep.blocks++;
     levels(k, h, n);
-    replace(k, h, n);
+    replace(k, h, raw, n);
     k->rep.samples += n * nc;
 }
 
@@ -496,18 +551,26 @@ int ddtk_clean_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got,
         if (k->used == k->have) {
             if (k->eof)
                 break;
+            /* a whole block read and cleaned where the caller wants it, else
+             * in the cleaner's buffer (whole bytes: blocks and reads of the
+             * dd tools are multiples of 8 spectra) */
+            uint8_t *dst = n - *got >= k->block ? raw + *got * bits / 8 : k->raw;
             k->first += k->have;
-            int rc = read(in, k->raw, k->block, &k->have);
+            int rc = read(in, dst, k->block, &k->have);
             if (rc)
                 return rc;
             k->used = 0;
             k->eof = k->have < k->block;
             if (k->have == 0)
                 break;
-            clean_block(k, in, k->have);
+            clean_block(k, in, dst, k->have);
+            if (dst != k->raw) {
+                k->used = k->have;
+                *got += k->have;
+                continue;
+            }
         }
         int64_t m = n - *got < k->have - k->used ? n - *got : k->have - k->used;
-        /* Whole bytes: blocks and reads of the dd tools are multiples of 8 spectra. */
         memcpy(raw + *got * bits / 8, k->raw + k->used * bits / 8, (size_t)(m * bits / 8));
         k->used += m;
         *got += m;
@@ -546,9 +609,11 @@ void ddtk_cleaner_free(ddtk_cleaner *k)
     free(k->mask.zap_int);
     free(k->mask.chans);
     free(k->raw);
-    free(k->rows);
-    if (k->det != k->rows)
-        free(k->det);
+    free(k->spec);
+    free(k->sum);
+    free(k->dsum);
+    free(k->dsq);
+    free(k->wts);
     free(k->scratch);
     free(k->med);
     free(k->sig);
@@ -564,7 +629,6 @@ void ddtk_cleaner_free(ddtk_cleaner *k)
     free(k->ever);
     free(k->clip);
     free(k->zdm);
-    free(k->row);
     free(k->list);
     free(k);
 }
