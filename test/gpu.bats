@@ -392,6 +392,19 @@ gulp_of() {
     same_output 1e-6 rfi4.fits --dm 0,30,60 --rfi auto
 }
 
+@test "gpu: scaled PSRFITS (float32 spectra on the GPU, decoded into rows on the CPU) gives the CPU's series" {
+    need_gpu
+    # NPOL 2, missing rows, zero weights, several files; whole-row reads on
+    # several threads and reads that end inside rows
+    echo 3:5,20 > kill.txt
+    fbsim -q -o s.fits --format psrfits --nsblk 300 --nifs 2 --rows-per-file 20 --drop-rows 4,30 \
+        --dat-scl 1.5 --dat-offs -2 --zero-off 0.5 --zero-weight kill.txt --nchans 64 \
+        --tsamp 64e-6 --nsamples 15000 --pulse 0.5,60,0.002,20
+    same_output 1e-6 s_0001.fits s_0002.fits s_0003.fits --dm-min 0 --dm-max 120 --dm-step 3
+    rm -r cpu gpu
+    same_output 1e-6 s_0001.fits s_0002.fits s_0003.fits --dm 0,60 --gulp 1000 --pol 1
+}
+
 @test "gpu: DDTK_GPU_MEM and DDTK_FDAS_GPU_MEM out of range are usage errors naming them (issue 32)" {
     need_gpu
     sim --nchans 64 --nbits 8
