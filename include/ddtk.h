@@ -188,8 +188,9 @@ typedef struct ddtk_rfi_report {
 } ddtk_rfi_report;
 
 /* Clean what in delivers from now on: samples the mask or the statistics
- * flag are replaced by their channel's median over the block, in the input's
- * format, before any backend sees them (the same on the CPU and GPU). */
+ * flag are replaced by their channel's level over the block (what a PRESTO
+ * mask zaps, where rfifind's .stats is beside it: PRESTO's padding), in the
+ * input's format, before any backend sees them (the same on the CPU and GPU). */
 int ddtk_input_clean(ddtk_input *in, const ddtk_clean_opts *o);
 /* What was masked so far (zeros without cleaning). */
 void ddtk_input_clean_report(const ddtk_input *in, ddtk_rfi_report *r);

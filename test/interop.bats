@@ -4,6 +4,7 @@
 # accelsearch and on fdas --format presto outputs, prepfold -accelcand on
 # fdas's binary .cand, single_pulse_search.py on a burst (and its events
 # against spsearch's candidates), prepsubband against dd_subband --sub-dm,
+# prepsubband -mask with an rfifind mask against dd_direct --mask,
 # prepdata on PSRFITS (the real files and fbsim's layouts) against dd_direct,
 # and SIGPROC's
 # header, seek and fold on a .tim. Each test runs only when its programs are
@@ -206,6 +207,52 @@ presto_data_bytes() { awk -F'[=,]' '/On\/Off bin pair # +1 / { print ($3 + 1) * 
     done
     # the comparison can fail: direct dedispersion's delays differ from the sub-bands'
     ! cmp -s <(head -c "$n" p_DM46.00.dat) <(head -c "$n" dir_DM46.00.dat)
+}
+
+@test "interop: prepsubband -mask with an rfifind mask equals dd_direct --mask within float rounding" {
+    need rfifind prepsubband
+    # float samples (a masked sample is then PRESTO's padding exactly, where
+    # integer data take it by dithered rounding) and persistent narrow-band
+    # RFI, which rfifind zaps in every interval: prepsubband masks each
+    # 2400-spectrum block with the channels of the block before it (and of
+    # both intervals at an interval's edge), so only a mask that is the same
+    # in every interval is applied to the same spectra by both
+    fbsim -o obs.fil --nchans 64 --nbits 32 --tsamp 0.000128 --tobs 8 --fch1 1500 --foff -2 \
+        --pulse 4.0,80,0.001,30 --rfi chans:0.1:5 --seed 3 -q
+    rfifind -time 1.0 -o r obs.fil > rf.log 2>&1 || { tail -5 rf.log; false; }
+    [ -s r_rfifind.mask ] && [ -s r_rfifind.stats ]
+    "$PYTHON" - <<'PY'
+import struct
+d = open('r_rfifind.mask', 'rb').read()
+nchan, nint, pts, nzap = struct.unpack('4i', d[48:64])
+pos = 64 + 4 * nzap
+nzi = struct.unpack('i', d[pos:pos + 4])[0]
+per = struct.unpack('%di' % nint, d[pos + 4 + 4 * nzi:pos + 4 + 4 * nzi + 4 * nint])
+assert nzap >= 6 and nzi == 0 and set(per) == {nzap}, (nzap, nzi, per)
+PY
+    prepsubband -nobary -noclip -mask r_rfifind.mask -nsub 64 -lodm 70 -dmstep 10 -numdms 3 \
+        -o p obs.fil > ps.log 2>&1 || { tail -5 ps.log; false; }
+    grep -q "Set the padding values equal to the mid-80% channel averages" ps.log
+    dd_direct obs.fil --mask r_rfifind.mask --dm 70,80,90 --kdm 4149.377593360996 --format dat \
+        --length exact --prefix d -q
+    dd_direct obs.fil --dm 80 --kdm 4149.377593360996 --format dat --length exact -o n.dat -q
+    # over prepsubband's good samples (its .inf), every sample within 64
+    # additions' rounding (64 x 2^-24 of the series' largest magnitude); the
+    # mask matters: without it the series differ by the RFI channels' level
+    for dm in 70 80 90; do
+        "$PYTHON" - "$(presto_data_bytes p_DM$dm.00.inf)" $dm <<'PY'
+import sys, numpy as np
+n, dm = int(sys.argv[1]) // 4, sys.argv[2]
+p = np.fromfile('p_DM%s.00.dat' % dm, np.float32).astype(np.float64)[:n]
+d = np.fromfile('d_DM%s.00.dat' % dm, np.float32).astype(np.float64)[:n]
+err = np.abs(p - d).max() / np.abs(p).max()
+print('DM', dm, 'samples', n, 'relative difference', err)
+assert n > 50000 and len(d) == n and err <= 64 * 2.0 ** -24, (n, len(d), err)
+if dm == '80':
+    u = np.fromfile('n.dat', np.float32).astype(np.float64)[:n]
+    assert np.abs(p - u).max() / np.abs(p).max() > 0.01
+PY
+    done
 }
 
 REAL=$BATS_TEST_DIRNAME/../../shared/data/real

@@ -155,3 +155,46 @@ EOF
     [ "$status" -eq 1 ]
     [ ! -e x.tim ]
 }
+
+# stats FILE NCHAN NINT: rfifind's .stats layout (5 ints, then NINT x NCHAN
+# floats of powers and as many of averages); interval i's average of
+# rfifind channel c is 10 c + i, except channel 2's: -1000 in interval 0 and
+# 1000 in the last (the middle 80% leaves both out)
+write_stats() {
+    "$PYTHON" - "$@" <<'PY'
+import struct, sys
+path, nchan, nint = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+avg = [[10.0 * c + i for c in range(nchan)] for i in range(nint)]
+avg[0][2], avg[nint - 1][2] = -1000.0, 1000.0
+with open(path, 'wb') as f:
+    f.write(struct.pack('5i', nchan, nint, 1024, 0, 0))
+    f.write(struct.pack('%df' % (nchan * nint), *([0.0] * nchan * nint)))
+    for row in avg:
+        f.write(struct.pack('%df' % nchan, *row))
+PY
+}
+
+@test "rfi: with rfifind's .stats beside the mask, masked samples take PRESTO's padding (mid-80% channel average)" {
+    # 16 channels descending, float samples; the mask zaps rfifind channel 2
+    # (file channel 13) in 10 intervals of 1024 spectra; every channel but
+    # 13 killed, so the DM-0 series is channel 13's samples
+    fbsim -o f.fil --nchans 16 --nbits 32 --tsamp 0.000256 --nsamples 10240 --fch1 1500 \
+        --foff -1 --seed 2 -q --force
+    write_mask m_rfifind.mask 16 10 1024 2 ""
+    echo 0:12,14:15 > kill.txt
+    dd_direct f.fil --dm 0 --killfile kill.txt --mask m_rfifind.mask --format dat -o a.dat -q
+    write_stats m_rfifind.stats 16 10
+    dd_direct f.fil --dm 0 --killfile kill.txt --mask m_rfifind.mask --format dat -o b.dat -q
+    # without the .stats ddtk's neighbour level (about the noise mean); with
+    # it the mean of 21 .. 28 = 24.5, in every sample
+    "$PYTHON" -c "
+import numpy as np
+a = np.fromfile('a.dat', np.float32); b = np.fromfile('b.dat', np.float32)
+assert len(a) == len(b) == 10240, (len(a), len(b))
+assert np.all(b == 24.5), b[:4]
+assert abs(a.mean() - 24.5) > 1, a[:4]"
+    write_stats m_rfifind.stats 32 10
+    run_err m_rfifind.stats dd_direct f.fil --dm 0 --mask m_rfifind.mask -o x.dat
+    [ "$status" -eq 1 ]
+    [ ! -e x.dat ]
+}

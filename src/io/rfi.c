@@ -8,7 +8,11 @@
  * the input's own format, by its channel's mean over the block (per IF;
  * for a flagged or masked channel, its good neighbours' level), with
  * dithered rounding for integer data: the engine, the killfile and --zerodm
- * work as before on data that just lost their RFI.
+ * work as before on data that just lost their RFI. What a PRESTO mask zaps
+ * takes, where rfifind's .stats file is beside the mask and the input has
+ * one IF, the level PRESTO pads it with (the channel's mid-80% average of
+ * rfifind's interval averages), so that ddtk's series equal prepsubband's
+ * and prepdata's.
  *
  * --rfi auto flags, per block, the channels whose standard deviation or mean
  * is a high outlier against their neighbours' (IQRM, Morello et al. 2022: lagged
@@ -46,6 +50,7 @@ typedef struct rfi_mask {
     uint8_t *zap_chan;            /* [file channel] */
     uint8_t *zap_int;             /* [interval] */
     uint8_t *chans;               /* [interval * numchan + file channel] */
+    float *pad;                   /* [file channel] PRESTO's padding from the .stats; or NULL */
 } rfi_mask;
 
 struct ddtk_cleaner {
@@ -107,6 +112,61 @@ static int mask_chan_list(FILE *fp, rfi_mask *m, int n, uint8_t *dst, int descen
            ? ddtk_fail(DDTK_EDATA, "%s: truncated rfifind mask", path) : rc;
 }
 
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* PRESTO's padding for masked samples: per channel, the mean of the middle
+ * 80% (round(0.8 n) values, from (n - that) / 2 up) of rfifind's interval
+ * averages, sorted; from NAME.stats beside NAME.mask (rfifind writes both:
+ * numchan, numint, ptsperint, lobin, numbetween as ints, then numint x
+ * numchan floats of powers and as many of averages). No .stats: m->pad
+ * stays NULL. */
+static int read_pad(rfi_mask *m, const char *path, int descending)
+{
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    size_t root = dot && (!slash || dot > slash) ? (size_t)(dot - path) : strlen(path);
+    char *stats = ddtk_malloc(root + 8, "mask");
+    int hd[5], rc = DDTK_OK;
+    if (!stats)
+        return DDTK_ESYS;
+    snprintf(stats, root + 8, "%.*s.stats", (int)root, path);
+    FILE *fp = fopen(stats, "rb");
+    if (!fp) {
+        free(stats);
+        return DDTK_OK;
+    }
+    const int64_t nc = m->numchan;
+    float *avg = NULL, *v = NULL;
+    if (read_ints(fp, hd, 5) || hd[0] != m->numchan || hd[1] < 1 || hd[1] > (1 << 28))
+        rc = ddtk_fail(DDTK_EDATA, "%s: not the rfifind statistics of %s", stats, path);
+    const int64_t ni = rc ? 0 : hd[1];
+    if (!rc && (!(avg = ddtk_malloc((size_t)(ni * nc) * sizeof *avg, "mask statistics"))
+                || !(v = ddtk_malloc((size_t)ni * sizeof *v, "mask statistics"))
+                || !(m->pad = ddtk_malloc((size_t)nc * sizeof *m->pad, "mask statistics"))))
+        rc = DDTK_ESYS;
+    if (!rc && (fseeko(fp, (off_t)(ni * nc * (int64_t)sizeof(float)), SEEK_CUR) != 0
+                || fread(avg, sizeof *avg, (size_t)(ni * nc), fp) != (size_t)(ni * nc)))
+        rc = ddtk_fail(DDTK_EDATA, "%s: truncated rfifind statistics", stats);
+    const int64_t len = (int64_t)(ni * 0.8f + 0.5), start = (ni - len) / 2;
+    for (int64_t c = 0; c < nc && !rc; c++) {
+        double sum = 0;
+        for (int64_t i = 0; i < ni; i++)
+            v[i] = avg[i * nc + c];
+        qsort(v, (size_t)ni, sizeof *v, cmp_float);
+        for (int64_t i = start; i < start + len; i++)
+            sum += v[i];
+        m->pad[file_chan((int)c, (int)nc, descending)] = (float)(sum / (double)len);
+    }
+    fclose(fp);
+    free(stats);
+    free(avg);
+    free(v);
+    return rc;
+}
+
 static int read_mask(rfi_mask *m, const char *path, const ddtk_header *h)
 {
     double head[6];
@@ -158,7 +218,7 @@ static int read_mask(rfi_mask *m, const char *path, const ddtk_header *h)
     }
     free(per);
     fclose(fp);
-    return rc;
+    return rc || h->nifs != 1 ? rc : read_pad(m, path, desc);
 }
 
 /* ---- statistics ------------------------------------------------------------ */
@@ -465,6 +525,13 @@ static void levels(ddtk_cleaner *k, const ddtk_header *h, int64_t n)
     }
 }
 
+/* Whether channel c is zapped by the mask itself (its whole interval, its
+ * interval's channels or the zapped channels) and takes PRESTO's padding. */
+static inline int masked(const ddtk_cleaner *k, int c, int zap_all, const uint8_t *mrow)
+{
+    return k->mask.pad && (zap_all || mrow[c] || k->mask.zap_chan[c]);
+}
+
 /* Replace what the mask and the statistics flag by the channels' levels. */
 static void replace(ddtk_cleaner *k, const ddtk_header *h, uint8_t *raw, int64_t n)
 {
@@ -472,6 +539,7 @@ static void replace(ddtk_cleaner *k, const ddtk_header *h, uint8_t *raw, int64_t
     const rfi_mask *m = &k->mask;
     int64_t iv = -1;
     int nlist = 0, zap_all = 0;
+    const uint8_t *mrow = NULL;
     for (int64_t t = 0; t < n; t++) {
         int64_t s = k->first + t;
         /* the channels to replace, listed again when the mask's interval changes */
@@ -479,7 +547,7 @@ static void replace(ddtk_cleaner *k, const ddtk_header *h, uint8_t *raw, int64_t
         if (now != iv) {
             iv = now;
             int64_t mi = iv >= m->numint ? m->numint - 1 : iv;
-            const uint8_t *mrow = k->have_mask ? m->chans + (size_t)mi * m->numchan : NULL;
+            mrow = k->have_mask ? m->chans + (size_t)mi * m->numchan : NULL;
             zap_all = k->have_mask && m->zap_int[mi];
             nlist = 0;
             for (int c = 0; c < nc; c++)
@@ -491,7 +559,7 @@ static void replace(ddtk_cleaner *k, const ddtk_header *h, uint8_t *raw, int64_t
             int c = all ? j : k->list[j];
             for (int i = 0; i < ni; i++)
                 put(h, raw, (t * ni + i) * nc + c, (s * ni + i) * nc + c,
-                    k->level[(size_t)i * nc + c]);
+                    masked(k, c, zap_all, mrow) ? m->pad[c] : k->level[(size_t)i * nc + c]);
         }
         k->rep.samples_masked += nrep;
         k->rep.spectra_clipped += k->clip[t];
@@ -608,6 +676,7 @@ void ddtk_cleaner_free(ddtk_cleaner *k)
     free(k->mask.zap_chan);
     free(k->mask.zap_int);
     free(k->mask.chans);
+    free(k->mask.pad);
     free(k->raw);
     free(k->spec);
     free(k->sum);
