@@ -11,7 +11,8 @@
 # on PATH (skipped with the reason otherwise); DDTK_INTEROP_PATH, if set, is
 # put in front of PATH. Build them from their public sources, outside the
 # project: PRESTO (github.com/scottransom/presto: src/, python/) and SIGPROC
-# (github.com/SixByNine/sigproc).
+# (github.com/SixByNine/sigproc). rfifind links PGPLOT; where there is none,
+# no-op cpg* functions serve (rfifind makes its mask without the plots).
 load common
 
 [ -n "${DDTK_INTEROP_PATH:-}" ] && PATH="$DDTK_INTEROP_PATH:$PATH"
