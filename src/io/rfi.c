@@ -619,22 +619,30 @@ int ddtk_clean_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got,
         if (k->used == k->have) {
             if (k->eof)
                 break;
-            /* a whole block read and cleaned where the caller wants it, else
-             * in the cleaner's buffer (whole bytes: blocks and reads of the
-             * dd tools are multiples of 8 spectra) */
-            uint8_t *dst = n - *got >= k->block ? raw + *got * bits / 8 : k->raw;
-            k->first += k->have;
-            int rc = read(in, dst, k->block, &k->have);
+            /* the whole blocks the caller wants read at once (a large read
+             * goes to several threads) and cleaned where they are, else one
+             * block in the cleaner's buffer (whole bytes: blocks and reads of
+             * the dd tools are multiples of 8 spectra) */
+            const int64_t whole = (n - *got) / k->block;
+            const int64_t want = whole ? whole * k->block : k->block;
+            uint8_t *dst = whole ? raw + *got * bits / 8 : k->raw;
+            int64_t have;
+            int rc = read(in, dst, want, &have);
             if (rc)
                 return rc;
-            k->used = 0;
-            k->eof = k->have < k->block;
-            if (k->have == 0)
+            k->eof = have < want;
+            k->first += k->have;
+            k->have = k->used = 0;
+            for (int64_t b = 0; b < have; b += k->block) {
+                k->first += k->have;
+                k->have = have - b < k->block ? have - b : k->block;
+                clean_block(k, in, dst + b * bits / 8, k->have);
+            }
+            if (have == 0)
                 break;
-            clean_block(k, in, dst, k->have);
-            if (dst != k->raw) {
+            if (whole) {
                 k->used = k->have;
-                *got += k->have;
+                *got += have;
                 continue;
             }
         }
