@@ -27,11 +27,14 @@
  * their own layout (spectrum by spectrum, no transposed copy), the channel
  * statistics from a subsample of each block's spectra (STATS_SPECTRA: their
  * errors are a few per cent, far below what IQRM flags), and the zero-DM
- * series of every spectrum as one weighted sum over its channels.
+ * series of every spectrum as one weighted sum over its channels. The
+ * blocks of a read are cleaned on several threads: each block's cleaning
+ * depends on its own spectra only.
  */
 #include "internal.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +63,8 @@ struct ddtk_cleaner {
     int64_t block;                /* spectra per block */
     uint8_t *raw;                 /* one block as read (reads of less than a block) */
     int64_t have, used;           /* spectra in raw, and already delivered */
-    int64_t first;                /* observation index of the block's first spectrum */
+    int64_t first;                /* observation index of raw's (the last block's) first spectrum */
+    int64_t at;                   /* that of the block being cleaned */
     int eof;
     float *spec;                  /* one spectrum's values, [if][chan] */
     double *sum, *dsum, *dsq;     /* [if][chan] sums; [chan] the detected IFs' sum, squares */
@@ -73,10 +77,15 @@ struct ddtk_cleaner {
     uint8_t *bad;                 /* [chan] flagged or masked: replaced by its neighbours' level */
     float *level;                 /* [if][chan] what a replaced sample becomes */
     uint8_t *clip;                /* [t] spectrum clipped */
-    double *zdm;                  /* [t] zero-DM series */
     int *list;                    /* the channels replace() replaces */
     ddtk_rfi_report rep;
     uint8_t *ever;                /* [chan] flagged in some block */
+    /* Blocks of one read are cleaned on several threads: thread i > 0 uses
+     * workers[i - 1], a copy of this cleaner's settings (o, mask, block)
+     * with its own per-block arrays, counts and flags (added up by the
+     * report), and no buffer of its own. */
+    struct ddtk_cleaner *workers;
+    int nworkers;
 };
 
 /* ---- PRESTO masks ------------------------------------------------------------- */
@@ -343,12 +352,11 @@ static void put(const ddtk_header *h, uint8_t *raw, int64_t e, int64_t where, fl
 
 /* ---- the cleaner ------------------------------------------------------------- */
 
-static int clean_alloc(ddtk_cleaner *k, const ddtk_input *in)
+/* The arrays a cleaner (or a worker) needs for one block. */
+static int work_alloc(ddtk_cleaner *k, const ddtk_header *h)
 {
-    const ddtk_header *h = &in->hdr;
     const size_t nc = (size_t)h->nchans, ni = (size_t)h->nifs, b = (size_t)k->block;
-    if (!(k->raw = ddtk_malloc((size_t)ddtk_input_bytes(in, k->block), "RFI block"))
-        || !(k->spec = ddtk_malloc(ni * nc * sizeof *k->spec, "RFI stats"))
+    if (!(k->spec = ddtk_malloc(ni * nc * sizeof *k->spec, "RFI stats"))
         || !(k->sum = ddtk_malloc(ni * nc * sizeof *k->sum, "RFI stats"))
         || !(k->dsum = ddtk_malloc(nc * sizeof *k->dsum, "RFI stats"))
         || !(k->dsq = ddtk_malloc(nc * sizeof *k->dsq, "RFI stats"))
@@ -367,9 +375,63 @@ static int clean_alloc(ddtk_cleaner *k, const ddtk_input *in)
         || !(k->level = ddtk_malloc(ni * nc * sizeof *k->level, "RFI stats"))
         || !(k->ever = ddtk_calloc(nc, 1, "RFI stats"))
         || !(k->clip = ddtk_calloc(b, 1, "RFI stats"))
-        || !(k->zdm = ddtk_malloc(b * sizeof *k->zdm, "RFI stats"))
         || !(k->list = ddtk_malloc(nc * sizeof *k->list, "RFI stats")))
         return DDTK_ESYS;
+    return DDTK_OK;
+}
+
+static void work_free(ddtk_cleaner *k)
+{
+    free(k->spec);
+    free(k->sum);
+    free(k->dsum);
+    free(k->dsq);
+    free(k->wts);
+    free(k->scratch);
+    free(k->med);
+    free(k->sig);
+    free(k->dmed);
+    free(k->stat);
+    free(k->mean);
+    free(k->diff);
+    free(k->votes);
+    free(k->tries);
+    free(k->flag);
+    free(k->bad);
+    free(k->level);
+    free(k->ever);
+    free(k->clip);
+    free(k->list);
+}
+
+static int clean_alloc(ddtk_cleaner *k, const ddtk_input *in)
+{
+    if (!(k->raw = ddtk_malloc((size_t)ddtk_input_bytes(in, k->block), "RFI block")))
+        return DDTK_ESYS;
+    return work_alloc(k, &in->hdr);
+}
+
+/* Workers for n threads in all (the cleaner itself the first). */
+static int workers(ddtk_cleaner *k, const ddtk_header *h, int n)
+{
+    if (n - 1 <= k->nworkers)
+        return DDTK_OK;
+    ddtk_cleaner *w = realloc(k->workers, (size_t)(n - 1) * sizeof *w);
+    if (!w)
+        return ddtk_fail(DDTK_ESYS, "out of memory");
+    k->workers = w;
+    for (; k->nworkers < n - 1; k->nworkers++) {
+        ddtk_cleaner *x = &w[k->nworkers];
+        memset(x, 0, sizeof *x);
+        x->o = k->o;
+        x->mask = k->mask;
+        x->have_mask = k->have_mask;
+        x->block = k->block;
+        if (work_alloc(x, h)) {
+            work_free(x);
+            return DDTK_ESYS;
+        }
+    }
     return DDTK_OK;
 }
 
@@ -498,7 +560,7 @@ static void levels(ddtk_cleaner *k, const ddtk_header *h, int64_t n)
     const rfi_mask *m = &k->mask;
     const uint8_t *mrow = NULL;
     if (k->have_mask) {
-        int64_t iv = (k->first + n / 2) / m->ptsperint;
+        int64_t iv = (k->at + n / 2) / m->ptsperint;
         iv = iv >= m->numint ? m->numint - 1 : iv;
         /* a whole zapped interval says nothing of its channels */
         mrow = m->zap_int[iv] || memchr(m->chans + (size_t)iv * m->numchan, 0,
@@ -541,7 +603,7 @@ static void replace(ddtk_cleaner *k, const ddtk_header *h, uint8_t *raw, int64_t
     int nlist = 0, zap_all = 0;
     const uint8_t *mrow = NULL;
     for (int64_t t = 0; t < n; t++) {
-        int64_t s = k->first + t;
+        int64_t s = k->at + t;
         /* the channels to replace, listed again when the mask's interval changes */
         int64_t now = k->have_mask ? s / m->ptsperint : 0;
         if (now != iv) {
@@ -609,6 +671,30 @@ int ddtk_input_clean(ddtk_input *in, const ddtk_clean_opts *o)
     return rc ? rc : clean_alloc(k, in);
 }
 
+/* The have spectra read at dst, from the observation's spectrum k->first +
+ * k->have (k->have 0 on entry): its blocks cleaned where they are, on
+ * several threads when there are several; k->first and k->have are then the
+ * last block's. */
+static int clean_blocks(ddtk_cleaner *k, const ddtk_input *in, uint8_t *dst, int64_t have)
+{
+    const int64_t bits = in->bits_per_spectrum, nb = (have + k->block - 1) / k->block;
+    const int threads = nb < ddtk_threads() ? (int)nb : ddtk_threads();
+    int rc = threads > 1 ? workers(k, &in->hdr, threads) : DDTK_OK;
+    if (rc)
+        return rc;
+#pragma omp parallel for num_threads(threads > 1 ? threads : 1) schedule(dynamic)
+    for (int64_t b = 0; b < nb; b++) {
+        int t = omp_get_thread_num();
+        ddtk_cleaner *w = t ? &k->workers[t - 1] : k;
+        w->at = k->first + b * k->block;
+        clean_block(w, in, dst + b * k->block * bits / 8,
+                    have - b * k->block < k->block ? have - b * k->block : k->block);
+    }
+    k->first += (nb - 1) * k->block;
+    k->have = have - (nb - 1) * k->block;
+    return DDTK_OK;
+}
+
 int ddtk_clean_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got,
                     int (*read)(ddtk_input *, uint8_t *, int64_t, int64_t *))
 {
@@ -633,13 +719,10 @@ int ddtk_clean_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got,
             k->eof = have < want;
             k->first += k->have;
             k->have = k->used = 0;
-            for (int64_t b = 0; b < have; b += k->block) {
-                k->first += k->have;
-                k->have = have - b < k->block ? have - b : k->block;
-                clean_block(k, in, dst + b * bits / 8, k->have);
-            }
             if (have == 0)
                 break;
+            if ((rc = clean_blocks(k, in, dst, have)))
+                return rc;
             if (whole) {
                 k->used = k->have;
                 *got += have;
@@ -673,39 +756,34 @@ void ddtk_input_clean_report(const ddtk_input *in, ddtk_rfi_report *r)
     if (!k)
         return;
     *r = k->rep;
-    for (int c = 0; c < in->hdr.nchans; c++)
-        r->chans_ever += k->ever[c];
+    for (int i = 0; i < k->nworkers; i++) {
+        const ddtk_rfi_report *w = &k->workers[i].rep;
+        r->blocks += w->blocks;
+        r->chan_blocks += w->chan_blocks;
+        r->spectra_clipped += w->spectra_clipped;
+        r->samples += w->samples;
+        r->samples_masked += w->samples_masked;
+    }
+    for (int c = 0; c < in->hdr.nchans; c++) {
+        int ever = k->ever[c];
+        for (int i = 0; i < k->nworkers; i++)
+            ever |= k->workers[i].ever[c];
+        r->chans_ever += ever;
+    }
 }
 
 void ddtk_cleaner_free(ddtk_cleaner *k)
 {
     if (!k)
         return;
+    for (int i = 0; i < k->nworkers; i++)
+        work_free(&k->workers[i]);
+    free(k->workers);
     free(k->mask.zap_chan);
     free(k->mask.zap_int);
     free(k->mask.chans);
     free(k->mask.pad);
     free(k->raw);
-    free(k->spec);
-    free(k->sum);
-    free(k->dsum);
-    free(k->dsq);
-    free(k->wts);
-    free(k->scratch);
-    free(k->med);
-    free(k->sig);
-    free(k->dmed);
-    free(k->stat);
-    free(k->mean);
-    free(k->diff);
-    free(k->votes);
-    free(k->tries);
-    free(k->flag);
-    free(k->bad);
-    free(k->level);
-    free(k->ever);
-    free(k->clip);
-    free(k->zdm);
-    free(k->list);
+    work_free(k);
     free(k);
 }
