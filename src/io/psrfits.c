@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <fitsio.h>
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -69,7 +70,8 @@ struct ddtk_psrfits {
     int presented;                /* row holds raw presented */
     float *scl, *offs, *wts;
     float *mul, *add;             /* OUT_FLOAT, per IF and channel of the row: raw * mul + add */
-    float *block;                 /* ROW_BLOCK spectra of floats, for read_rows */
+    float *block;                 /* ROW_BLOCK spectra of floats per thread, for read_rows */
+    int nblock;                   /* threads it has room for */
     uint8_t *batch;               /* BATCH_BYTES of whole raw rows, for read_rows_float */
     float *bmul, *badd;           /* their scaling */
     long batch_rows;
@@ -676,8 +678,7 @@ int ddtk_psrfits_open(ddtk_psrfits **pp, const char *const *paths, int n, ddtk_h
                 || !(p->dead = ddtk_malloc((size_t)p->nchan, "DAT_WTS"))
                 || !(p->zero = ddtk_malloc((size_t)p->nchan * sizeof *p->zero, "DAT_WTS"))
                 || !(p->mul = ddtk_malloc(nv * sizeof *p->mul, "PSRFITS scaling"))
-                || !(p->add = ddtk_malloc(nv * sizeof *p->add, "PSRFITS scaling"))
-                || !(p->block = ddtk_malloc(ROW_BLOCK * nv * sizeof *p->block, "PSRFITS rows"))))
+                || !(p->add = ddtk_malloc(nv * sizeof *p->add, "PSRFITS scaling"))))
         rc = DDTK_ESYS;
     if (!rc)
         rc = scan_scaling(p, &trivial);
@@ -1020,8 +1021,10 @@ static void decode_rows(const ddtk_psrfits *p, int64_t s0, int64_t k, const int 
 {
     const int64_t vals = (int64_t)p->out_pols * p->nchan, nchan = p->nchan;
     const int64_t lane = pol == DDTK_POL_SUM ? 0 : pol * nchan;
-    float *b = p->block;
+    const int threads = k * vals >= ((int64_t)1 << 20) ? p->nblock : 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t j0 = 0; j0 < k; j0 += ROW_BLOCK) {
+        float *b = p->block + (size_t)omp_get_thread_num() * ROW_BLOCK * vals;
         const int64_t nb = k - j0 < ROW_BLOCK ? k - j0 : ROW_BLOCK;
         for (int64_t j = 0; j < nb; j++)
             spectrum_floats(p, p->raw, p->mul, p->add, s0 + j0 + j, b + j * vals);
@@ -1042,7 +1045,16 @@ static void decode_rows(const ddtk_psrfits *p, int64_t s0, int64_t k, const int 
 int ddtk_psrfits_read_rows(ddtk_psrfits *p, int64_t n, const int *row, int pol, float *out,
                            size_t stride, int64_t *got)
 {
+    const int threads = ddtk_threads() < 64 ? ddtk_threads() : 64;
     *got = 0;
+    if (threads > p->nblock) {       /* room for each thread's block of floats */
+        size_t bytes = (size_t)threads * ROW_BLOCK * p->out_pols * p->nchan * sizeof *p->block;
+        float *b = realloc(p->block, bytes);
+        if (!b)
+            return ddtk_fail(DDTK_ESYS, "out of memory");
+        p->block = b;
+        p->nblock = threads;
+    }
     while (*got < n) {
         int64_t k, next;
         if (p->row_left > 0) {
