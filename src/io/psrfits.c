@@ -25,7 +25,6 @@
 #include <fcntl.h>
 #include <fitsio.h>
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -70,8 +69,7 @@ struct ddtk_psrfits {
     int presented;                /* row holds raw presented */
     float *scl, *offs, *wts;
     float *mul, *add;             /* OUT_FLOAT, per IF and channel of the row: raw * mul + add */
-    float *block;                 /* ROW_BLOCK spectra of floats per thread, for read_rows */
-    int nblock;                   /* threads it has room for */
+    float *block;                 /* ROW_BLOCK spectra of floats, for read_rows */
     uint8_t *batch;               /* BATCH_BYTES of whole raw rows, for read_rows_float */
     float *bmul, *badd;           /* their scaling */
     long batch_rows;
@@ -678,7 +676,8 @@ int ddtk_psrfits_open(ddtk_psrfits **pp, const char *const *paths, int n, ddtk_h
                 || !(p->dead = ddtk_malloc((size_t)p->nchan, "DAT_WTS"))
                 || !(p->zero = ddtk_malloc((size_t)p->nchan * sizeof *p->zero, "DAT_WTS"))
                 || !(p->mul = ddtk_malloc(nv * sizeof *p->mul, "PSRFITS scaling"))
-                || !(p->add = ddtk_malloc(nv * sizeof *p->add, "PSRFITS scaling"))))
+                || !(p->add = ddtk_malloc(nv * sizeof *p->add, "PSRFITS scaling"))
+                || !(p->block = ddtk_malloc(ROW_BLOCK * nv * sizeof *p->block, "PSRFITS rows"))))
         rc = DDTK_ESYS;
     if (!rc)
         rc = scan_scaling(p, &trivial);
@@ -1014,47 +1013,72 @@ int ddtk_psrfits_rows(const ddtk_psrfits *p)
     return p->out == OUT_FLOAT;
 }
 
-/* Spectra s0 .. s0 + k - 1 of the current raw row into channel rows, in
- * blocks: a block's spectra as floats, then each live channel's run. */
-static void decode_rows(const ddtk_psrfits *p, int64_t s0, int64_t k, const int *row, int pol,
-                        float *out, size_t stride)
+/* Spectra s0 .. s0 + nb - 1 (nb <= ROW_BLOCK) of the current raw row, 8-bit
+ * unsigned, into channel rows: each live channel's run read straight from
+ * the bytes (they stay in L1 for the block), as ddtk_unpack reads a
+ * filterbank, with the row's multiply-add. */
+static void decode_block8(const ddtk_psrfits *p, int64_t s0, int64_t nb, const int *row, int pol,
+                          float *out, size_t stride)
+{
+    const int64_t nv = (int64_t)p->npol * p->nchan, nchan = p->nchan;
+    const int64_t lane = pol == DDTK_POL_SUM ? 0 : pol * nchan;
+    const uint8_t *r = p->raw + s0 * nv;
+    for (int64_t c = 0; c < nchan; c++) {
+        if (row[c] < 0)
+            continue;
+        float *restrict dst = out + (size_t)row[c] * stride;
+        const float m0 = p->mul[lane + c], a0 = p->add[lane + c];
+        if (pol == DDTK_POL_SUM) {
+            const float m1 = p->mul[nchan + c], a1 = p->add[nchan + c];
+            for (int64_t j = 0; j < nb; j++)
+                dst[j] = ((float)r[j * nv + c] * m0 + a0) + ((float)r[j * nv + nchan + c] * m1 + a1);
+        } else
+            for (int64_t j = 0; j < nb; j++)
+                dst[j] = (float)r[j * nv + lane + c] * m0 + a0;
+    }
+}
+
+/* The same for any sample format: the block's spectra as floats, then each
+ * live channel's run. */
+static void decode_block(const ddtk_psrfits *p, int64_t s0, int64_t nb, const int *row, int pol,
+                         float *out, size_t stride, float *b)
 {
     const int64_t vals = (int64_t)p->out_pols * p->nchan, nchan = p->nchan;
     const int64_t lane = pol == DDTK_POL_SUM ? 0 : pol * nchan;
-    const int threads = k * vals >= ((int64_t)1 << 20) ? p->nblock : 1;
-#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t j = 0; j < nb; j++)
+        spectrum_floats(p, p->raw, p->mul, p->add, s0 + j, b + j * vals);
+    for (int64_t c = 0; c < nchan; c++) {
+        if (row[c] < 0)
+            continue;
+        float *dst = out + (size_t)row[c] * stride;
+        if (pol == DDTK_POL_SUM)
+            for (int64_t j = 0; j < nb; j++)
+                dst[j] = b[j * vals + c] + b[j * vals + nchan + c];
+        else
+            for (int64_t j = 0; j < nb; j++)
+                dst[j] = b[j * vals + lane + c];
+    }
+}
+
+/* Spectra s0 .. s0 + k - 1 of the current raw row into channel rows, in
+ * blocks of ROW_BLOCK spectra. */
+static void decode_rows(const ddtk_psrfits *p, int64_t s0, int64_t k, const int *row, int pol,
+                        float *out, size_t stride)
+{
+    const int bytes = p->nbits == 8 && !p->raw_signed;
     for (int64_t j0 = 0; j0 < k; j0 += ROW_BLOCK) {
-        float *b = p->block + (size_t)omp_get_thread_num() * ROW_BLOCK * vals;
         const int64_t nb = k - j0 < ROW_BLOCK ? k - j0 : ROW_BLOCK;
-        for (int64_t j = 0; j < nb; j++)
-            spectrum_floats(p, p->raw, p->mul, p->add, s0 + j0 + j, b + j * vals);
-        for (int64_t c = 0; c < nchan; c++) {
-            if (row[c] < 0)
-                continue;
-            float *dst = out + (size_t)row[c] * stride + j0;
-            if (pol == DDTK_POL_SUM)
-                for (int64_t j = 0; j < nb; j++)
-                    dst[j] = b[j * vals + c] + b[j * vals + nchan + c];
-            else
-                for (int64_t j = 0; j < nb; j++)
-                    dst[j] = b[j * vals + lane + c];
-        }
+        if (bytes)
+            decode_block8(p, s0 + j0, nb, row, pol, out + j0, stride);
+        else
+            decode_block(p, s0 + j0, nb, row, pol, out + j0, stride, p->block);
     }
 }
 
 int ddtk_psrfits_read_rows(ddtk_psrfits *p, int64_t n, const int *row, int pol, float *out,
                            size_t stride, int64_t *got)
 {
-    const int threads = ddtk_threads() < 64 ? ddtk_threads() : 64;
     *got = 0;
-    if (threads > p->nblock) {       /* room for each thread's block of floats */
-        size_t bytes = (size_t)threads * ROW_BLOCK * p->out_pols * p->nchan * sizeof *p->block;
-        float *b = realloc(p->block, bytes);
-        if (!b)
-            return ddtk_fail(DDTK_ESYS, "out of memory");
-        p->block = b;
-        p->nblock = threads;
-    }
     while (*got < n) {
         int64_t k, next;
         if (p->row_left > 0) {

@@ -35,11 +35,39 @@ static inline float element(const uint8_t *raw, int64_t e, int nbits, int sgn)
     }
 }
 
+/* 8-bit unsigned, the common case, with the width and the IFs fixed so that
+ * the compiler keeps no per-sample branch: about twice the rate of the
+ * general loop. */
+static void unpack8(const uint8_t *raw, int64_t n, int64_t nchans, int64_t per_spectrum,
+                    const int *row, int pol, float *out, size_t stride)
+{
+    const int64_t lane = pol == DDTK_POL_SUM ? 0 : pol * nchans;
+    for (int64_t s0 = 0; s0 < n; s0 += UNPACK_BLOCK) {
+        int64_t s1 = s0 + UNPACK_BLOCK < n ? s0 + UNPACK_BLOCK : n;
+        for (int64_t c = 0; c < nchans; c++) {
+            if (row[c] < 0)
+                continue;
+            float *restrict dst = out + (size_t)row[c] * stride;
+            const uint8_t *r = raw + lane + c;
+            if (pol == DDTK_POL_SUM)
+                for (int64_t s = s0; s < s1; s++)
+                    dst[s] = (float)r[s * per_spectrum] + (float)r[s * per_spectrum + nchans];
+            else
+                for (int64_t s = s0; s < s1; s++)
+                    dst[s] = (float)r[s * per_spectrum];
+        }
+    }
+}
+
 void ddtk_unpack(const ddtk_header *h, const uint8_t *raw, int64_t n,
                  const int *row, int pol, float *out, size_t stride)
 {
     const int64_t nchans = h->nchans, per_spectrum = nchans * h->nifs;
     const int nbits = h->nbits, sgn = h->signed_data == 1;
+    if (nbits == 8 && !sgn) {
+        unpack8(raw, n, nchans, per_spectrum, row, pol, out, stride);
+        return;
+    }
     for (int64_t s0 = 0; s0 < n; s0 += UNPACK_BLOCK) {
         int64_t s1 = s0 + UNPACK_BLOCK < n ? s0 + UNPACK_BLOCK : n;
         for (int64_t c = 0; c < nchans; c++) {
