@@ -485,8 +485,8 @@ static void block_stats(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *ra
     memset(dsum, 0, (size_t)nc * sizeof *dsum);
     memset(dsq, 0, (size_t)nc * sizeof *dsq);
     for (int64_t t = 0; t < n; t += step, m++) {
-        const float *restrict x = k->spec;
         spectrum(h, raw, t, k->spec);
+        const float *restrict x = k->spec;
         for (int64_t v = 0; v < (int64_t)ni * nc; v++)
             sum[v] += x[v];
         for (int c = 0; c < nc; c++) {
@@ -526,13 +526,13 @@ static void clip_spectra(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *r
     if (live < 1)
         return;
     for (int64_t t = 0; t < n; t++) {
-        const float *restrict x = k->spec;
         float acc[LANES] = { 0 };
         int c = 0;
         spectrum(h, raw, t, k->spec);
         if (ni >= 2)
             for (int j = 0; j < nc; j++)
                 k->spec[j] += k->spec[nc + j];
+        const float *restrict x = k->spec;
         for (; c + LANES <= nc; c += LANES)
             for (int j = 0; j < LANES; j++)
                 acc[j] += w[c + j] * x[c + j];
