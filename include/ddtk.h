@@ -374,7 +374,7 @@ enum { DDTK_BACKEND_AUTO = 0, DDTK_BACKEND_CPU = 1, DDTK_BACKEND_GPU = 2 };
 extern const char *const ddtk_backend_names[];
 
 /*
- * Algorithms (algo.c): "direct", "subband", "tree", each with parameters of
+ * Algorithms (algo.c): "direct", "subband", "tree", "fdmt", each with parameters of
  * its own, set by name on a plan description (ddtk_plan_desc_set_param) and
  * listed by ddtk_algorithm_param. The tools take each as --NAME (underscores
  * as dashes).
@@ -497,6 +497,8 @@ int ddtk_plan_desc_get_param(const ddtk_plan_desc *d, const char *name, double *
  * algorithm that takes any DM list is DDTK_EUSAGE. */
 int ddtk_plan_desc_own_dms(ddtk_plan_desc *d, double dm_min, double dm_max, double width,
                            int scrunch, double **dms, int **downsamp, int *ndm);
+/* 1 when the algorithm named computes its own DMs (ddtk_plan_desc_own_dms). */
+int ddtk_algorithm_own_dms(const char *algorithm);
 /* Channels, tsamp and sample format from a SIGPROC header; *freqs (malloc'd,
  * the caller frees it after planning) holds the channel frequencies. */
 int ddtk_plan_desc_header(ddtk_plan_desc *d, const ddtk_header *h, double **freqs);

@@ -183,10 +183,11 @@ double ddtk_robust_sigma(const float *x, int64_t n, double centre, float *scratc
 /* Replace or add key's entry in the wisdom file at path (its directory made
  * when missing), under the directory's lock, by renaming a whole new file. */
 int ddtk_wisdom_store(const char *path, const char *key, const char *config, double rate);
-/* Set d->cpu or d->gpu_config from path's entry for key (*found = 1 when there
- * is one). A missing file holds no wisdom (DDTK_OK); one that is not wisdom
- * (not a regular file, too large, a damaged line or field) is DDTK_EDATA with
- * the message set. Prints nothing. */
+/* Set d->cpu or d->gpu_config, and the tunable parameters d does not give,
+ * from path's entry for key (*found = 1 when there is one). A missing file
+ * holds no wisdom (DDTK_OK); one that is not wisdom (not a regular file, too
+ * large, a damaged line or field, a parameter d's algorithm does not tune) is
+ * DDTK_EDATA with the message set and d unchanged. Prints nothing. */
 int ddtk_wisdom_lookup(const char *path, const char *key, ddtk_plan_desc *d, int *found);
 
 /* ---- synthetic observations (sim.c) --------------------------------------- */

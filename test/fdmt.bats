@@ -140,8 +140,6 @@ compare() {
     [ "$status" -eq 2 ]
     run_err "--dm-max" dd_fdmt s.fil
     [ "$status" -eq 2 ]
-    run_err "--tune" dd_fdmt s.fil --dm-max 10 --tune
-    [ "$status" -eq 2 ]
     run_err "no FDMT DM" dd_fdmt s.fil --dm-min 10.01 --dm-max 10.02
     [ "$status" -eq 2 ]
     run_err "--method" dd_fdmt s.fil --dm-max 10 --method padded

@@ -98,8 +98,6 @@ compare() {
     [ "$status" -eq 2 ]
     run_err "--dm-max" dd_tree p.fil
     [ "$status" -eq 2 ]
-    run_err "--tune" dd_tree p.fil --dm-max 10 --tune
-    [ "$status" -eq 2 ]
     run_err "no tree DM" dd_tree p.fil --dm-min 10.01 --dm-max 10.02
     [ "$status" -eq 2 ]
 }

@@ -3,7 +3,9 @@
 # a tuned configuration is found by the next run (-v says so), --no-wisdom
 # and --wisdom choose, --tune tunes a new set-up once, a damaged file is one
 # warning and the defaults, concurrent tuners leave a whole file, and no
-# configuration changes an output byte.
+# configuration changes an output byte. ddtune --algorithm tunes every
+# algorithm: its table's fastest line is kept, the algorithm's tool reads it
+# back and gives the bytes of the same parameters given as options.
 
 load common
 
@@ -150,4 +152,92 @@ setup() {
     run ddtune a.fil --dm-max 60 --dm-step 1 --budget 1 --backend cpu --no-wisdom
     [ "$status" -eq 0 ]
     [[ "$output" == *" | direct nchans 64 nbits 8 ndm 64 "* ]]
+}
+
+# The fastest line of ddtune's table (configuration, rate), and its "best:" line.
+fastest() { printf '%s\n' "$1" | awk '/ sample-adds\/s$/ && !/^best: / {
+        r = $(NF - 1); sub(/ +[^ ]+ sample-adds\/s$/, ""); if (r + 0 > top) { top = r + 0; c = $0 } }
+    END { print c }'; }
+kept() { printf '%s\n' "$1" | sed -n 's/^best: \(.*\), [^ ]* sample-adds\/s$/\1/p'; }
+# "nsub 8 dm_group 4 chunk 512" (after a kernel configuration) -> "--nsub 8 --dm-group 4 --chunk 512"
+as_options() { printf '%s\n' "$1" |
+    sed -E 's/^(cpu tile [0-9]+ dms [0-9]+ chans [0-9]+|gpu lane -?[0-9]+ float -?[0-9]+|defaults) ?//' |
+    awk '{ for (i = 1; i < NF; i += 2) { o = $i; gsub(/_/, "-", o); printf "--%s %s ", o, $(i + 1) } }'; }
+
+@test "ddtune --algorithm subband|tree|fdmt keeps its table's fastest; the tool reads it back, bytes as the options" {
+    for alg in subband tree fdmt; do
+        dms=(--dm-max 60) && [ $alg != subband ] || dms=(--dm-min 0 --dm-max 60 --dm-step 1)
+        run ddtune --algorithm $alg a.fil "${dms[@]}" --budget 2 --backend cpu
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"set-up: cpu "*" | $alg nchans 64 nbits 8 "* ]]
+        best=$(kept "$output")
+        [ -n "$best" ] && [ "$best" = "$(fastest "$output")" ]
+        [ "$(grep -F "| $alg " cache/wisdom | cut -f2)" = "$best" ]
+        rm -rf w e && mkdir w e
+        run dd_$alg a.fil "${dms[@]}" --backend cpu --prefix w/x -v
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"kernel configuration: $best (wisdom)"* ]]
+        dd_$alg -q a.fil "${dms[@]}" --backend cpu --prefix e/x --no-wisdom $(as_options "$best")
+        [ "$(ls w | wc -l)" -gt 20 ] && [ "$(ls w | wc -l)" -eq "$(ls e | wc -l)" ]
+        for f in e/*; do cmp "$f" "w/${f#e/}"; done
+    done
+    [ "$(tail -n +2 cache/wisdom | wc -l)" -eq 3 ]
+}
+
+@test "ddtune --algorithm: a sub-band layout past --max-smear-ratio is never kept; a given parameter is kept" {
+    run ddtune --algorithm subband a.fil --dm-min 0 --dm-max 200 --dm-step 1 --budget 4 --backend cpu \
+        --max-smear-ratio 0.01 --no-wisdom
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"max_smear_ratio=0.01"* ]]
+    [[ "$output" == *"skipped: past the accuracy budget"* ]]
+    [ "$(kept "$output")" = "$(fastest "$output")" ]
+    run ddtune --algorithm fdmt a.fil --dm-max 60 --chunk 4096 --budget 1 --backend cpu --no-wisdom
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"| fdmt "*" chunk=4096"* ]]
+    [ "$(printf '%s\n' "$output" | grep -c 'sample-adds/s$')" -eq 2 ]     # the one line, and best
+    [ "$(kept "$output")" = "chunk 4096" ]
+}
+
+@test "ddtune --algorithm: unknown names, the tree's DM options and abbreviations are usage errors" {
+    run_err "unknown algorithm 'nope' (expected direct, subband, tree or fdmt)" \
+        ddtune --algorithm nope a.fil --dm-max 10
+    [ "$status" -eq 2 ]
+    run_err "computes its own DMs" ddtune --algorithm tree a.fil --dm 10
+    [ "$status" -eq 2 ]
+    run_err "--dm-max" ddtune --algorithm=fdmt a.fil
+    [ "$status" -eq 2 ]
+    run_err "spell the option out" ddtune --algo tree a.fil --dm-max 10
+    [ "$status" -eq 2 ]
+    run_err "--chunk" ddtune --algorithm direct a.fil --dm-max 10 --chunk 512
+    [ "$status" -eq 2 ]
+    [ ! -e cache ]
+}
+
+@test "a wisdom entry with a parameter the algorithm does not tune is one warning and the defaults" {
+    mkdir ref o
+    dd_subband -q a.fil --dm-min 0 --dm-max 60 --prefix ref/x --no-wisdom --backend cpu
+    ddtune -q --algorithm subband a.fil --dm-min 0 --dm-max 60 --budget 1 --backend cpu > /dev/null
+    key=$(tail -n +2 cache/wisdom | cut -f1)
+    printf '# ddtk wisdom 4\n%s\tcpu tile 512 dms 8 chans 16 max_smear_ratio 5\t1e9\n' "$key" > cache/wisdom
+    run dd_subband a.fil --dm-min 0 --dm-max 60 --prefix o/x -q --backend cpu
+    [ "$status" -eq 0 ]
+    [ "$output" = "dd_subband: warning: $DDTK_WISDOM: line 2: 'max_smear_ratio' is not a tunable parameter of the subband algorithm; using the default kernel configuration" ]
+    for f in ref/*; do cmp "$f" "o/${f#ref/}"; done
+}
+
+@test "gpu: ddtune --algorithm subband|tree keeps its table's fastest; the tool runs it with the CPU's bytes" {
+    dd_direct --list-gpus 2>/dev/null | grep -q "compute capability" || skip "no GPU"
+    for alg in subband tree; do
+        dms=(--dm-max 60) && [ $alg != subband ] || dms=(--dm-min 0 --dm-max 60 --dm-step 1)
+        run ddtune --algorithm $alg a.fil "${dms[@]}" --budget 10 --backend gpu
+        [ "$status" -eq 0 ]
+        [[ "$output" == *"set-up: gpu "*" | $alg nchans 64 "* ]]
+        best=$(kept "$output")
+        [ -n "$best" ] && [ "$best" = "$(fastest "$output")" ]
+        rm -rf g c && mkdir g c
+        run dd_$alg a.fil "${dms[@]}" --backend gpu --prefix g/x -v
+        [[ "$output" == *"kernel configuration: $best (wisdom)"* ]]
+        dd_$alg -q a.fil "${dms[@]}" --backend cpu --no-wisdom --prefix c/x $(as_options "$best")
+        for f in c/*; do cmp "$f" "g/${f#c/}"; done
+    done
 }

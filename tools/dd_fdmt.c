@@ -51,9 +51,6 @@ static int check_args(const ddtk_ddargs *a)
         return ddtk_fail(DDTK_EUSAGE, "dd_fdmt computes the DMs of its transform: select them "
                          "with --dm-min/--dm-max (--dm, --dm-list, --plan, --dm-step and --tol "
                          "do not apply)");
-    if (a->tune)
-        return ddtk_fail(DDTK_EUSAGE, "--tune tunes the direct kernel; the FDMT has no tuned "
-                         "configuration");
     if (isnan(a->dm_max))
         return ddtk_fail(DDTK_EUSAGE, "--dm-max is needed (see --help)");
     return DDTK_OK;
@@ -75,25 +72,6 @@ static void report(const ddtk_ddargs *a)
     }
 }
 
-/* The transform's DMs for the input (the algorithm's own list) into a->dms
- * and a->downsamp. */
-static int fdmt_dms(ddtk_ddargs *a, const ddtk_input *in)
-{
-    ddtk_plan_desc d = a->desc;
-    double *freqs = NULL, lo = isnan(a->dm_min) ? 0 : a->dm_min;
-    if (lo > a->dm_max || lo < 0)
-        return ddtk_fail(DDTK_EUSAGE, "--dm-min %g --dm-max %g: need 0 <= min <= max", lo,
-                         a->dm_max);
-    int rc = ddtk_plan_desc_header(&d, &in->hdr, &freqs);
-    if (!rc)
-        rc = ddtk_plan_desc_own_dms(&d, lo, a->dm_max, a->pulse_width * 1e-6, a->scrunch != 0,
-                                    &a->dms.dm, &a->downsamp, &a->dms.n);
-    free(freqs);
-    a->dms.cap = a->dms.n;
-    a->dms_fixed = 1;
-    return rc;
-}
-
 static int list_dms(const ddtk_ddargs *a)
 {
     for (int i = 0; i < a->dms.n; i++)
@@ -107,7 +85,7 @@ static int dedisperse(ddtk_ddargs *a, ddtk_input *in, void *ctx)
     ddtk_plan *plan;
     int rc = check_args(a);
     if (!rc)
-        rc = fdmt_dms(a, in);
+        rc = ddtk_ddargs_own_dms(a, in);
     if (rc || *list)
         return rc ? rc : list_dms(a);
     if ((rc = ddtk_ddargs_plan(a, in, &plan)))

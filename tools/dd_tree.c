@@ -126,25 +126,16 @@ static void report(const ddtk_ddargs *a, const ddtk_tree_setup *s, const ddtk_in
 static int tree_dms(ddtk_ddargs *a, const tree_args *t, const ddtk_input *in,
                     ddtk_tree_setup *s)
 {
-    ddtk_plan_desc d = a->desc;
-    double *freqs = NULL, lo = isnan(a->dm_min) ? 0 : a->dm_min;
     const int np = pow2_at_least(in->hdr.nchans);
-    if (lo > a->dm_max || lo < 0)
-        return ddtk_fail(DDTK_EUSAGE, "--dm-min %g --dm-max %g: need 0 <= min <= max", lo,
-                         a->dm_max);
-    int rc = ddtk_plan_desc_header(&d, &in->hdr, &freqs);
-    if (!rc && t->nsub)
-        rc = ddtk_plan_desc_set_param(&d, "sub_chans", np > t->nsub ? np / t->nsub : 1);
+    int rc = t->nsub ? ddtk_plan_desc_set_param(&a->desc, "sub_chans",
+                                                np > t->nsub ? np / t->nsub : 1) : DDTK_OK;
     if (!rc)
-        rc = ddtk_plan_desc_own_dms(&d, lo, a->dm_max, a->pulse_width * 1e-6, a->scrunch != 0,
-                                    &a->dms.dm, &a->downsamp, &a->dms.n);
-    free(freqs);
-    a->dms.cap = a->dms.n;
-    a->dms_fixed = 1;
+        rc = ddtk_ddargs_own_dms(a, in);
     *s = (ddtk_tree_setup){
-        .method = (int)param(a, "method"), .cps = (int)param_of(&d, "sub_chans"),
-        .scrunch = a->scrunch != 0, .dm_min = lo, .dm_max = a->dm_max,
-        .width = a->pulse_width * 1e-6, .kdm = a->desc.kdm, .max_smear = param(a, "max_smear"),
+        .method = (int)param(a, "method"), .cps = (int)param(a, "sub_chans"),
+        .scrunch = a->scrunch != 0, .dm_min = isnan(a->dm_min) ? 0 : a->dm_min,
+        .dm_max = a->dm_max, .width = a->pulse_width * 1e-6, .kdm = a->desc.kdm,
+        .max_smear = param(a, "max_smear"),
     };
     return rc ? rc : ddtk_plan_desc_set_param(&a->desc, "sub_chans", s->cps);
 }

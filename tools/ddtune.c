@@ -1,30 +1,45 @@
 /*
- * ddtune - tune the dedispersion kernel for an observing set-up and keep the
- * result in the wisdom file, as fftw-wisdom does for FFTW.
+ * ddtune - tune an algorithm (its tunable parameters and the direct kernel
+ * it runs) for an observing set-up and keep the result in the wisdom file,
+ * as fftw-wisdom does for FFTW.
  */
 #include "ddcli.h"
 #include "internal.h"
 #include "cli.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_BUDGET = 2000 };
+enum { OPT_BUDGET = 2000, OPT_ALGORITHM };
 
 static const struct option options[] = {
     { "budget", required_argument, 0, OPT_BUDGET },
+    { "algorithm", required_argument, 0, OPT_ALGORITHM },
 };
+
+typedef struct tune_args {
+    double budget;
+    const char *algorithm;        /* read before the command line is parsed */
+} tune_args;
 
 static void help(void)
 {
-    printf("Usage: ddtune [FILE|-] (--dm DM[,DM...] | [--dm-min A] --dm-max B\n"
-           "              [--dm-step S] | --dm-list F | --plan F) [--budget SECONDS] [--wisdom FILE]\n"
+    printf("Usage: ddtune [FILE|-] [--algorithm direct|subband|tree|fdmt]\n"
+           "              (--dm DM[,DM...] | [--dm-min A] --dm-max B [--dm-step S]\n"
+           "              | --dm-list F | --plan F) [--budget SECONDS] [--wisdom FILE]\n"
            "              [--backend cpu|gpu|auto] [--threads N] [options]\n"
-           "Times configurations of the direct kernel for the set-up of FILE's header\n"
-           "(only the header is read) and this DM list, on synthetic data in memory, and\n"
-           "stores the fastest in the wisdom file, where dd_direct finds it. Prints each\n"
-           "configuration tried and the best. Configurations change speed, never output.\n"
+           "Times configurations of an algorithm for the set-up of FILE's header (only the\n"
+           "header is read) and this DM list, on synthetic data in memory, and stores the\n"
+           "fastest in the wisdom file, where the algorithm's dd_* tool finds it. What is\n"
+           "varied: the direct kernel's tiles or GPU variants (direct, subband), the\n"
+           "sub-band layout --nsub/--dm-group within --max-smear-ratio (subband), the CPU\n"
+           "--chunk (tree, fdmt) and the GPU --gpu-group (tree); a parameter given on the\n"
+           "command line is kept. Prints each configuration tried and the best. The tree\n"
+           "and the FDMT compute their own DMs: give them --dm-min/--dm-max only.\n"
            "A set-up without a file: fbsim --nsamples 1 ... | ddtune - --dm-max ...\n\n"
+           "  --algorithm NAME         direct (default), subband, tree or fdmt; its\n"
+           "                           parameters are options as in its dd_* tool\n"
            "  --budget SECONDS         stop trying configurations after this long (60)\n"
            "  --wisdom FILE            the wisdom file (default $DDTK_WISDOM, else\n"
            "                           $XDG_CACHE_HOME/ddtk/wisdom or ~/.cache/ddtk/wisdom)\n"
@@ -34,25 +49,45 @@ static void help(void)
 
 static int option(int code, const char *arg, void *ctx)
 {
-    double *budget = ctx;
+    tune_args *t = ctx;
+    if (code == OPT_ALGORITHM)    /* read already: an abbreviation would be missed there */
+        return strcmp(arg, t->algorithm) == 0 ? DDTK_OK
+               : ddtk_fail(DDTK_EUSAGE, "--algorithm: spell the option out (--algorithm NAME)");
     if (code != OPT_BUDGET)
         return ddtk_fail(DDTK_EUSAGE, "unknown option (see --help)");
-    if (ddtk_parse_double(arg, budget) || !(*budget > 0))
+    if (ddtk_parse_double(arg, &t->budget) || !(t->budget > 0))
         return ddtk_bad_option("--budget", arg, "expected seconds > 0");
     return DDTK_OK;
 }
 
+/* The tree's and the FDMT's DMs are their own, as their tools compute them. */
+static int own_dms(ddtk_ddargs *a, const ddtk_input *in)
+{
+    if (a->dm_given || a->dm_list_file || a->plan_file || !isnan(a->dm_step) || a->tol_given)
+        return ddtk_fail(DDTK_EUSAGE, "the %s algorithm computes its own DMs: select them with "
+                         "--dm-min/--dm-max (--dm, --dm-list, --plan, --dm-step and --tol do "
+                         "not apply)", a->desc.algorithm);
+    if (isnan(a->dm_max))
+        return ddtk_fail(DDTK_EUSAGE, "--dm-max is needed (see --help)");
+    return ddtk_ddargs_own_dms(a, in);
+}
+
 static int tune(ddtk_ddargs *a, ddtk_input *in, void *ctx)
 {
-    const double budget = *(const double *)ctx;
+    const tune_args *t = ctx;
     char *path = a->no_wisdom ? NULL : a->wisdom ? strdup(a->wisdom) : ddtk_cli_wisdom_path();
     char key[1024];
-    int rc = ddtk_ddargs_describe(a, in);
+    int rc = ddtk_algorithm_own_dms(a->desc.algorithm) ? own_dms(a, in) : DDTK_OK;
+    if (!rc)
+        rc = ddtk_ddargs_describe(a, in);
+    if (!rc && !ddtk_tune_applies(&a->desc))
+        rc = ddtk_fail(DDTK_EUSAGE, "the %s algorithm has nothing to tune on this backend",
+                       a->desc.algorithm);
     if (!rc)
         rc = ddtk_wisdom_key(&a->desc, key, sizeof key);
     if (!rc) {
         printf("set-up: %s\n", key);
-        rc = ddtk_tune(&a->desc, path, budget, stdout);
+        rc = ddtk_tune(&a->desc, path, t->budget, stdout);
     }
     if (!rc && path && !a->desc.quiet)
         ddtk_msg("wisdom kept in %s", path);
@@ -60,13 +95,27 @@ static int tune(ddtk_ddargs *a, ddtk_input *in, void *ctx)
     return rc;
 }
 
+/* The last --algorithm NAME or --algorithm=NAME before "--": the algorithm
+ * decides which parameter options the command line takes. */
+static const char *algorithm_of(int argc, char **argv)
+{
+    const char *name = "direct";
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--algorithm") == 0 && i + 1 < argc)
+            name = argv[++i];
+        else if (strncmp(argv[i], "--algorithm=", 12) == 0)
+            name = argv[i] + 12;
+    }
+    return name;
+}
+
 int main(int argc, char **argv)
 {
     ddtk_ddargs args;
-    double budget = 60;
+    tune_args t = { 60, algorithm_of(argc, argv) };
     const ddtk_ddtool tool = {
-        .algorithm = "direct", .options = options, .noptions = 1, .option = option,
-        .ctx = &budget, .help = help, .check = ddtk_ddargs_no_outputs, .run = tune,
+        .algorithm = t.algorithm, .options = options, .noptions = 2, .option = option,
+        .ctx = &t, .help = help, .check = ddtk_ddargs_no_outputs, .run = tune,
     };
     return ddtk_ddtool_main(&tool, &args, argc, argv);
 }

@@ -277,7 +277,16 @@ void ddtk_fdmt_plan_free(ddtk_fdmt_plan *f)
 
 /* ---- the descriptor ------------------------------------------------------------- */
 
-#define CHUNK 2048              /* output samples a thread computes at once */
+/* The parameter, and what the tuner may vary (algo.h): speed only. */
+enum { P_CHUNK };
+static const ddtk_param_info params[] = {
+    { "chunk", "CPU: output samples a thread computes at once", DDTK_PARAM_INT, 2048, 16,
+      1 << 20, 0, NULL, 0 },
+};
+static const double chunk_values[] = { 512, 1024, 2048, 4096, 8192, 16384 };
+static const ddtk_tunable tunables[] = {
+    { "chunk", DDTK_TUNE_CPU, chunk_values, 6, 1 },
+};
 
 /* lv->state: the level's tree (ddtk_fdmt_plan); lv->cpu: the threads' workspaces. */
 typedef struct fdmt_cpu {
@@ -311,6 +320,7 @@ static int create(const ddtk_plan *p, ddtk_level *lv)
     if (rc)
         return rc;
     lv->overlap = f->overlap;
+    f->chunk = (int)ddtk_param(p, P_CHUNK);
     return DDTK_OK;
 }
 
@@ -318,7 +328,7 @@ static int64_t cpu_bytes(const ddtk_level *lv, int64_t most)
 {
     (void)most;
     ddtk_fdmt_plan *f = lv->state;
-    return (int64_t)ddtk_fdmt_workspace(f, CHUNK) * ddtk_threads() * (int64_t)sizeof(float);
+    return (int64_t)ddtk_fdmt_workspace(f, f->chunk) * ddtk_threads() * (int64_t)sizeof(float);
 }
 
 static int cpu_reserve(ddtk_level *lv, int64_t most)
@@ -327,7 +337,7 @@ static int cpu_reserve(ddtk_level *lv, int64_t most)
     fdmt_cpu *c = lv->cpu;
     if (!c && !(c = lv->cpu = ddtk_calloc(1, sizeof *c, "FDMT workspace")))
         return DDTK_ESYS;
-    c->ws_floats = ddtk_fdmt_workspace(lv->state, CHUNK);
+    c->ws_floats = ddtk_fdmt_workspace(lv->state, ((const ddtk_fdmt_plan *)lv->state)->chunk);
     size_t n = c->ws_floats * (size_t)ddtk_threads();
     if (c->have >= n)
         return DDTK_OK;
@@ -345,16 +355,16 @@ static void cpu_gulp(const ddtk_plan *p, ddtk_level *lv, const float *rows, size
     (void)p;
     const ddtk_fdmt_plan *f = lv->state;
     const fdmt_cpu *c = lv->cpu;
-    const int64_t nchunk = (nout + CHUNK - 1) / CHUNK;
+    const int64_t chunk = f->chunk, nchunk = (nout + chunk - 1) / chunk;
 #pragma omp parallel for schedule(dynamic) num_threads(ddtk_threads())
     for (int64_t k = 0; k < nchunk; k++) {
-        int64_t t0 = k * CHUNK, n = nout - t0 < CHUNK ? nout - t0 : CHUNK;
+        int64_t t0 = k * chunk, n = nout - t0 < chunk ? nout - t0 : chunk;
 #ifdef _OPENMP
         float *ws = c->ws + (size_t)omp_get_thread_num() * c->ws_floats;
 #else
         float *ws = c->ws;
 #endif
-        ddtk_fdmt_chunk_cpu(f, rows + t0, stride, n, CHUNK, ws, out + t0, ostride);
+        ddtk_fdmt_chunk_cpu(f, rows + t0, stride, n, chunk, ws, out + t0, ostride);
     }
 }
 
@@ -395,6 +405,10 @@ extern const struct ddtk_gpu_algo ddtk_gpu_fdmt;
 const ddtk_algo ddtk_algo_fdmt = {
     .name = "fdmt",
     .label = "FDMT",
+    .params = params,
+    .nparams = (int)(sizeof params / sizeof params[0]),
+    .tunables = tunables,
+    .ntunables = (int)(sizeof tunables / sizeof tunables[0]),
     .own_dms = own_dms,
     .model_smear = model_smear,
     .model_adds = model_adds,

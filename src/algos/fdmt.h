@@ -78,6 +78,8 @@ typedef struct ddtk_fdmt_plan {
     int32_t *out_route;
     int64_t overlap;
     int64_t adds;                 /* sample-adds per output sample (ddplan, -v) */
+    int chunk;                    /* the chunk parameter: output samples a CPU thread
+                                     computes at once */
 } ddtk_fdmt_plan;
 
 /* The tree for live rows with frequencies freq[0 .. nrows-1] (descending) at

@@ -49,6 +49,14 @@ static const ddtk_param_info params[] = {
       DDTK_PARAM_REAL, 0.1, 0, INFINITY, 1, NULL, 0 },
 };
 
+/* What the tuner may vary (algo.h): the layout, within max_smear_ratio. */
+static const double nsub_values[] = { 4, 8, 16, 32, 64, 128, 256 };
+static const double group_values[] = { 1, 2, 4, 8, 16, 32, 64, 128 };
+static const ddtk_tunable tunables[] = {
+    { "nsub", DDTK_TUNE_CPU | DDTK_TUNE_GPU, nsub_values, 7, 0 },
+    { "dm_group", DDTK_TUNE_CPU | DDTK_TUNE_GPU, group_values, 8, 0 },
+};
+
 typedef ddtk_subband_level sb_state;
 
 /* The CPU half's working memory (ddtk_level.cpu). */
@@ -555,6 +563,19 @@ static double split_cost(const ddtk_level *lv, int i, int *start)
     return ((double)s->nsub + (double)s->nlive / size) / s->nlive;
 }
 
+/* The tuner's check of a layout it chose: the predicted extra smearing of
+ * the whole plan within max_smear_ratio (a fully given layout is kept
+ * past it; a tuned one is not). */
+static int within_budget(const ddtk_plan *p)
+{
+    for (int k = 0; k < p->nlevels; k++) {
+        const sb_state *s = p->lv[k].state;
+        if (p->lv[k].ndm && s)
+            return s->max_ratio <= ddtk_param(p, P_MAX_SMEAR_RATIO);
+    }
+    return 1;
+}
+
 /* ---- ddplan's model ---------------------------------------------------------- */
 
 /* B1: the nominal-DM spacing (dms_per_sub DM steps, else as many as the
@@ -586,6 +607,9 @@ const ddtk_algo ddtk_algo_subband = {
     .params = params,
     .nparams = (int)(sizeof params / sizeof params[0]),
     .tune = DDTK_TUNE_DIRECT_KERNEL,
+    .tunables = tunables,
+    .ntunables = (int)(sizeof tunables / sizeof tunables[0]),
+    .within_budget = within_budget,
     .create = create,
     .cpu_gulp = cpu_gulp,
     .destroy = destroy,

@@ -269,11 +269,10 @@ int ddtk_tree_dms(ddtk_tree_setup *s, const ddtk_channels *ch, double tsamp, dou
 
 /* ---- the engine plug-in ------------------------------------------------------------- */
 
-#define CHUNK 2048              /* stage-1 output samples per task (at least 4 cps) */
 
 /* The parameters, in the order of the P_* indices. */
 static const char *const methods[] = { "piecewise", "padded", NULL };
-enum { P_METHOD, P_SUB_CHANS, P_MAX_SMEAR, P_GPU_GROUP };
+enum { P_METHOD, P_SUB_CHANS, P_MAX_SMEAR, P_GPU_GROUP, P_CHUNK };
 static const ddtk_param_info params[] = {
     { "method", "piecewise-linear sub-bands, or channels linear in f^-2 on a padded band",
       DDTK_PARAM_CHOICE, DDTK_TREE_PIECEWISE, 0, 1, 0, methods, 0 },
@@ -283,6 +282,16 @@ static const ddtk_param_info params[] = {
       INFINITY, 0, NULL, 0 },
     { "gpu_group", "GPU: rows per shared-memory pass of stage 1, a power of two (default 128, "
       "halved while a pass does not fit the device)", DDTK_PARAM_INT, 0, 2, 1024, 0, NULL, 0 },
+    { "chunk", "CPU: stage-1 output samples per task (at least 4 channels per sub-band)",
+      DDTK_PARAM_INT, 2048, 16, 1 << 20, 0, NULL, 0 },
+};
+
+/* What the tuner may vary (algo.h): speed only, the series stay the same. */
+static const double chunk_values[] = { 512, 1024, 2048, 4096, 8192, 16384 };
+static const double group_values[] = { 16, 32, 64, 128, 256, 512 };
+static const ddtk_tunable tunables[] = {
+    { "chunk", DDTK_TUNE_CPU, chunk_values, 6, 1 },
+    { "gpu_group", DDTK_TUNE_GPU, group_values, 6, 1 },
 };
 
 /* The CPU half's working memory (ddtk_level.cpu). */
@@ -394,6 +403,7 @@ static int create(const ddtk_plan *p, ddtk_level *lv)
     lv->state = t;
     const int method = (int)ddtk_param(p, P_METHOD);
     t->gpu_group = (int)ddtk_param(p, P_GPU_GROUP);
+    t->chunk = (int)ddtk_param(p, P_CHUNK);
     int cps = ddtk_param_given(p, P_SUB_CHANS) ? (int)ddtk_param(p, P_SUB_CHANS)
                                                : default_cps(p);
     if (method == DDTK_TREE_PIECEWISE && !is_pow2(cps))
@@ -416,7 +426,7 @@ static int create(const ddtk_plan *p, ddtk_level *lv)
 
 static int chunk_of(const ddtk_tree_level *t)
 {
-    return CHUNK > 4 * t->g.cps ? CHUNK : 4 * t->g.cps;
+    return t->chunk > 4 * t->g.cps ? t->chunk : 4 * t->g.cps;
 }
 
 /* Grow a buffer to n floats (contents not kept). */
@@ -583,6 +593,8 @@ const ddtk_algo ddtk_algo_tree = {
     .model_adds = model_adds,
     .params = params,
     .nparams = (int)(sizeof params / sizeof params[0]),
+    .tunables = tunables,
+    .ntunables = (int)(sizeof tunables / sizeof tunables[0]),
     .create = create,
     .cpu_reserve = cpu_reserve,
     .cpu_bytes = cpu_bytes,

@@ -77,6 +77,7 @@ typedef struct ddtk_tree_level {
     int *sel, *off;               /* per DM and sub-band: slot * cps + d' (-1: none), offset */
     int maxoff;
     int gpu_group;                /* the gpu_group parameter (0: the GPU half's default) */
+    int chunk;                    /* the chunk parameter: the CPU half's stage-1 task */
 } ddtk_tree_level;
 
 /* ---- CPU kernels (cpu/tree.c) ---- */

@@ -162,6 +162,12 @@ int ddtk_plan_desc_own_dms(ddtk_plan_desc *d, double dm_min, double dm_max, doub
     return rc;
 }
 
+int ddtk_algorithm_own_dms(const char *algorithm)
+{
+    const ddtk_algo *a = ddtk_algo_find(algorithm);
+    return a && a->own_dms;
+}
+
 /* ---- in a plan ---------------------------------------------------------------- */
 
 int ddtk_param_given(const ddtk_plan *p, int i)

@@ -61,9 +61,31 @@ typedef struct ddtk_level {
 struct ddtk_plan;
 struct ddtk_gpu_algo;             /* the GPU half (cuda/engine.cuh) */
 
-/* What the tuner may vary for an algorithm (ddtk_tune, --tune, the wisdom):
- * the direct kernels' configurations (ddtk_cpu_config, ddtk_gpu_config). */
+/* What the tuner may vary for an algorithm (ddtk_tune, ddtune --algorithm,
+ * --tune, the wisdom): the direct kernels' configurations (ddtk_cpu_config,
+ * ddtk_gpu_config) where the algorithm runs them, and its own tunable
+ * parameters (ddtk_tunable). */
 enum { DDTK_TUNE_NONE = 0, DDTK_TUNE_DIRECT_KERNEL = 1 };
+
+/* The backends where a tunable parameter changes the speed. */
+enum { DDTK_TUNE_CPU = 1, DDTK_TUNE_GPU = 2 };
+
+/*
+ * A parameter the tuner may vary: one of the descriptor's params by name,
+ * the backends where it matters, and the values to try. An exact one
+ * changes the speed only: the tuner checks that every value gives the
+ * default's bytes. One that is not exact (a sub-band layout) changes the
+ * series within the algorithm's accuracy budget: the tuner keeps only
+ * values whose plan the descriptor's within_budget accepts, and the
+ * fastest becomes the reference of the exact ones after it.
+ */
+typedef struct ddtk_tunable {
+    const char *param;
+    int backends;                 /* DDTK_TUNE_CPU | DDTK_TUNE_GPU */
+    const double *values;
+    int nvalues;
+    int exact;
+} ddtk_tunable;
 
 /*
  * An algorithm. create builds lv->state for the level's DMs and sets
@@ -77,7 +99,13 @@ typedef struct ddtk_algo {
     const char *label;            /* in prose: "sub-band" (.inf notes, ddplan) */
     const ddtk_param_info *params;/* its parameters, nparams of them (at most DDTK_MAX_PARAMS) */
     int nparams;
-    int tune;                     /* DDTK_TUNE_*: what ddtk_tune may vary */
+    int tune;                     /* DDTK_TUNE_*: the direct kernels it runs */
+    const ddtk_tunable *tunables; /* its parameters the tuner may vary, ntunables of them,
+                                     in the order it tries them */
+    int ntunables;
+    /* Optional, with tunables that are not exact: nonzero when plan p keeps
+     * the algorithm's accuracy budget (the sub-band smearing bound). */
+    int (*within_budget)(const struct ddtk_plan *p);
     int (*create)(const struct ddtk_plan *p, ddtk_level *lv);
     void (*cpu_gulp)(const struct ddtk_plan *p, ddtk_level *lv, const float *rows,
                      size_t stride, int64_t nout, float *out, size_t ostride);

@@ -5,16 +5,23 @@
  *
  * The block has the plan's geometry (channels, sample format, DMs, scrunch
  * factors) and enough output samples for about 2e9 (CPU) or 2e10 (GPU)
- * sample-adds a run, so one timing is long against the clock and short
- * against the budget. What is timed is the kernel (the plug-ins' gulps, as
+ * sample-adds a run (as many fewer as the budget is shorter than 60 s, at
+ * least 4096 output samples), so one timing is long against the clock and
+ * short against the budget. What is timed is the kernel (the plug-ins' gulps, as
  * the engine measures them), as in Sclocco's experiment: copies, unpacking
  * and the block's transfers to and from a GPU do not depend on the
- * configuration and would only dilute the differences. On the
- * CPU the space (tile, DM block, channel block) is searched one coordinate at
- * a time from the default; on the GPU every
- * compiled variant of the kernel the input uses is timed. Each configuration's
- * series are compared with the default's: a configuration may change speed,
- * never a byte.
+ * configuration and would only dilute the differences.
+ *
+ * What is varied is the descriptor's (algo.h): first the algorithm's own
+ * tunable parameters (the sub-band layout, the tree's and the FDMT's CPU
+ * chunk, the tree's GPU rows per pass), each through its list of values from
+ * the best so far; then, where the algorithm runs the direct kernel, its
+ * configuration: on the CPU the space (tile, DM block, channel block) one
+ * coordinate at a time, on the GPU every compiled variant of the kernel the
+ * input uses. An exact change must give the best configuration's series byte
+ * for byte; a change that is not (a sub-band layout) must keep the
+ * algorithm's accuracy budget, and a faster one becomes the reference. Tried
+ * and skipped configurations are one line each in the table.
  */
 #include "engine.h"
 #include "internal.h"
@@ -25,16 +32,19 @@
 
 #define TARGET_ADDS 2e9
 #define TARGET_ADDS_GPU 2e10
+#define FULL_BUDGET 60.0          /* s: a shorter budget times smaller blocks */
 #define MOST_BYTES (128.0 * (1 << 20))    /* of the synthetic input block; twice
                                              that for each copy of the output */
 
 typedef struct bench {
     ddtk_plan_desc d;             /* the configuration under test */
+    const ddtk_algo *algo;
+    unsigned given;               /* parameters the caller set: never varied */
+    int use_gpu;
     int64_t nsamps;
     void *in;
-    float *ref, *out;             /* the default's series, and this one's */
+    float *ref, *out;             /* the best configuration's series, and this one's */
     size_t stride;
-    double adds;
     double deadline;
     FILE *table;
 } bench;
@@ -53,33 +63,58 @@ static void fill_block(void *in, int64_t nsamps, const ddtk_plan_desc *d)
         ((uint8_t *)in)[i] = (uint8_t)((x = x * 1103515245u + 12345u) >> 24);
 }
 
+/* The most output samples any DM of d's DMs has from nsamps inputs: the
+ * direct algorithm's, whose delays no algorithm undercuts (a tunable that
+ * changes a layout may give more outputs than the default layout did). */
+static int most_outputs(const ddtk_plan_desc *d, int64_t nsamps, int64_t *most)
+{
+    ddtk_plan_desc direct = *d;
+    ddtk_plan *p;
+    int rc = ddtk_plan_desc_set_algorithm(&direct, "direct");
+    if (!rc)
+        rc = ddtk_plan_create(&p, &direct);
+    if (rc)
+        return rc;
+    *most = 0;
+    for (int i = 0; i < d->ndm; i++) {
+        int64_t n = ddtk_plan_nout(p, i, nsamps);
+        *most = n > *most ? n : *most;
+    }
+    ddtk_plan_destroy(p);
+    return DDTK_OK;
+}
+
 /* Size the block from the default plan: max delay plus enough output. */
 static int bench_init(bench *b, const ddtk_plan_desc *d, double budget, FILE *table)
 {
     ddtk_plan *p;
+    int64_t most_out;
     memset(b, 0, sizeof *b);
     b->d = *d;
     b->d.quiet = 1;
     b->d.verbose = 0;
     b->d.ngpus = 0;               /* the kernel is tuned on one GPU, the wisdom key's */
+    b->algo = ddtk_algo_find(d->algorithm);
+    b->given = d->param_set;
     b->table = table;
     b->deadline = ddtk_now() + budget;
     int rc = ddtk_plan_create(&p, &b->d);
     if (rc)
         return rc;
+    b->use_gpu = p->use_gpu;
     double per_sample = (double)d->ndm * ddtk_plan_nlive(p);
     double most = MOST_BYTES * 8 / ((double)d->nchans * d->nifs * d->nbits);
-    double target = p->use_gpu ? TARGET_ADDS_GPU : TARGET_ADDS;
-    double most_out = MOST_BYTES * 2 / (sizeof(float) * (double)d->ndm);
+    double target = (p->use_gpu ? TARGET_ADDS_GPU : TARGET_ADDS) * fmin(1, budget / FULL_BUDGET);
+    double most_series = MOST_BYTES * 2 / (sizeof(float) * (double)d->ndm);
     int64_t nout = (int64_t)fmin(fmin(fmax(target / per_sample, 4096), 1 << 20),
-                                 fmin(most, most_out));
+                                 fmin(most, most_series));
     b->nsamps = ddtk_round_up(ddtk_plan_max_delay(p) + nout, 1024);
-    b->stride = (size_t)ddtk_plan_nout(p, 0, b->nsamps);
-    for (int i = 0; i < d->ndm; i++)
-        b->adds += (double)ddtk_plan_nout(p, i, b->nsamps) * ddtk_plan_nlive(p);
     ddtk_plan_destroy(p);
+    if ((rc = most_outputs(&b->d, b->nsamps, &most_out)))
+        return rc;
+    b->stride = (size_t)most_out;
     size_t values = (size_t)b->nsamps * (size_t)d->nchans * (size_t)d->nifs;
-    /* the block and two copies of its series: the default's and the one timed */
+    /* the block and two copies of its series: the best's and the one timed */
     rc = ddtk_check_mem(d, (double)values * d->nbits / 8
                         + 2.0 * d->ndm * (double)b->stride * sizeof(float),
                         "tuning: the synthetic block and its series");
@@ -101,38 +136,107 @@ static void bench_free(bench *b)
     free(b->out);
 }
 
-/* Kernel sample-adds per second of b->d (best of two runs after a warm-up) into
- * *rate; its series go to out and must equal ref unless out is ref. */
-static int measure(bench *b, float *out, double *rate)
+/* Every DM's series of plan p equal in out and ref. */
+static int same_series(const bench *b, const ddtk_plan *p)
+{
+    for (int i = 0; i < b->d.ndm; i++)
+        if (memcmp(b->out + (size_t)i * b->stride, b->ref + (size_t)i * b->stride,
+                   (size_t)ddtk_plan_nout(p, i, b->nsamps) * sizeof(float)))
+            return 0;
+    return 1;
+}
+
+/* A configuration that is not one for this set-up (a value the plan refuses,
+ * a layout past the accuracy budget or the block): a line in the table, *rate 0. */
+static int skip(const bench *b, const char *cfg, const char *why)
+{
+    if (b->table)
+        fprintf(b->table, "%-48s skipped: %s\n", cfg, why);
+    return DDTK_OK;
+}
+
+/* Kernel sample-adds per second of b->d (best of two runs after a warm-up)
+ * into *rate, 0 when it is skipped; its series go to out. check: 1, they
+ * must equal ref (an exact change); 0, the plan must keep the algorithm's
+ * accuracy budget; -1, neither (the first, default configuration). */
+static int measure(bench *b, float *out, int check, double *rate)
 {
     ddtk_plan *p;
-    double best = INFINITY;
+    double best = INFINITY, adds = 0;
+    char cfg[256];
+    ddtk_config_text(&b->d, cfg, sizeof cfg);
+    *rate = 0;
     int rc = ddtk_plan_create(&p, &b->d);
+    if (rc == DDTK_EUSAGE && check >= 0)
+        return skip(b, cfg, ddtk_errmsg());
+    if (rc)
+        return rc;
+    for (int i = 0; i < b->d.ndm; i++) {
+        adds += (double)ddtk_plan_nout(p, i, b->nsamps) * ddtk_plan_nlive(p);
+        if (ddtk_plan_nout(p, i, b->nsamps) > (int64_t)b->stride)
+            rc = -1;
+    }
+    if (rc < 0 || (check == 0 && b->algo->within_budget && !b->algo->within_budget(p))) {
+        ddtk_plan_destroy(p);
+        return skip(b, cfg, rc < 0 ? "more output samples than the block holds"
+                                   : "past the accuracy budget");
+    }
     for (int run = 0; run < 3 && !rc; run++) {
         rc = ddtk_plan_execute(p, b->nsamps, b->in, b->d.nbits, out, b->stride, 32);
         if (run > 0)
             best = fmin(best, p->last_kernel);
     }
-    ddtk_plan_destroy(p);
-    char cfg[128];
-    ddtk_config_text(&b->d, cfg, sizeof cfg);
-    if (!rc && out != b->ref && memcmp(out, b->ref, (size_t)b->d.ndm * b->stride * sizeof *out))
+    if (!rc && check > 0 && !same_series(b, p))
         rc = ddtk_fail(DDTK_ESYS, "tuning: configuration '%s' changed the output; "
                        "keeping the default", cfg);
-    *rate = rc ? 0 : b->adds / best;
+    ddtk_plan_destroy(p);
+    *rate = rc ? 0 : adds / best;
     if (!rc && b->table)
-        fprintf(b->table, "%-40s %12.4g sample-adds/s\n", cfg, *rate);
+        fprintf(b->table, "%-48s %12.4g sample-adds/s\n", cfg, *rate);
     return rc;
 }
 
-/* Try one configuration; keep it in *keep when faster. */
-static int try_config(bench *b, ddtk_plan_desc *keep, double *best)
+/* Try b->d; keep it in *keep when faster. A faster change that is not
+ * exact makes its series the reference of the exact changes after it. */
+static int try_config(bench *b, ddtk_plan_desc *keep, double *best, int exact)
 {
     double rate;
-    int rc = measure(b, b->out, &rate);
+    int rc = measure(b, b->out, exact, &rate);
     if (!rc && rate > *best) {
         *best = rate;
         *keep = b->d;
+        if (!exact) {
+            float *t = b->ref;
+            b->ref = b->out;
+            b->out = t;
+        }
+    }
+    return rc;
+}
+
+/* The algorithm's own tunable parameters for this backend, each in turn
+ * from the best so far, except those the caller gave. */
+static int tune_params(bench *b, ddtk_plan_desc *best_d, double *best)
+{
+    int rc = DDTK_OK;
+    for (int t = 0; t < b->algo->ntunables && !rc; t++) {
+        const ddtk_tunable *tp = &b->algo->tunables[t];
+        double now;
+        if (!(tp->backends & (b->use_gpu ? DDTK_TUNE_GPU : DDTK_TUNE_CPU))
+            || ddtk_plan_desc_get_param(best_d, tp->param, &now))
+            continue;
+        int i = 0;
+        while (i < b->algo->nparams && strcmp(b->algo->params[i].name, tp->param) != 0)
+            i++;
+        if (b->given & (1u << i))
+            continue;
+        for (int v = 0; v < tp->nvalues && !rc && ddtk_now() < b->deadline; v++) {
+            b->d = *best_d;
+            if (tp->values[v] == now || ddtk_plan_desc_set_param(&b->d, tp->param,
+                                                                 tp->values[v]))
+                continue;
+            rc = try_config(b, best_d, best, tp->exact);
+        }
     }
     return rc;
 }
@@ -158,7 +262,7 @@ static int tune_cpu(bench *b, ddtk_plan_desc *best_d, double *best)
             if (*axes[a].field == axes[a].v[i])
                 continue;
             *axes[a].field = axes[a].v[i];
-            rc = try_config(b, best_d, best);
+            rc = try_config(b, best_d, best, 1);
         }
     }
     return rc;
@@ -178,42 +282,58 @@ static int tune_gpu(bench *b, ddtk_plan_desc *best_d, double *best)
         b->d = *best_d;
         *(lane ? &b->d.gpu_config.lane_variant : &b->d.gpu_config.float_variant) =
             (nshared + i) % n;
-        rc = try_config(b, best_d, best);
+        rc = try_config(b, best_d, best, 1);
     }
+    return rc;
+}
+
+/* Whether d's algorithm has anything to tune where d runs. */
+static int tunes(const ddtk_algo *a, int use_gpu)
+{
+    int rc = a->tune != DDTK_TUNE_NONE;
+    for (int t = 0; t < a->ntunables; t++)
+        rc |= (a->tunables[t].backends & (use_gpu ? DDTK_TUNE_GPU : DDTK_TUNE_CPU)) != 0;
     return rc;
 }
 
 int ddtk_tune_applies(const ddtk_plan_desc *d)
 {
     const ddtk_algo *a = ddtk_algo_find(d->algorithm);
-    return a && a->tune != DDTK_TUNE_NONE;
+    int use_gpu = 0;
+    return a && !ddtk_backend_resolve(d->backend, d->gpu, 0, &use_gpu) && tunes(a, use_gpu);
 }
 
 int ddtk_tune(ddtk_plan_desc *d, const char *path, double budget, FILE *table)
 {
     bench b;
-    char key[1024], cfg[128];
+    char key[1024], cfg[256];
     double best = 0;
     int use_gpu = 0;
-    if (!ddtk_tune_applies(d))
-        return ddtk_fail(DDTK_EUSAGE, "the %s algorithm has no kernel configuration to tune",
-                         d->algorithm);
-    int rc = ddtk_wisdom_key(d, key, sizeof key);
-    if (!rc)
-        rc = ddtk_backend_resolve(d->backend, d->gpu, 0, &use_gpu);
+    const ddtk_algo *a = ddtk_algo_find(d->algorithm);
+    int rc = a ? ddtk_backend_resolve(d->backend, d->gpu, 0, &use_gpu)
+               : ddtk_fail(DDTK_EUSAGE, "unknown algorithm '%s'", d->algorithm);
     if (rc)
+        return rc;
+    if (!tunes(a, use_gpu))
+        return ddtk_fail(DDTK_EUSAGE, "the %s algorithm has nothing to tune on the %s",
+                         a->name, use_gpu ? "GPU" : "CPU");
+    if ((rc = ddtk_wisdom_key(d, key, sizeof key)))
         return rc;
     rc = bench_init(&b, d, budget, table);
     ddtk_plan_desc best_d = b.d;
     if (!rc)
-        rc = measure(&b, b.ref, &best);
+        rc = measure(&b, b.ref, -1, &best);
     if (!rc)
+        rc = tune_params(&b, &best_d, &best);
+    if (!rc && a->tune == DDTK_TUNE_DIRECT_KERNEL)
         rc = use_gpu ? tune_gpu(&b, &best_d, &best) : tune_cpu(&b, &best_d, &best);
     bench_free(&b);
     if (rc)
         return rc;
     d->cpu = best_d.cpu;
     d->gpu_config = best_d.gpu_config;
+    memcpy(d->param, best_d.param, sizeof d->param);
+    d->param_set = best_d.param_set;
     ddtk_config_text(d, cfg, sizeof cfg);
     if (table)
         fprintf(table, "best: %s, %.4g sample-adds/s\n", cfg, best);

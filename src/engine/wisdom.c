@@ -106,6 +106,23 @@ static const char *dm_regime(const ddtk_plan_desc *d)
     return top > ddtk_diagonal_dm(&o) ? "past" : "below";
 }
 
+/* " NAME=VALUE" for each parameter of d's algorithm that d gives (per DM:
+ * "NAME=per-DM"): a set-up tuned with them is another set-up. */
+static void given_params(const ddtk_plan_desc *d, char *s, size_t n)
+{
+    const ddtk_algo *a = ddtk_algo_find(d->algorithm);
+    s[0] = '\0';
+    for (int i = 0; a && i < a->nparams; i++) {
+        size_t used = strlen(s);
+        if (!(d->param_set & (1u << i)))
+            continue;
+        if (d->param_per_dm[i])
+            snprintf(s + used, n - used, " %s=per-DM", a->params[i].name);
+        else
+            snprintf(s + used, n - used, " %s=%.10g", a->params[i].name, d->param[i]);
+    }
+}
+
 int ddtk_wisdom_key(const ddtk_plan_desc *d, char *key, size_t n)
 {
     char machine[320];
@@ -119,6 +136,7 @@ int ddtk_wisdom_key(const ddtk_plan_desc *d, char *key, size_t n)
     snprintf(key, n, "%s | %s nchans %d nbits %d ndm %d %s-diagonal%s", machine,
              d->algorithm ? d->algorithm : "direct", d->nchans, d->nbits, bucket, dm_regime(d),
              scrunch ? " scrunched" : "");
+    given_params(d, key + strlen(key), n - strlen(key));
     return DDTK_OK;
 }
 
@@ -130,9 +148,31 @@ static int uses_gpu(const ddtk_plan_desc *d)
     return !ddtk_backend_resolve(d->backend, d->gpu, 0, &use_gpu) && use_gpu;
 }
 
+/* d's algorithm's tunable parameters that d sets, " NAME VALUE" each, after s. */
+static void tuned_params(const ddtk_plan_desc *d, char *s, size_t n)
+{
+    const ddtk_algo *a = ddtk_algo_find(d->algorithm);
+    double v;
+    for (int t = 0; a && t < a->ntunables; t++) {
+        const char *name = a->tunables[t].param;
+        int i = 0;
+        while (i < a->nparams && strcmp(a->params[i].name, name) != 0)
+            i++;
+        if (i == a->nparams || !(d->param_set & (1u << i)) || d->param_per_dm[i]
+            || ddtk_plan_desc_get_param(d, name, &v))
+            continue;
+        size_t used = strlen(s);
+        snprintf(s + used, n - used, "%s%s %.10g", used ? " " : "", name, v);
+    }
+}
+
 void ddtk_config_text(const ddtk_plan_desc *d, char *s, size_t n)
 {
-    if (uses_gpu(d))
+    const ddtk_algo *a = ddtk_algo_find(d->algorithm);
+    s[0] = '\0';
+    if (a && a->tune == DDTK_TUNE_NONE)
+        ;                         /* no direct kernel: only its own parameters */
+    else if (uses_gpu(d))
         snprintf(s, n, "gpu lane %d float %d", d->gpu_config.lane_variant,
                  d->gpu_config.float_variant);
     else {
@@ -140,6 +180,9 @@ void ddtk_config_text(const ddtk_plan_desc *d, char *s, size_t n)
         ddtk_cpu_config_resolve(&c);
         snprintf(s, n, "cpu tile %d dms %d chans %d", c.time_tile, c.dm_block, c.chan_block);
     }
+    tuned_params(d, s, n);
+    if (!s[0])
+        snprintf(s, n, "defaults");
 }
 
 static int field_check(const char *what, int v, int lo, int hi)
@@ -165,27 +208,94 @@ int ddtk_config_check(const ddtk_cpu_config *c, const ddtk_gpu_config *g)
     return rc;
 }
 
-/* Parse ddtk_config_text's form into d: DDTK_OK, or DDTK_EDATA with the
- * message set (not a configuration, or a field out of ddtk_config_check's range). */
+/* The kernel part of ddtk_config_text's form at the start of s into c or
+ * g (*used: its length, 0 when there is none): DDTK_OK or DDTK_EDATA. */
+static int parse_kernel(const char *s, ddtk_cpu_config *c, ddtk_gpu_config *g, int *used)
+{
+    *used = 0;
+    if (sscanf(s, "cpu tile %d dms %d chans %d%n", &c->time_tile, &c->dm_block,
+               &c->chan_block, used) == 3 && *used > 0)
+        return ddtk_config_check(c, NULL) ? DDTK_EDATA : DDTK_OK;
+    *used = 0;
+    if (sscanf(s, "gpu lane %d float %d%n", &g->lane_variant, &g->float_variant, used) == 2
+        && *used > 0)
+        return ddtk_config_check(NULL, g) ? DDTK_EDATA : DDTK_OK;
+    *used = 0;
+    return DDTK_OK;
+}
+
+/* The index of d's algorithm's tunable parameter `name` in its list, or -1. */
+static int tunable_index(const ddtk_plan_desc *d, const char *name)
+{
+    const ddtk_algo *a = ddtk_algo_find(d->algorithm);
+    for (int t = 0; a && t < a->ntunables; t++)
+        for (int i = 0; strcmp(a->tunables[t].param, name) == 0 && i < a->nparams; i++)
+            if (strcmp(a->params[i].name, name) == 0)
+                return i;
+    return -1;
+}
+
+/* Tunable `name` = v in d unless d gives it already. */
+static int set_tuned(ddtk_plan_desc *d, const char *name, double v)
+{
+    int i = tunable_index(d, name);
+    if (i < 0)
+        return ddtk_fail(DDTK_EDATA, "'%s' is not a tunable parameter of the %s algorithm",
+                         name, d->algorithm ? d->algorithm : "direct");
+    if (d->param_set & (1u << i))
+        return DDTK_OK;
+    if (ddtk_plan_desc_set_param(d, name, v)) {
+        char why[256];            /* ddtk_fail rewrites the message it is given */
+        snprintf(why, sizeof why, "%s", ddtk_errmsg());
+        return ddtk_fail(DDTK_EDATA, "%s", why);
+    }
+    return DDTK_OK;
+}
+
+/*
+ * Parse ddtk_config_text's form: a kernel configuration, then "NAME VALUE"
+ * pairs of the algorithm's tunable parameters, one space apart, or
+ * "defaults". With d, set them in d: the kernel configuration, and each
+ * parameter d does not give already (the caller's value wins; the wisdom
+ * key names it). DDTK_OK, or DDTK_EDATA with the message set (not a
+ * configuration, a field out of range, a parameter that d's algorithm does
+ * not tune or a value it refuses); d is changed only on success.
+ */
 static int parse_config(const char *s, ddtk_plan_desc *d)
 {
-    ddtk_cpu_config c;
-    ddtk_gpu_config g;
-    char end;
-    if (sscanf(s, "cpu tile %d dms %d chans %d%c", &c.time_tile, &c.dm_block, &c.chan_block,
-               &end) == 3) {
-        if (ddtk_config_check(&c, NULL))
-            return DDTK_EDATA;
-        d->cpu = c;
+    ddtk_cpu_config c = { 0, 0, 0 };
+    ddtk_gpu_config g = { -1, -1 };
+    ddtk_plan_desc set;
+    char name[64];
+    double v;
+    int used, n, rc = DDTK_OK;
+    if (strcmp(s, "defaults") == 0)
         return DDTK_OK;
+    if (parse_kernel(s, &c, &g, &used))
+        return DDTK_EDATA;
+    if (d) {
+        set = *d;
+        if (used && s[0] == 'c')
+            set.cpu = c;
+        else if (used)
+            set.gpu_config = g;
     }
-    if (sscanf(s, "gpu lane %d float %d%c", &g.lane_variant, &g.float_variant, &end) == 2) {
-        if (ddtk_config_check(NULL, &g))
-            return DDTK_EDATA;
-        d->gpu_config = g;
-        return DDTK_OK;
+    const char *t = s + used;
+    for (; *t && !rc; t += n) {
+        if (t != s && *t++ != ' ')
+            break;
+        n = 0;
+        if (sscanf(t, "%63[a-z_] %lf%n", name, &v, &n) != 2 || t[strlen(name)] != ' '
+            || !isfinite(v) || (t[n] && t[n] != ' '))
+            break;
+        if (d)
+            rc = set_tuned(&set, name, v);
     }
-    return ddtk_fail(DDTK_EDATA, "'%.40s' is not a kernel configuration", s);
+    if (!rc && *t)
+        return ddtk_fail(DDTK_EDATA, "'%.40s' is not a kernel configuration", s);
+    if (!rc && d)
+        *d = set;
+    return rc;
 }
 
 /* ---- the file ----------------------------------------------------------------------- */
@@ -220,8 +330,7 @@ static int split_entry(char *line, char **key, char **config, double *rate)
     *rate = strtod(t2 + 1, &end);
     if (*end != '\0' || !(*rate > 0) || !isfinite(*rate))
         return ddtk_fail(DDTK_EDATA, "rate '%.40s' is not a positive number", t2 + 1);
-    ddtk_plan_desc probe;
-    return parse_config(*config, &probe);
+    return parse_config(*config, NULL);
 }
 
 static int entry_check(const char *line)
@@ -337,11 +446,18 @@ int ddtk_wisdom_lookup(const char *path, const char *key, ddtk_plan_desc *d, int
     if (i >= 0) {
         char *copy = strdup(w.line[i]), *k, *config;
         double rate;
-        *found = copy && !split_entry(copy, &k, &config, &rate) && !parse_config(config, d);
+        rc = !copy ? ddtk_fail(DDTK_ESYS, "out of memory")
+                   : split_entry(copy, &k, &config, &rate);
+        if (!rc && (rc = parse_config(config, d))) {
+            char why[256];        /* ddtk_fail rewrites the message it is given */
+            snprintf(why, sizeof why, "%s", ddtk_errmsg());
+            rc = ddtk_fail(DDTK_EDATA, "line %d: %s", i + 2, why);
+        }
+        *found = !rc;
         free(copy);
     }
     wisdom_free(&w);
-    return DDTK_OK;
+    return rc;
 }
 
 int ddtk_wisdom_apply(ddtk_plan_desc *d, const char *path, int *found)

@@ -1,8 +1,11 @@
 /*
  * test_wisdom.c - the wisdom file and the CPU tuner: entries stored and found
  * by key (and not by another set-up's), damaged and foreign files ignored
- * and replaced whole, every CPU tile choice giving the default's bytes, and
- * a tuning run whose configuration is kept and changes no output.
+ * and replaced whole, every CPU tile choice giving the default's bytes, a
+ * tuning run whose configuration is kept and changes no output, and the
+ * tuning of every algorithm: its tunable parameters stored and read back
+ * byte for byte, the kept configuration the fastest of its table, and a plan
+ * from the wisdom equal to one from the same parameters set by hand.
  */
 #include "engine.h"
 #include "check.h"
@@ -154,6 +157,169 @@ static void tuning(const char *path, const float *in)
     free(dflt);
 }
 
+/* ---- every algorithm's tunable parameters ---------------------------------------- */
+
+static char last_warning[512];
+
+static void on_message(void *ctx, int level, const char *text)
+{
+    (void)ctx;
+    if (level == DDTK_MSG_WARNING)
+        snprintf(last_warning, sizeof last_warning, "%s", text);
+}
+
+/* A sub-band entry's parameters set what the description does not give,
+ * and its text comes back byte for byte: in the description and the file. */
+static void params_round_trip(const char *path)
+{
+    const char *cfg = "cpu tile 512 dms 8 chans 16 nsub 8 dm_group 4";
+    ddtk_plan_desc d;
+    char key[1024], text[256];
+    double v;
+    int found = 0;
+    unlink(path);
+    desc_of(&d, NCHANS);
+    CHECK(ddtk_plan_desc_set_algorithm(&d, "subband") == DDTK_OK);
+    CHECK(ddtk_wisdom_key(&d, key, sizeof key) == DDTK_OK && strstr(key, "| subband nchans 48"));
+    CHECK(ddtk_wisdom_store(path, key, cfg, 1e9) == DDTK_OK);
+    char *before = read_text(path);
+    CHECK(ddtk_wisdom_apply(&d, path, &found) == DDTK_OK && found == 1);
+    CHECK(ddtk_plan_desc_get_param(&d, "nsub", &v) == DDTK_OK && v == 8);
+    CHECK(ddtk_plan_desc_get_param(&d, "dm_group", &v) == DDTK_OK && v == 4);
+    ddtk_config_text(&d, text, sizeof text);
+    CHECK(strcmp(text, cfg) == 0);
+    CHECK(ddtk_wisdom_store(path, key, text, 1e9) == DDTK_OK);
+    char *after = read_text(path);
+    CHECK(before && after && strcmp(before, after) == 0);
+    free(before);
+    free(after);
+    /* a given parameter is another key, and the caller's value wins */
+    desc_of(&d, NCHANS);
+    CHECK(ddtk_plan_desc_set_algorithm(&d, "subband") == DDTK_OK);
+    CHECK(ddtk_plan_desc_set_param(&d, "nsub", 16) == DDTK_OK);
+    CHECK(ddtk_wisdom_apply(&d, path, &found) == DDTK_OK && found == 0);
+    CHECK(ddtk_wisdom_key(&d, key, sizeof key) == DDTK_OK && strstr(key, " nsub=16"));
+    CHECK(ddtk_wisdom_store(path, key, cfg, 1e9) == DDTK_OK);
+    CHECK(ddtk_wisdom_apply(&d, path, &found) == DDTK_OK && found == 1);
+    CHECK(ddtk_plan_desc_get_param(&d, "nsub", &v) == DDTK_OK && v == 16);
+    CHECK(ddtk_plan_desc_get_param(&d, "dm_group", &v) == DDTK_OK && v == 4);
+    /* a parameter the algorithm does not tune, or a value it refuses: one
+     * warning naming the line, and the description as it was */
+    const char *refused[] = { "cpu tile 512 dms 8 chans 16 max_smear_ratio 5",
+                              "cpu tile 512 dms 8 chans 16 nsub 0", "nsub 8 chunk 512",
+                              "cpu tile 512 dms 8 chans 16 nsub8", "cpu tile 512 dms 8 chans 16  nsub 8" };
+    ddtk_set_message_handler(on_message, NULL);
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        desc_of(&d, NCHANS);
+        CHECK(ddtk_plan_desc_set_algorithm(&d, "subband") == DDTK_OK);
+        CHECK(ddtk_wisdom_key(&d, key, sizeof key) == DDTK_OK);
+        CHECK(ddtk_wisdom_store(path, key, refused[i], 1e9) == DDTK_OK || i >= 3);
+        last_warning[0] = '\0';
+        CHECK(ddtk_wisdom_apply(&d, path, &found) == DDTK_OK && found == 0);
+        CHECK(d.param_set == 0 && d.cpu.time_tile == 0);
+        CHECK(strstr(last_warning, "using the default kernel configuration") != NULL);
+        if (i < 3)
+            CHECK(strstr(last_warning, "line 2: ") != NULL);
+        unlink(path);
+    }
+    ddtk_set_message_handler(NULL, NULL);
+}
+
+/* The description of algorithm `name` over the test's channels: the
+ * tolerance-free DM list, or the algorithm's own DMs up to 60. */
+static void algo_desc(ddtk_plan_desc *d, const char *name, double **dms, int **ds)
+{
+    int ndm;
+    desc_of(d, NCHANS);
+    CHECK(ddtk_plan_desc_set_algorithm(d, name) == DDTK_OK);
+    *dms = NULL;
+    *ds = NULL;
+    if (!ddtk_algorithm_own_dms(name))
+        return;
+    CHECK(ddtk_plan_desc_own_dms(d, 0, 60, 40e-6, 1, dms, ds, &ndm) == DDTK_OK);
+    d->dms = *dms;
+    d->downsamp = *ds;
+    d->ndm = ndm;
+}
+
+/* The kept configuration is the fastest line of the tuner's table; the
+ * wisdom gives it back; a plan from it and a plan with those parameters set
+ * by hand give the same bytes. */
+static void tuning_choice(const char *name, const char *path)
+{
+    ddtk_plan_desc d, w, hand;
+    double *dms, *dms2, *dms3, top = 0, rate;
+    int *ds, *ds2, *ds3, found = 0, lines = 0;
+    char *table = NULL, best[512] = "", kept[512] = "", text[512], line[512];
+    size_t size = 0;
+    unlink(path);
+    algo_desc(&d, name, &dms, &ds);
+    FILE *fp = open_memstream(&table, &size);
+    CHECK(ddtk_tune(&d, path, 1.5, fp) == DDTK_OK);
+    fclose(fp);
+    fp = fmemopen(table, size, "r");
+    while (fp && fgets(line, sizeof line, fp)) {
+        char *end = strstr(line, " sample-adds/s"), *num;
+        if (strncmp(line, "best: ", 6) == 0 && end) {
+            *strrchr(line, ',') = '\0';
+            snprintf(kept, sizeof kept, "%s", line + 6);
+        } else if (end && strncmp(line, "set-up", 6) != 0) {
+            *end = '\0';
+            num = strrchr(line, ' ');
+            rate = atof(num + 1);
+            while (num > line && num[-1] == ' ')
+                num--;
+            *num = '\0';
+            lines++;
+            if (rate > top) {
+                top = rate;
+                snprintf(best, sizeof best, "%s", line);
+            }
+        }
+    }
+    if (fp)
+        fclose(fp);
+    free(table);
+    CHECK(lines >= 2);
+    CHECK(kept[0] && strcmp(kept, best) == 0);
+    ddtk_config_text(&d, text, sizeof text);
+    CHECK(strcmp(text, kept) == 0);
+    /* read back from the wisdom: the same text */
+    algo_desc(&w, name, &dms2, &ds2);
+    CHECK(ddtk_wisdom_apply(&w, path, &found) == DDTK_OK && found == 1);
+    ddtk_config_text(&w, text, sizeof text);
+    CHECK(strcmp(text, kept) == 0);
+    /* by hand: the kept parameters set by name, the kernel left at its default */
+    algo_desc(&hand, name, &dms3, &ds3);
+    ddtk_param_info pi;
+    for (int i = 0; ddtk_algorithm_param(name, i, &pi) == DDTK_OK; i++)
+        if (w.param_set & (1u << i))
+            CHECK(ddtk_plan_desc_set_param(&hand, pi.name, w.param[i]) == DDTK_OK);
+    CHECK(hand.param_set == w.param_set);
+    ddtk_plan *pw, *ph;
+    CHECK(ddtk_plan_create(&pw, &w) == DDTK_OK && ddtk_plan_create(&ph, &hand) == DDTK_OK);
+    float *in = calloc((size_t)NSAMP * NCHANS, sizeof *in);
+    unsigned x = 11;
+    for (size_t i = 0; i < (size_t)NSAMP * NCHANS; i++)
+        in[i] = (float)((x = x * 1103515245u + 12345u) >> 24);
+    size_t n = (size_t)w.ndm * NSAMP;
+    float *a = calloc(n, sizeof *a), *b = calloc(n, sizeof *b);
+    CHECK(ddtk_plan_execute(pw, NSAMP, in, 32, a, NSAMP, 32) == DDTK_OK);
+    CHECK(ddtk_plan_execute(ph, NSAMP, in, 32, b, NSAMP, 32) == DDTK_OK);
+    CHECK(memcmp(a, b, n * sizeof *a) == 0);
+    ddtk_plan_destroy(pw);
+    ddtk_plan_destroy(ph);
+    free(in);
+    free(a);
+    free(b);
+    free(dms);
+    free(ds);
+    free(dms2);
+    free(ds2);
+    free(dms3);
+    free(ds3);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/test_wisdom_XXXXXX", path[64];
@@ -168,6 +334,10 @@ int main(void)
     every_tile_choice(in);
     unlink(path);
     tuning(path, in);
+    params_round_trip(path);
+    tuning_choice("subband", path);
+    tuning_choice("tree", path);
+    tuning_choice("fdmt", path);
     unlink(path);
     snprintf(path, sizeof path, "%s/sub", dir);
     rmdir(path);

@@ -637,6 +637,29 @@ int ddtk_ddargs_describe(ddtk_ddargs *a, const ddtk_input *in)
     return rc;
 }
 
+int ddtk_ddargs_own_dms(ddtk_ddargs *a, const ddtk_input *in)
+{
+    ddtk_plan_desc d = a->desc;
+    double *freqs = NULL, lo = isnan(a->dm_min) ? 0 : a->dm_min;
+    if (lo > a->dm_max || lo < 0)
+        return ddtk_fail(DDTK_EUSAGE, "--dm-min %g --dm-max %g: need 0 <= min <= max", lo,
+                         a->dm_max);
+    int rc = ddtk_plan_desc_header(&d, &in->hdr, &freqs);
+    if (!rc)
+        rc = ddtk_plan_desc_own_dms(&d, lo, a->dm_max, a->pulse_width * 1e-6, a->scrunch != 0,
+                                    &a->dms.dm, &a->downsamp, &a->dms.n);
+    free(freqs);
+    a->dms.cap = a->dms.n;
+    a->dms_fixed = 1;
+    /* the parameters the list resolved (the tree's sub_chans) */
+    for (int i = 0; !rc && i < DDTK_MAX_PARAMS; i++)
+        if ((d.param_set & (1u << i)) && !(a->desc.param_set & (1u << i))) {
+            a->desc.param[i] = d.param[i];
+            a->desc.param_set |= 1u << i;
+        }
+    return rc;
+}
+
 int ddtk_ddargs_plan(ddtk_ddargs *a, const ddtk_input *in, ddtk_plan **plan)
 {
     int rc = ddtk_ddargs_describe(a, in);
@@ -927,8 +950,8 @@ int ddtk_ddtool_main(const ddtk_ddtool *t, ddtk_ddargs *a, int argc, char **argv
         rc = ddtk_ddargs_parse(a, argc, argv, t->options, t->noptions, t->option, t->ctx,
                                t->help);
     if (!rc && a->tune && !ddtk_tune_applies(&a->desc))
-        rc = ddtk_fail(DDTK_EUSAGE, "--tune: the %s algorithm has no kernel configuration to "
-                       "tune", a->desc.algorithm);
+        rc = ddtk_fail(DDTK_EUSAGE, "--tune: the %s algorithm has nothing to tune on this "
+                       "backend", a->desc.algorithm);
     if (!rc && t->check)
         rc = t->check(a);
     if (!rc && a->list_gpus)

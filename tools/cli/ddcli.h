@@ -54,6 +54,11 @@ int ddtk_ddargs_open(const ddtk_ddargs *a, ddtk_input *in);
 int ddtk_ddargs_no_outputs(const ddtk_ddargs *a);
 /* Build the DM list from the options and the input header; set the default prefix. */
 int ddtk_ddargs_resolve(ddtk_ddargs *a, const ddtk_header *h);
+/* The DMs of an algorithm that computes its own (dd_tree, dd_fdmt, ddtune
+ * --algorithm tree|fdmt), from --dm-min (default 0) to --dm-max for the
+ * input, into a->dms and a->downsamp; the parameters the list resolves (the
+ * tree's sub_chans) are set in a->desc. */
+int ddtk_ddargs_own_dms(ddtk_ddargs *a, const ddtk_input *in);
 /* Resolve the DMs and describe the plan of the tool's algorithm for the input
  * in a->desc (killfile, scrunch factors), with the built-in kernel configuration. */
 int ddtk_ddargs_describe(ddtk_ddargs *a, const ddtk_input *in);
