@@ -19,7 +19,7 @@ CFLAGS ?= -O3 $(MARCH) -g
 # files), engine (plans, streaming, wisdom), algos (the algorithms'
 # descriptors), search (fdas, the single-pulse search and its plots), sim.
 SRC_DIRS := src src/io src/engine src/algos src/search src/sim
-SRC_INC := $(SRC_DIRS:%=-I%)
+SRC_INC := $(SRC_DIRS:%=-I%) -Icpu
 CFLAGS += -std=gnu11 -Wall -Wextra -fopenmp -Iinclude $(SRC_INC)
 # cfitsio reads PSRFITS (src/io/psrfits.c); CFITSIO_LIBS names a staged copy
 # where the system has none (scripts/gpu-check).
@@ -89,7 +89,7 @@ UNIT_TESTS := $(patsubst test/unit/%.c,build/test/%,$(wildcard test/unit/*.c))
 TEST_HELPERS := $(patsubst test/helpers/%.c,build/test/%,$(wildcard test/helpers/*.c)) \
                 build/test/fault.so build/test/cudafault.so
 EXAMPLES := $(patsubst examples/%.c,build/examples/%,$(wildcard examples/*.c))
-HEADERS := $(wildcard include/*.h $(SRC_DIRS:%=%/*.h) tools/cli/*.h)
+HEADERS := $(wildcard include/*.h $(SRC_DIRS:%=%/*.h) cpu/*.h tools/cli/*.h)
 # Switching CUDA=0/1 or the architectures rebuilds everything: objects depend
 # on this stamp.
 empty :=

@@ -3,8 +3,8 @@
  * (computed here for both backends), the CPU backend's FFTW plans and
  * buffers, whitening (real FFT, red-noise removal, spreading), overlap-save
  * correlation of spectrum blocks with the templates into plane tiles, and the
- * harmonic summing search over the plane. The driver (src/search/fdas.c) calls these
- * functions; they call nothing in the driver.
+ * harmonic summing search over the plane. The search above (src/search/fdas.c)
+ * calls these functions; they include and call nothing of it (fdas_kernels.h).
  *
  * Every FFTW plan belongs to an fdas plan (or, for the template FFT, to its
  * creation). FFTW's planner is not thread-safe: all planning and destruction
@@ -20,9 +20,9 @@
  * past it (PRESTO's non-in-memory scheme). Memory stays at a few tiles per
  * thread; the extra correlation work is sum over fractions of (k/2^s)^2.
  */
-#include "fdas_impl.h"
+#include "fdas_kernels.h"
+#include "fdas_resp.h"
 #include "internal.h"
-#include "fdas_math.h"
 
 #include <complex.h>
 #include <fftw3.h>

@@ -10,7 +10,7 @@
 
 #include <cuda_runtime.h>
 
-#include "fdas_impl.h"
+#include "fdas_kernels.h"
 
 namespace fdas {
 

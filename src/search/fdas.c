@@ -1,14 +1,14 @@
 /*
  * fdas.c - the fdas plan (driver): geometry, search ranges and trials,
  * red-noise blocks, backend choice, dispatch to the CPU kernels (cpu/) or the
- * GPU kernels (cuda/), f-z plane access and amplitudes at arbitrary (r, z).
+ * GPU kernels (cuda/), the candidates (fdas_cands.c) and f-z plane access.
  */
 #include "fdas_buffer.h"
-#include "fdas_impl.h"
+#include "fdas_cands.h"
 #include "internal.h"
 #include "fdas_math.h"
+#include "fdas_resp.h"
 
-#include <complex.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,15 +204,6 @@ float *ddtk_fdas_series_buffer(const ddtk_fdas_plan *p, int64_t *n, double *tsam
     return p->series;
 }
 
-int ddtk_fdas_host_spectrum(ddtk_fdas_plan *p)
-{
-    if (p->spec_on_host || !p->use_gpu)
-        return DDTK_OK;
-    int rc = ddtk_fdas_gpu_sync_spectrum(p);
-    p->spec_on_host = !rc;
-    return rc;
-}
-
 const char *ddtk_fdas_backend_name(const ddtk_fdas_plan *p)
 {
     return p->use_gpu ? "gpu" : "cpu";
@@ -245,23 +236,4 @@ int ddtk_fdas_plane(ddtk_fdas_plan *p, int zi0, int zi1, int64_t p0, int64_t np,
         return ddtk_fail(DDTK_EUSAGE, "plane request outside the plane");
     return p->use_gpu ? ddtk_fdas_gpu_plane(p, zi0, zi1, p0, np, out)
                       : ddtk_fdas_cpu_plane(p, zi0, zi1, p0, np, out);
-}
-
-void ddtk_fdas_rz_amp(const ddtk_fdas_plan *p, double r, double z, double *re, double *im)
-{
-    const float complex *spec = (const float complex *)p->spec;
-    int hw = ddtk_fdas_halfwidth(z);
-    int64_t kc = (int64_t)floor(r + 0.5);
-    double complex sum = 0;
-    double energy = 0;
-    for (int64_t k = kc - hw; k <= kc + hw; k++) {
-        double a, b;
-        ddtk_fdas_zresp(k - r, z, &a, &b);
-        energy += a * a + b * b;
-        if (k >= 0 && k < p->nbins)
-            sum += spec[k] * (a - I * b);
-    }
-    sum /= sqrt(energy);
-    *re = creal(sum);
-    *im = cimag(sum);
 }

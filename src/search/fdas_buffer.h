@@ -1,7 +1,7 @@
 /*
  * fdas_buffer.h - the fdas plan's series buffer, for the library's fdas input
  * code (fdas_io.c), which sees the plan through fdas.h and this alone (the
- * plan's internals, fdas_impl.h, stay with the driver and the kernels).
+ * plan's internals, cpu/fdas_kernels.h, stay with the driver and the kernels).
  */
 #ifndef DDTK_FDAS_BUFFER_H
 #define DDTK_FDAS_BUFFER_H

@@ -2,11 +2,17 @@
  * fdas_cands.c - from plane hits to the candidate list: fundamental r and z,
  * sigma after trials, clustering within +-15 bins, removal of harmonically
  * related candidates and of those whose power a stronger candidate's
- * harmonic explains where it crosses their template, in sigma order.
+ * harmonic explains where it crosses their template, in sigma order; and
+ * what the candidates are refined and reported with, the whitened spectrum
+ * on the host and its amplitude at any (r, z). Called by the driver
+ * (fdas.c), never calling it.
  */
-#include "fdas_impl.h"
+#include "fdas_cands.h"
 #include "internal.h"
 #include "fdas_math.h"
+#include "fdas_resp.h"
+
+#include <complex.h>
 
 #include <math.h>
 #include <stdlib.h>
@@ -222,6 +228,34 @@ static int remove_harmonics(ddtk_fdas_plan *p, ddtk_fdas_cand *c, int n)
             c[m++] = c[j];
     }
     return m;
+}
+
+int ddtk_fdas_host_spectrum(ddtk_fdas_plan *p)
+{
+    if (p->spec_on_host || !p->use_gpu)
+        return DDTK_OK;
+    int rc = ddtk_fdas_gpu_sync_spectrum(p);
+    p->spec_on_host = !rc;
+    return rc;
+}
+
+void ddtk_fdas_rz_amp(const ddtk_fdas_plan *p, double r, double z, double *re, double *im)
+{
+    const float complex *spec = (const float complex *)p->spec;
+    int hw = ddtk_fdas_halfwidth(z);
+    int64_t kc = (int64_t)floor(r + 0.5);
+    double complex sum = 0;
+    double energy = 0;
+    for (int64_t k = kc - hw; k <= kc + hw; k++) {
+        double a, b;
+        ddtk_fdas_zresp(k - r, z, &a, &b);
+        energy += a * a + b * b;
+        if (k >= 0 && k < p->nbins)
+            sum += spec[k] * (a - I * b);
+    }
+    sum /= sqrt(energy);
+    *re = creal(sum);
+    *im = cimag(sum);
 }
 
 int ddtk_fdas_candidates_build(ddtk_fdas_plan *p)

@@ -3,7 +3,7 @@
  * every entry point reports that no GPU is available; the plan never selects
  * it because ddtk_gpu_count() is 0 there.
  */
-#include "fdas_impl.h"
+#include "fdas_kernels.h"
 #include "internal.h"
 
 static int no_gpu(void)

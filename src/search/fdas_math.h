@@ -1,7 +1,7 @@
 /*
- * fdas_math.h - statistics and special functions of the acceleration search
- * (fdas_math.c): Fresnel integrals and PRESTO's z response, chi-square and
- * Gaussian tails, candidate sigma. Not installed.
+ * fdas_math.h - statistics of the acceleration search (fdas_math.c):
+ * chi-square and Gaussian tails, candidate sigma. Not installed. (The z
+ * response is the kernels': cpu/fdas_resp.h.)
  */
 #ifndef DDTK_FDAS_MATH_H
 #define DDTK_FDAS_MATH_H
@@ -10,11 +10,6 @@
 
 DDTK_BEGIN_DECLS
 
-/* Fresnel integrals C(x) = int_0^x cos(pi t^2/2) dt, S(x) likewise with sin. */
-void ddtk_fresnel(double x, double *c, double *s);
-/* PRESTO's z response at offset q bins from the average frequency. */
-void ddtk_fdas_zresp(double q, double z, double *re, double *im);
-int ddtk_fdas_halfwidth(double z);
 /* log of the chi-square upper tail with 2*numsum dof at 2*power. */
 double ddtk_chi2_logq(double power, int numsum);
 /* log of the one-sided Gaussian upper tail at x; and its inverse. */

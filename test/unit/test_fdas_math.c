@@ -4,6 +4,7 @@
  */
 #include "fdas.h"
 #include "fdas_math.h"
+#include "fdas_resp.h"
 
 #include <math.h>
 #include <stdio.h>

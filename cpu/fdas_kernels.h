@@ -1,8 +1,10 @@
 /*
- * fdas_impl.h - internals of the fdas plan, private to the driver (src/search/fdas.c,
- * src/search/fdas_cands.c) and the kernels (cpu/fdas_cpu.c, cuda/fdas_*.cu*). The
- * driver calls the kernels; the kernels call nothing in the driver. I/O and
- * output code use the public API (fdas.h) and fdas_buffer.h only.
+ * fdas_kernels.h - the fdas plan and its kernels' interface: the CPU kernels
+ * (cpu/fdas_cpu.c, with the z response of cpu/fdas_resp.h) and the GPU
+ * backend (cuda/fdas_*.cu*, or src/search/fdas_gpu_none.c). The search above
+ * (src/search/fdas.c, the driver, and fdas_cands.c, its candidates) calls
+ * these; they include and call nothing of the search. I/O and output code
+ * use the public API (fdas.h) and fdas_buffer.h only.
  *
  * Geometry. The whitened spectrum F[k], k < nbins, is "spread" to the
  * correlation resolution res (2 for exact half-bin interpolation, 1 for
@@ -13,8 +15,8 @@
  * outputs m0 .. m0+uselen-1 (overlap-save), i.e. width = uselen*2/res plane
  * positions. Complex arrays are interleaved float pairs (C and CUDA share them).
  */
-#ifndef DDTK_FDAS_IMPL_H
-#define DDTK_FDAS_IMPL_H
+#ifndef DDTK_FDAS_KERNELS_H
+#define DDTK_FDAS_KERNELS_H
 
 #include "fdas.h"
 #include "fdas_select.h"
@@ -70,9 +72,6 @@ struct ddtk_fdas_plan {
     float *series;                /* GPU: pinned n-float buffer that ddtk_fdas_read_for
                                      fills (one-DMA upload); CPU: NULL */
 };
-
-/* Hits -> sigma, clustering, harmonic removal, sorting (fdas_cands.c). */
-int ddtk_fdas_candidates_build(ddtk_fdas_plan *p);
 
 /* CPU kernels (cpu/fdas_cpu.c). */
 /* Every plan, either backend: the template spectra and the host spectrum buffer. */
