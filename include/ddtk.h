@@ -658,37 +658,51 @@ int ddtk_plan_stream(ddtk_plan *plan, ddtk_source *source, ddtk_sink *sink,
 int ddtk_plan_run(ddtk_plan *plan, ddtk_input *in, ddtk_outset *out, int pad,
                   ddtk_run_stats *stats);
 
-/* ---- wisdom: tuned kernel configurations (wisdom.c, tune.c) ---------------- */
+/* ---- wisdom: tuned configurations (wisdom.c, tune.c) ---------------------- */
 
 /*
- * As FFTW's wisdom: the fastest configuration measured for a kernel on this
- * machine and set-up, kept in a text file. Configurations change speed, never
- * output. The key is where a plan runs (CPU model and threads, or GPU name,
- * compute capability and memory) and its set-up (algorithm, nchans, nbits,
- * DM count rounded up to a power of two, DMs below or past the diagonal DM,
- * time scrunching).
+ * As FFTW's wisdom: the fastest configuration measured for an algorithm on
+ * this machine and set-up, kept in a text file. A configuration is the
+ * direct kernel's (where the algorithm runs it) and the algorithm's tunable
+ * parameters (its descriptor lists them: the sub-band layout, the tree's and
+ * the FDMT's chunk, the tree's GPU rows per pass). The kernel's and the
+ * chunks change speed, never output; a sub-band layout changes the series
+ * within the algorithm's smearing budget. The key is where a plan runs (CPU
+ * model and threads, or GPU name, compute capability and memory) and its
+ * set-up (algorithm, nchans, nbits, DM count rounded up to a power of two,
+ * DMs below or past the diagonal DM, time scrunching, and each of the
+ * algorithm's parameters the description gives, as NAME=VALUE).
  */
 /* The wisdom file: file, else xdg/ddtk/wisdom, else home/.cache/ddtk/wisdom
  * (allocated; NULL when none can be named); the tools pass $DDTK_WISDOM,
  * $XDG_CACHE_HOME and $HOME. */
 char *ddtk_wisdom_path(const char *file, const char *xdg, const char *home);
 int ddtk_wisdom_key(const ddtk_plan_desc *d, char *key, size_t n);
-/* Set d->cpu (CPU) or d->gpu_config (GPU) from the file's entry for d's key;
- * *found = 1 when there was one. A missing file holds no wisdom; a damaged or
- * foreign one gives one warning and leaves the defaults: never an error. */
+/* Set d->cpu (CPU) or d->gpu_config (GPU), and the tunable parameters d does
+ * not give, from the file's entry for d's key; *found = 1 when there was
+ * one. A missing file holds no wisdom; a damaged or foreign one, or an entry
+ * d's algorithm cannot take, gives one warning and leaves d as it was: never
+ * an error. */
 int ddtk_wisdom_apply(ddtk_plan_desc *d, const char *path, int *found);
-/* The configuration of d's backend as text ("cpu tile 1024 dms 64 chans 32",
- * "gpu lane 5 float 0"; 0 and -1 mean the built-in default). */
+/* The configuration of d as text: the kernel's on d's backend ("cpu tile 1024
+ * dms 64 chans 32", "gpu lane 5 float 0"; 0 and -1 mean the built-in default),
+ * for an algorithm that runs it, then each tunable parameter d sets ("nsub
+ * 32", "chunk 4096"); "defaults" when that is nothing. */
 void ddtk_config_text(const ddtk_plan_desc *d, char *s, size_t n);
 /*
- * Time configurations of d's kernel on synthetic in-memory blocks for at most
- * about budget seconds (the default first), set the fastest in d and, when
- * path is not NULL, store it in that wisdom file (locked, replaced whole).
- * Every configuration's output must equal the default's byte for byte, or the
- * tuning fails. A line per configuration tried goes to table when not NULL.
+ * Time configurations of d's algorithm on synthetic in-memory blocks for at
+ * most about budget seconds (the default first): its tunable parameters that
+ * d does not give, then the direct kernel's configuration where it runs it.
+ * Set the fastest in d and, when path is not NULL, store it in that wisdom
+ * file (locked, replaced whole). Every configuration's output must equal the
+ * best one's byte for byte, or the tuning fails, but for a parameter that
+ * changes the series (a sub-band layout), whose values must keep the
+ * algorithm's accuracy budget instead. A line per configuration tried (or
+ * skipped, and why) goes to table when not NULL.
  */
 int ddtk_tune(ddtk_plan_desc *d, const char *path, double budget, FILE *table);
-/* 1 when d's algorithm has kernel configurations to tune (the tree has none). */
+/* 1 when d's algorithm has something to tune on d's backend (the FDMT has
+ * nothing on a GPU). */
 int ddtk_tune_applies(const ddtk_plan_desc *d);
 
 /* GPU availability (cuda/device.cu when built with CUDA, else gpu_none.c). */

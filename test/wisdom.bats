@@ -186,10 +186,11 @@ as_options() { printf '%s\n' "$1" |
 
 @test "ddtune --algorithm: a sub-band layout past --max-smear-ratio is never kept; a given parameter is kept" {
     run ddtune --algorithm subband a.fil --dm-min 0 --dm-max 200 --dm-step 1 --budget 4 --backend cpu \
-        --max-smear-ratio 0.01 --no-wisdom
+        --nsub 16 --max-smear-ratio 0.01 --no-wisdom
     [ "$status" -eq 0 ]
-    [[ "$output" == *"max_smear_ratio=0.01"* ]]
-    [[ "$output" == *"skipped: past the accuracy budget"* ]]
+    [[ "$output" == *" nsub=16 max_smear_ratio=0.01"* ]]
+    [[ "$output" == *" nsub 16 dm_group 128"*"skipped: past the accuracy budget"* ]]
+    [ "$(printf '%s\n' "$output" | grep -c ' nsub [0-9]* dm_group')" -ge 1 ]
     [ "$(kept "$output")" = "$(fastest "$output")" ]
     run ddtune --algorithm fdmt a.fil --dm-max 60 --chunk 4096 --budget 1 --backend cpu --no-wisdom
     [ "$status" -eq 0 ]

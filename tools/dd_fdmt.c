@@ -10,8 +10,6 @@
 #include "cli.h"
 
 #include <math.h>
-#include <stdlib.h>
-#include <string.h>
 
 enum { OPT_LIST_DMS = 2000 };
 
@@ -30,6 +28,8 @@ static void help(void)
            "of one sample per channel along an integer-delay track within 2 samples of\n"
            "dd_direct's rounded delays (1024 channels).\n\n"
            "FDMT:\n"
+           "  --chunk N                CPU: output samples a thread computes at once (2048;\n"
+           "                           speed only; ddtune --algorithm fdmt tunes it)\n"
            "  --list-dms               print the DMs and scrunch factors and exit\n\n"
            "--dm-min (default 0) and --dm-max select the transform's DMs; --dm, --dm-list,\n"
            "--plan, --dm-step and --tol do not apply.\n\n%s", ddtk_ddcli_help);

@@ -9,10 +9,8 @@
 #include "cli.h"
 
 #include <math.h>
-#include <stdlib.h>
-#include <string.h>
 
-/* The algorithm's parameters (--method, --sub-chans, --max-smear, --gpu-group)
+/* The algorithm's parameters (--method, --sub-chans, --max-smear, --gpu-group, --chunk)
  * are the shared command line's; these two are dd_tree's own. */
 enum { OPT_NSUB = 2000, OPT_LIST_DMS };
 
@@ -45,6 +43,8 @@ static void help(void)
            "  --pulse-width W          intrinsic pulse width in us (default 40)\n"
            "  --gpu-group G            GPU: rows per shared-memory pass of stage 1, a power of\n"
            "                           two 2..1024 (default 128, or $DDTK_TREE_GROUP)\n"
+           "  --chunk N                CPU: output samples per stage-1 task (2048; speed\n"
+           "                           only; ddtune --algorithm tree tunes it and --gpu-group)\n"
            "  --list-dms               print the DMs and scrunch factors and exit\n\n"
            "%s", ddtk_ddcli_tree_help);
 }

@@ -49,9 +49,11 @@ static const ddtk_param_info params[] = {
       DDTK_PARAM_REAL, 0.1, 0, INFINITY, 1, NULL, 0 },
 };
 
-/* What the tuner may vary (algo.h): the layout, within max_smear_ratio. */
+/* What the tuner may vary (algo.h): the layout, within max_smear_ratio. The
+ * groups go from the cheapest down, so that those past the budget (skipped
+ * without a timing) come first. */
 static const double nsub_values[] = { 4, 8, 16, 32, 64, 128, 256 };
-static const double group_values[] = { 1, 2, 4, 8, 16, 32, 64, 128 };
+static const double group_values[] = { 128, 64, 32, 16, 8, 4, 2, 1 };
 static const ddtk_tunable tunables[] = {
     { "nsub", DDTK_TUNE_CPU | DDTK_TUNE_GPU, nsub_values, 7, 0 },
     { "dm_group", DDTK_TUNE_CPU | DDTK_TUNE_GPU, group_values, 8, 0 },

@@ -171,15 +171,15 @@ static int measure(bench *b, float *out, int check, double *rate)
         return skip(b, cfg, ddtk_errmsg());
     if (rc)
         return rc;
+    int fits = 1;
     for (int i = 0; i < b->d.ndm; i++) {
         adds += (double)ddtk_plan_nout(p, i, b->nsamps) * ddtk_plan_nlive(p);
-        if (ddtk_plan_nout(p, i, b->nsamps) > (int64_t)b->stride)
-            rc = -1;
+        fits &= ddtk_plan_nout(p, i, b->nsamps) <= (int64_t)b->stride;
     }
-    if (rc < 0 || (check == 0 && b->algo->within_budget && !b->algo->within_budget(p))) {
+    if (!fits || (check == 0 && b->algo->within_budget && !b->algo->within_budget(p))) {
         ddtk_plan_destroy(p);
-        return skip(b, cfg, rc < 0 ? "more output samples than the block holds"
-                                   : "past the accuracy budget");
+        return skip(b, cfg, !fits ? "more output samples than the block holds"
+                                  : "past the accuracy budget");
     }
     for (int run = 0; run < 3 && !rc; run++) {
         rc = ddtk_plan_execute(p, b->nsamps, b->in, b->d.nbits, out, b->stride, 32);

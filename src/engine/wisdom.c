@@ -1,14 +1,17 @@
 /*
- * wisdom.c - the wisdom file: tuned kernel configurations keyed by machine
- * and set-up, as FFTW keeps its wisdom.
+ * wisdom.c - the wisdom file: tuned configurations (the direct kernel's and
+ * the algorithms' tunable parameters) keyed by machine and set-up, as FFTW
+ * keeps its wisdom.
  *
  * The file is plain text: the line "# ddtk wisdom 4", then one entry a line,
- * "KEY<TAB>CONFIG<TAB>SAMPLE-ADDS/S", CONFIG as ddtk_config_text writes it.
- * A writer holds the directory's lock (tempfile.c), reads the file, replaces
- * its key's line and renames a complete new file into place, so concurrent
- * writers never interleave and readers never see half a file. Anything
- * unexpected in a file (another program's, a damaged one) is one warning and
- * no wisdom: a configuration changes speed only, so defaults are always safe.
+ * "KEY<TAB>CONFIG<TAB>SAMPLE-ADDS/S", CONFIG as ddtk_config_text writes it
+ * (the parameters after the kernel's fields came later within version 4: an
+ * older reader takes such a line for a damaged one). A writer holds the
+ * directory's lock (tempfile.c), reads the file, replaces its key's line and
+ * renames a complete new file into place, so concurrent writers never
+ * interleave and readers never see half a file. Anything unexpected in a
+ * file (another program's, a damaged one) is one warning and no wisdom: the
+ * defaults are always safe.
  */
 #define _GNU_SOURCE               /* asprintf */
 #include "dmplan.h"
