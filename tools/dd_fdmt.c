@@ -5,11 +5,8 @@
  * same engine, options and outputs as dd_direct.
  */
 #include "ddcli.h"
-#include "fdmt.h"
 #include "internal.h"
 #include "cli.h"
-
-#include <math.h>
 
 enum { OPT_LIST_DMS = 2000 };
 
@@ -45,17 +42,6 @@ static int fdmt_option(int code, const char *arg, void *ctx)
     return DDTK_OK;
 }
 
-static int check_args(const ddtk_ddargs *a)
-{
-    if (a->dm_given || a->dm_list_file || a->plan_file || !isnan(a->dm_step) || a->tol_given)
-        return ddtk_fail(DDTK_EUSAGE, "dd_fdmt computes the DMs of its transform: select them "
-                         "with --dm-min/--dm-max (--dm, --dm-list, --plan, --dm-step and --tol "
-                         "do not apply)");
-    if (isnan(a->dm_max))
-        return ddtk_fail(DDTK_EUSAGE, "--dm-max is needed (see --help)");
-    return DDTK_OK;
-}
-
 /* Per scrunch range: DMs and step. */
 static void report(const ddtk_ddargs *a)
 {
@@ -72,22 +58,13 @@ static void report(const ddtk_ddargs *a)
     }
 }
 
-static int list_dms(const ddtk_ddargs *a)
-{
-    for (int i = 0; i < a->dms.n; i++)
-        printf("%.6f\t%d\n", a->dms.dm[i], a->downsamp[i]);
-    return fflush(stdout) ? ddtk_fail(DDTK_ESYS, "stdout: write failed") : DDTK_OK;
-}
-
 static int dedisperse(ddtk_ddargs *a, ddtk_input *in, void *ctx)
 {
     const int *list = ctx;
     ddtk_plan *plan;
-    int rc = check_args(a);
-    if (!rc)
-        rc = ddtk_ddargs_own_dms(a, in);
+    int rc = ddtk_ddargs_own_dms(a, in);
     if (rc || *list)
-        return rc ? rc : list_dms(a);
+        return rc ? rc : ddtk_ddargs_list_dms(a);
     if ((rc = ddtk_ddargs_plan(a, in, &plan)))
         return rc;
     report(a);

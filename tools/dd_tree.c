@@ -75,12 +75,6 @@ static double param(const ddtk_ddargs *a, const char *name)
 static int check_args(const ddtk_ddargs *a, const tree_args *t)
 {
     const int sub_chans = (int)param(a, "sub_chans");
-    if (a->dm_given || a->dm_list_file || a->plan_file || !isnan(a->dm_step) || a->tol_given)
-        return ddtk_fail(DDTK_EUSAGE, "dd_tree computes the DMs of its tree (eq. 9): select "
-                         "them with --dm-min/--dm-max (--dm, --dm-list, --plan, --dm-step and "
-                         "--tol do not apply)");
-    if (isnan(a->dm_max))
-        return ddtk_fail(DDTK_EUSAGE, "--dm-max is needed (see --help)");
     if (t->nsub && sub_chans)
         return ddtk_fail(DDTK_EUSAGE, "--nsub and --sub-chans exclude each other");
     if ((t->nsub || sub_chans) && param(a, "method") == DDTK_TREE_PADDED)
@@ -140,13 +134,6 @@ static int tree_dms(ddtk_ddargs *a, const tree_args *t, const ddtk_input *in,
     return rc ? rc : ddtk_plan_desc_set_param(&a->desc, "sub_chans", s->cps);
 }
 
-static int list_dms(const ddtk_ddargs *a)
-{
-    for (int i = 0; i < a->dms.n; i++)
-        printf("%.6f\t%d\n", a->dms.dm[i], a->downsamp[i]);
-    return fflush(stdout) ? ddtk_fail(DDTK_ESYS, "stdout: write failed") : DDTK_OK;
-}
-
 static int dedisperse(ddtk_ddargs *a, ddtk_input *in, void *ctx)
 {
     const tree_args *t = ctx;
@@ -156,7 +143,7 @@ static int dedisperse(ddtk_ddargs *a, ddtk_input *in, void *ctx)
     if (!rc)
         rc = tree_dms(a, t, in, &s);
     if (rc || t->list)
-        return rc ? rc : list_dms(a);
+        return rc ? rc : ddtk_ddargs_list_dms(a);
     if ((rc = ddtk_ddargs_plan(a, in, &plan)))
         return rc;
     report(a, &s, in);

@@ -7,7 +7,6 @@
 #include "internal.h"
 #include "cli.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,24 +59,12 @@ static int option(int code, const char *arg, void *ctx)
     return DDTK_OK;
 }
 
-/* The tree's and the FDMT's DMs are their own, as their tools compute them. */
-static int own_dms(ddtk_ddargs *a, const ddtk_input *in)
-{
-    if (a->dm_given || a->dm_list_file || a->plan_file || !isnan(a->dm_step) || a->tol_given)
-        return ddtk_fail(DDTK_EUSAGE, "the %s algorithm computes its own DMs: select them with "
-                         "--dm-min/--dm-max (--dm, --dm-list, --plan, --dm-step and --tol do "
-                         "not apply)", a->desc.algorithm);
-    if (isnan(a->dm_max))
-        return ddtk_fail(DDTK_EUSAGE, "--dm-max is needed (see --help)");
-    return ddtk_ddargs_own_dms(a, in);
-}
-
 static int tune(ddtk_ddargs *a, ddtk_input *in, void *ctx)
 {
     const tune_args *t = ctx;
     char *path = a->no_wisdom ? NULL : a->wisdom ? strdup(a->wisdom) : ddtk_cli_wisdom_path();
     char key[1024];
-    int rc = ddtk_algorithm_own_dms(a->desc.algorithm) ? own_dms(a, in) : DDTK_OK;
+    int rc = ddtk_algorithm_own_dms(a->desc.algorithm) ? ddtk_ddargs_own_dms(a, in) : DDTK_OK;
     if (!rc)
         rc = ddtk_ddargs_describe(a, in);
     if (!rc && !ddtk_tune_applies(&a->desc))

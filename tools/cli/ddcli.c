@@ -641,6 +641,12 @@ int ddtk_ddargs_own_dms(ddtk_ddargs *a, const ddtk_input *in)
 {
     ddtk_plan_desc d = a->desc;
     double *freqs = NULL, lo = isnan(a->dm_min) ? 0 : a->dm_min;
+    if (a->dm_given || a->dm_list_file || a->plan_file || !isnan(a->dm_step) || a->tol_given)
+        return ddtk_fail(DDTK_EUSAGE, "the %s algorithm computes its own DMs: select them with "
+                         "--dm-min/--dm-max (--dm, --dm-list, --plan, --dm-step and --tol do "
+                         "not apply)", a->desc.algorithm);
+    if (isnan(a->dm_max))
+        return ddtk_fail(DDTK_EUSAGE, "--dm-max is needed (see --help)");
     if (lo > a->dm_max || lo < 0)
         return ddtk_fail(DDTK_EUSAGE, "--dm-min %g --dm-max %g: need 0 <= min <= max", lo,
                          a->dm_max);
@@ -658,6 +664,13 @@ int ddtk_ddargs_own_dms(ddtk_ddargs *a, const ddtk_input *in)
             a->desc.param_set |= 1u << i;
         }
     return rc;
+}
+
+int ddtk_ddargs_list_dms(const ddtk_ddargs *a)
+{
+    for (int i = 0; i < a->dms.n; i++)
+        printf("%.6f\t%d\n", a->dms.dm[i], a->downsamp[i]);
+    return fflush(stdout) ? ddtk_fail(DDTK_ESYS, "stdout: write failed") : DDTK_OK;
 }
 
 int ddtk_ddargs_plan(ddtk_ddargs *a, const ddtk_input *in, ddtk_plan **plan)

@@ -57,8 +57,11 @@ int ddtk_ddargs_resolve(ddtk_ddargs *a, const ddtk_header *h);
 /* The DMs of an algorithm that computes its own (dd_tree, dd_fdmt, ddtune
  * --algorithm tree|fdmt), from --dm-min (default 0) to --dm-max for the
  * input, into a->dms and a->downsamp; the parameters the list resolves (the
- * tree's sub_chans) are set in a->desc. */
+ * tree's sub_chans) are set in a->desc. The other DM options are usage
+ * errors, and so is a missing --dm-max. */
 int ddtk_ddargs_own_dms(ddtk_ddargs *a, const ddtk_input *in);
+/* --list-dms: those DMs, a line each with its scrunch factor, on stdout. */
+int ddtk_ddargs_list_dms(const ddtk_ddargs *a);
 /* Resolve the DMs and describe the plan of the tool's algorithm for the input
  * in a->desc (killfile, scrunch factors), with the built-in kernel configuration. */
 int ddtk_ddargs_describe(ddtk_ddargs *a, const ddtk_input *in);
