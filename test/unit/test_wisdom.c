@@ -256,7 +256,8 @@ static void tuning_choice(const char *name, const char *path)
     ddtk_plan_desc d, w, hand;
     double *dms, *dms2, *dms3, top = 0, rate;
     int *ds, *ds2, *ds3, found = 0, lines = 0;
-    char *table = NULL, best[512] = "", kept[512] = "", text[512], line[512];
+    char *table = NULL, kept[512] = "", text[512], line[512], cfgs[64][512];
+    double rates[64];
     size_t size = 0;
     unlink(path);
     algo_desc(&d, name, &dms, &ds);
@@ -269,18 +270,16 @@ static void tuning_choice(const char *name, const char *path)
         if (strncmp(line, "best: ", 6) == 0 && end) {
             *strrchr(line, ',') = '\0';
             snprintf(kept, sizeof kept, "%s", line + 6);
-        } else if (end && strncmp(line, "set-up", 6) != 0) {
+        } else if (end && strncmp(line, "set-up", 6) != 0 && lines < 64) {
             *end = '\0';
             num = strrchr(line, ' ');
             rate = atof(num + 1);
             while (num > line && num[-1] == ' ')
                 num--;
             *num = '\0';
-            lines++;
-            if (rate > top) {
-                top = rate;
-                snprintf(best, sizeof best, "%s", line);
-            }
+            snprintf(cfgs[lines], sizeof cfgs[lines], "%s", line);
+            rates[lines++] = rate;
+            top = rate > top ? rate : top;
         }
     }
     if (fp)
@@ -289,7 +288,11 @@ static void tuning_choice(const char *name, const char *path)
         fprintf(stderr, "%s: %s\n", name, table);
     free(table);
     CHECK(lines >= 2);
-    CHECK(kept[0] && strcmp(kept, best) == 0);
+    /* kept: a line at the top rate (the table's 4 digits may tie several) */
+    int at_top = 0;
+    for (int i = 0; i < lines; i++)
+        at_top |= strcmp(cfgs[i], kept) == 0 && rates[i] == top;
+    CHECK(kept[0] && at_top);
     ddtk_config_text(&d, text, sizeof text);
     CHECK(strcmp(text, kept) == 0);
     /* read back from the wisdom: the same text */
