@@ -20,8 +20,9 @@
  *      (ddcli.c), and the level plan reads them with ddtk_param(p, i), i its
  *      index in the list. Those the tuner may vary, with the values to try,
  *      are its tunables (ddtk_tunable): ddtune --algorithm fdmt then tunes
- *      them and keeps them in the wisdom, which dd_fdmt reads back. A header of its own (src/algos/fdmt.h) names the type of
- *      lv->state when its GPU half or its tool needs the level tables.
+ *      them and keeps them in the wisdom, which dd_fdmt reads back. A
+ *      header of its own (src/algos/fdmt.h) names the type of lv->state
+ *      when its GPU half or its tool needs the level tables.
  *   2. optional, cuda/fdmt.cu: the GPU half, a
  *        extern "C" const ddtk_gpu_algo ddtk_gpu_fdmt = { ... };   (cuda/engine.cuh)
  *      named in the descriptor as .gpu = DDTK_GPU_HALF(ddtk_gpu_fdmt), after

@@ -284,17 +284,17 @@ static int parse_config(const char *s, ddtk_plan_desc *d)
             set.gpu_config = g;
     }
     const char *t = s + used;
-    for (; *t && !rc; t += n) {
-        if (t != s && *t++ != ' ')
-            break;
+    int bad = 0;
+    while (*t && !rc && !bad) {
         n = 0;
-        if (sscanf(t, "%63[a-z_] %lf%n", name, &v, &n) != 2 || t[strlen(name)] != ' '
-            || !isfinite(v) || (t[n] && t[n] != ' '))
-            break;
-        if (d)
+        bad = (t != s && *t++ != ' ')
+              || sscanf(t, "%63[a-z_] %lf%n", name, &v, &n) != 2 || t[strlen(name)] != ' '
+              || !isfinite(v) || (t[n] && t[n] != ' ');
+        if (!bad && d)
             rc = set_tuned(&set, name, v);
+        t += n;
     }
-    if (!rc && *t)
+    if (bad)
         return ddtk_fail(DDTK_EDATA, "'%.40s' is not a kernel configuration", s);
     if (!rc && d)
         *d = set;

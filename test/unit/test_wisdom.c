@@ -207,7 +207,9 @@ static void params_round_trip(const char *path)
      * warning naming the line, and the description as it was */
     const char *refused[] = { "cpu tile 512 dms 8 chans 16 max_smear_ratio 5",
                               "cpu tile 512 dms 8 chans 16 nsub 0", "nsub 8 chunk 512",
-                              "cpu tile 512 dms 8 chans 16 nsub8", "cpu tile 512 dms 8 chans 16  nsub 8" };
+                              "cpu tile 512 dms 8 chans 16 nsub8",
+                              "cpu tile 512 dms 8 chans 16  nsub 8", "cpu tile 512 dms 8 chans 16x",
+                              "cpu tile 512 dms 8 chans 16 ", "nsub 8 dm_group" };
     ddtk_set_message_handler(on_message, NULL);
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         desc_of(&d, NCHANS);
