@@ -1,26 +1,39 @@
 /*
  * fdmt.cu - the GPU half of the FDMT (src/algos/fdmt.c has the descriptor and the
- * merge tree, cpu/fdmt.c the CPU kernel): each merge depth of the tree is
- * one kernel over every row its nodes compute, then one kernel merges the
- * root's halves into the DMs' series.
+ * merge tree, cpu/fdmt.c the CPU kernel): the tree's merge depths fused a
+ * few at a time into kernels that keep the rows between them in shared
+ * memory.
  *
- * A row of a node is upper[t] + lower[t + mid] over the gulp's outputs plus
- * the row's own reach, as on the CPU: the same operands in the same order,
- * so the series equal the CPU's byte for byte (float input included).
- * Leaves are the level's device rows, decoded as they are read; node rows
- * live in one buffer per CUDA stream, row r at r * pitch. The kernels of a
- * gulp run in depth order on its stream. The halves of a node differ by at
- * most one channel, so their depths by at most one: a node of depth j reads
- * depths j - 1 and j - 2 (or the input), and the rows of depth j can take the
- * place of depth j - 3's, which nothing reads any more. The buffer holds
- * three regions, depth j in region j mod 3: htru's level 0 (1337 DMs) keeps
- * 4008 rows instead of all 11734.
+ * The depths are cut into stages: depths 1-4, then three at a time (the
+ * root's stage takes up to four). A stage is one kernel. Each of its blocks
+ * makes a group of the stage's top rows (a window of consecutive rows of a
+ * node whose parent lies in a later stage, or of the root's DMs) along a
+ * strip of STEPS x TILE output samples, TILE samples a step. Every row the
+ * group reads lives in shared memory as a ring holding what one step reads
+ * of it (TILE samples plus the spread of the tracks' shifts): the rows of
+ * the stage below (or the input, decoded) are loaded from DRAM, TILE new
+ * samples a step, and the stage's own rows below the top are made there,
+ * TILE new samples a step; the top rows go to DRAM (the root's: the DMs'
+ * series). The host walks each group's tracks once, at create, into items
+ * (one row each: operands and their shifts, sample range, destination),
+ * sorted by depth; a step runs them a depth at a time, a warp per item,
+ * samples across the lanes.
  *
- * Memory traffic per output sample: 8 bytes read and 4 written per row the
- * tree computes (the plan's adds: about 1.4e4 per input spectrum for htru's
- * 1024 channels, DM 0-1000 scrunched), 170 KB, under 60 ns at 3 TB/s;
- * direct dedispersion's 2.1e6 adds take about 0.56 us at its measured
- * 3.7e12 adds/s. No shared-memory staging: each operand is read once.
+ * Each row is upper[t] + lower[t + mid] as on the CPU: the same operands in
+ * the same order, so every series equals the CPU's byte for byte (float
+ * input included). A ring's first step may compute samples no consumer
+ * reads, from reads clamped to zero; they never reach an output.
+ *
+ * DRAM traffic per output sample (-v prints the model per level): each
+ * group loads its source rows once (4 bytes a sample, 1 or 2 for integer
+ * input) and writes its top rows (4 bytes). For htru's level 0 (1024
+ * channels, 1337 DMs, 13071 rows a sample over 10 depths) the old kernels,
+ * one per depth through DRAM, moved 12 bytes per row, about 157 KB a
+ * sample. In three stages (depths 1-4, 5-7, 8-10) the input is read once
+ * (1 KB, 8-bit), about 1300 rows are written at each of depths 4 and 7
+ * and read back about 1.2 times (windows of tracks share the rows below
+ * them but for the rounding's extra row per node), and the DMs are
+ * written: about 26 KB a sample, of which 5.3 KB is the output.
  */
 #include "check.cuh"
 #include "engine.cuh"
@@ -33,13 +46,59 @@
 namespace ddgpu {
 
 #define THREADS 256
+#define WARPS (THREADS / 32)
+#define TILE 64                   /* output samples a block adds per step */
+#define STEPS 64                  /* steps of a block: its strip of TILE * STEPS outputs */
+#define SMEM_MOST (64 * 1024)     /* shared memory of a block: three to a multiprocessor */
+#define MAX_STAGES 16
+#define MAX_PHASES 8              /* depths of a stage */
 #define MAX_GRID_Y 65535
-#define NO_ROW INT_MIN            /* a one-row band's root: no lower half */
 
-/* One computed row: o = u + l shifted by mid, over nout + need samples. Rows
- * >= 0 are node rows of the buffer; -1 - r is the level's input row r. */
-struct Entry {
-    int o, u, l, mid, need;
+/* Where an operand comes from or a row goes: shared memory (a ring: sample
+ * t at ref + (t & lim)), a stored row of the buffer (ref: its row, lim:
+ * it holds nout + lim samples), an input row, nothing (a one-row band), a
+ * DM's series. */
+enum { K_SMEM, K_ROW, K_IN, K_NONE, K_OUT };
+
+struct Opnd {
+    int kind, ref, lim;
+};
+
+/* One row of a group over samples t0 + [s, s + n) at a block's first step,
+ * t0 + [s + n - TILE, s + n) at the later ones: d[t] = u[t + a] + l[t + b]. */
+struct Item {
+    Opnd u, l, d;
+    int a, b, s, n;
+};
+
+/* An item as the kernel reads it (three 16-byte loads): the operands' and
+ * the destination's ref and lim, their kinds in kinds (u, l, d: 4 bits
+ * each from bit 0). */
+struct __align__(16) Op {
+    int uref, ulim, lref, llim;
+    int dref, dlim, a, b;
+    int s, n, kinds, pad;
+};
+
+static Op pack(const Item &x)
+{
+    return Op{ x.u.ref, x.u.lim, x.l.ref, x.l.lim, x.d.ref, x.d.lim, x.a, x.b, x.s, x.n,
+               x.u.kind | x.l.kind << 4 | x.d.kind << 8, 0 };
+}
+
+/* A block's work: items [ph[p], ph[p + 1]) are depth p of the stage's;
+ * lim: its outputs stop at nout + lim. */
+struct Group {
+    int nphase, lim;
+    int ph[MAX_PHASES + 1];
+};
+
+struct Stage {
+    int ng, nitem, lim;
+    size_t smem;
+    Group *d_g;
+    Op *d_i;
+    double bytes;                 /* DRAM bytes per output sample (the model) */
 };
 
 struct Buffers {
@@ -51,60 +110,331 @@ struct Buffers {
 struct FdmtLevel {
     const ddtk_fdmt_plan *f;
     Encoding enc;
-    int ndepth;                   /* merge depths below the root */
-    int *nent;                    /* per depth: entries */
-    Entry **d_ent;
-    Entry *d_root;
-    int nrows;                    /* node rows in the buffer */
-    int64_t reach;                /* the most any node row is computed past the outputs */
+    int nstage;
+    Stage stage[MAX_STAGES];
+    int nrows;                    /* stored rows (tops of the stages below the root's) */
+    int64_t reach;                /* the most a stored row holds past the outputs */
     Buffers buf[2];
 };
 
 template <typename T>
-__device__ __forceinline__ float operand(const float *buf, int64_t pitch, const T *in,
-                                         int64_t istride, int bias, int row, int64_t t)
+__device__ __forceinline__ float fetch(int kind, int ref, int lim, int64_t g, const float *sm,
+                                       const T *in, int64_t istride, int bias, int64_t inlen,
+                                       const float *rows, int64_t pitch, int64_t nout)
 {
-    if (row >= 0)
-        return buf[(int64_t)row * pitch + t];
-    return decode<T>(in[(int64_t)(-1 - row) * istride + t], bias);
+    if (kind == K_SMEM)
+        return sm[ref + ((int)g & lim)];
+    if (kind == K_ROW)
+        return g < nout + lim ? rows[(int64_t)ref * pitch + g] : 0.0f;
+    return g < inlen ? decode<T>(in[(int64_t)ref * istride + g], bias) : 0.0f;
 }
 
-/* Every entry of one depth: blockIdx.y walks the entries, x the samples. */
+/* Sample t0 + t of item x. */
 template <typename T>
-__global__ void merge(const Entry *e, int n, const T *in, int64_t istride, int bias, float *buf,
-                      int64_t pitch, int64_t nout)
+__device__ __forceinline__ void step_sample(const Op &x, int t, int64_t t0, float *sm,
+                                            const T *in, int64_t istride, int bias,
+                                            int64_t inlen, float *rows, int64_t pitch,
+                                            int64_t nout, float *out, int64_t ostride)
 {
-    for (int k = blockIdx.y; k < n; k += gridDim.y) {
-        const Entry x = e[k];
-        const int64_t len = nout + x.need;
-        for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < len;
-             t += (int64_t)gridDim.x * blockDim.x)
-            buf[(int64_t)x.o * pitch + t] = operand<T>(buf, pitch, in, istride, bias, x.u, t)
-                                            + operand<T>(buf, pitch, in, istride, bias, x.l,
-                                                         t + x.mid);
-    }
+    const int uk = x.kinds & 15, lk = x.kinds >> 4 & 15, dk = x.kinds >> 8;
+    const int64_t g = t0 + t;
+    float v = fetch<T>(uk, x.uref, x.ulim, g + x.a, sm, in, istride, bias, inlen, rows, pitch,
+                       nout);
+    if (lk != K_NONE)
+        v = v + fetch<T>(lk, x.lref, x.llim, g + x.b, sm, in, istride, bias, inlen, rows, pitch,
+                         nout);
+    if (dk == K_SMEM)
+        sm[x.dref + ((int)g & x.dlim)] = v;
+    else if (dk == K_ROW && g < nout + x.dlim)
+        rows[(int64_t)x.dref * pitch + g] = v;
+    else if (dk == K_OUT && g < nout)
+        out[(int64_t)x.dref * ostride + g] = v;
 }
 
-/* The root: series d from its halves, both read from the DM's offset (need). */
+/* One stage: blockIdx.x the strip, y the group; a step at a time, a depth
+ * at a time, a warp per row. */
 template <typename T>
-__global__ void root(const Entry *e, int n, const T *in, int64_t istride, int bias,
-                     const float *buf, int64_t pitch, int64_t nout, float *out, int64_t ostride)
+__global__ void stage_kernel(const Group *G, int ng, const Op *I, const T *in, int64_t istride,
+                             int bias, int64_t inlen, float *rows, int64_t pitch, int64_t nout,
+                             float *out, int64_t ostride)
 {
-    for (int k = blockIdx.y; k < n; k += gridDim.y) {
-        const Entry x = e[k];
-        float *o = out + (int64_t)x.o * ostride;
-        for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < nout;
-             t += (int64_t)gridDim.x * blockDim.x) {
-            const int64_t s = t + x.need;
-            o[t] = x.l == NO_ROW
-                       ? operand<T>(buf, pitch, in, istride, bias, x.u, s)
-                       : operand<T>(buf, pitch, in, istride, bias, x.u, s)
-                             + operand<T>(buf, pitch, in, istride, bias, x.l, s + x.mid);
+    extern __shared__ float sm[];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int gi = blockIdx.y; gi < ng; gi += gridDim.y) {
+        const Group g = G[gi];
+        for (int j = 0; j < STEPS; j++) {
+            const int64_t t0 = ((int64_t)blockIdx.x * STEPS + j) * TILE;
+            if (t0 >= nout + g.lim)
+                break;
+            for (int p = 0; p < g.nphase; p++) {
+                for (int k = g.ph[p] + warp; k < g.ph[p + 1]; k += WARPS) {
+                    const Op x = I[k];
+                    for (int t = (j ? x.s + x.n - TILE : x.s) + lane; t < x.s + x.n; t += 32)
+                        step_sample<T>(x, t, t0, sm, in, istride, bias, inlen, rows, pitch,
+                                       nout, out, ostride);
+                }
+                __syncthreads();
+            }
         }
     }
 }
 
-/* ---- the tables ------------------------------------------------------------------ */
+/* ---- the stages (host) -------------------------------------------------------- */
+
+/* A row made in a group's shared memory: node, row, depth, samples [lo, hi)
+ * past a step's t0, its ring (size: a power of two) at off. */
+struct Local {
+    int node, row, depth, lo, hi, off, size;
+};
+
+struct Builder {
+    const ddtk_fdmt_plan *f;
+    int cut_lo, cut_hi;           /* the stage: depths (cut_lo, cut_hi] */
+    const int *rowbase;           /* stored rows: a node's first (-1: not stored) */
+    int **slot;                   /* per node and row: its Local (-1: none) */
+    Local *loc;
+    int nloc, cap_loc;
+    Item *it;
+    int *dep;                     /* per item: its depth */
+    int nit, cap_it, cap_dep;
+    int err;
+};
+
+static int grow(void **p, int *cap, int need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    int n = *cap ? *cap : 256;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, (size_t)n * size);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+static int need_of(const ddtk_fdmt_plan *f, int s, int row)
+{
+    return f->node[s].route[4 * (size_t)row + 3];
+}
+
+/* Where row `row` of node s below the stage is read from: an input or a
+ * stored row. */
+static Opnd source(const Builder *B, int s, int row)
+{
+    const ddtk_fdmt_node *n = &B->f->node[s];
+    if (n->up < 0)
+        return Opnd{ K_IN, n->a, 0 };
+    return Opnd{ K_ROW, B->rowbase[s] + row, need_of(B->f, s, row) };
+}
+
+/* The operand for row `row` of node s read over samples [lo, hi) past a
+ * step's t0: a row in shared memory (made a Local, or its range widened;
+ * ref is the Local until the layout), made there by the stage or, for rows
+ * below it (depth cut_lo here), loaded. */
+static Opnd operand(Builder *B, int s, int row, int lo, int hi)
+{
+    const ddtk_fdmt_node *n = &B->f->node[s];
+    const int depth = n->depth > B->cut_lo ? n->depth : B->cut_lo;
+    int k = B->slot[s][row];
+    if (k < 0) {
+        if (grow((void **)&B->loc, &B->cap_loc, B->nloc + 1, sizeof *B->loc)) {
+            B->err = 1;
+            return Opnd{ K_NONE, 0, 0 };
+        }
+        k = B->slot[s][row] = B->nloc++;
+        B->loc[k] = Local{ s, row, depth, lo, hi, 0, 0 };
+    }
+    Local *L = &B->loc[k];
+    L->lo = lo < L->lo ? lo : L->lo;
+    L->hi = hi > L->hi ? hi : L->hi;
+    return Opnd{ K_SMEM, k, 0 };
+}
+
+static Item *new_item(Builder *B, int depth)
+{
+    if (grow((void **)&B->it, &B->cap_it, B->nit + 1, sizeof *B->it)
+        || grow((void **)&B->dep, &B->cap_dep, B->nit + 1, sizeof *B->dep)) {
+        B->err = 1;
+        return NULL;
+    }
+    B->dep[B->nit] = depth;
+    return &B->it[B->nit++];
+}
+
+/* Item for the row of node s routed by r (children's rows r[0], r[1], the
+ * lower one shifted by r[2]) over [s0, s0 + n), both operands shifted by a
+ * more; its destination is the caller's. */
+static Item *node_item(Builder *B, int s, const int32_t *r, int s0, int n, int a)
+{
+    const ddtk_fdmt_node *N = &B->f->node[s];
+    Item *x = new_item(B, N->depth);
+    if (!x)
+        return NULL;
+    x->a = a;
+    x->b = a + r[2];
+    x->s = s0;
+    x->n = n;
+    x->u = operand(B, N->up, r[0], s0 + x->a, s0 + n + x->a);
+    x->l = operand(B, N->lo, r[1], s0 + x->b, s0 + n + x->b);
+    return x;
+}
+
+/* The group whose top items are made (B->it): its shared rows,
+ * their layout and the items in depth order, appended to *items (insize:
+ * bytes of an input sample; *reads gains the DRAM bytes a tile reads).
+ * Returns the shared bytes, or -1. */
+static long finish_group(Builder *B, Group *g, Op **items, int *nitems, int *cap,
+                         int insize, double *reads)
+{
+    /* Shared rows from the top down: a row's consumers lie at higher depths,
+     * so its range is whole when its depth comes. */
+    for (int d = B->cut_hi; d > B->cut_lo && !B->err; d--)
+        for (int k = 0; k < B->nloc && !B->err; k++) {
+            if (B->loc[k].depth != d)
+                continue;
+            const Local L = B->loc[k];
+            const int32_t *r = B->f->node[L.node].route + 4 * (size_t)L.row;
+            Item *x = node_item(B, L.node, r, L.lo, L.hi - L.lo, 0);
+            if (x)
+                x->d = Opnd{ K_SMEM, k, 0 };
+        }
+    /* The rows below, each loaded once a step. */
+    for (int k = 0; k < B->nloc && !B->err; k++) {
+        const Local L = B->loc[k];
+        Item *x = L.depth == B->cut_lo ? new_item(B, L.depth) : NULL;
+        if (x)
+            *x = Item{ source(B, L.node, L.row), Opnd{ K_NONE, 0, 0 }, Opnd{ K_SMEM, k, 0 }, 0,
+                       0, L.lo, L.hi - L.lo };
+    }
+    if (B->err || grow((void **)items, cap, *nitems + B->nit, sizeof **items))
+        return -1;
+    /* Layout: each row's ring holds what a step reads of it (the later
+     * steps keep the samples a step shares with the one before). */
+    long fill = 0;
+    for (int k = 0; k < B->nloc; k++) {
+        int size = 32;
+        while (size < B->loc[k].hi - B->loc[k].lo)
+            size *= 2;
+        B->loc[k].off = (int)fill;
+        B->loc[k].size = size;
+        fill += size;
+    }
+    /* Items in depth order (the loads first; a one-row band's root, depth 0,
+     * with them), shared references resolved to their rings. */
+    g->nphase = B->cut_hi - B->cut_lo + 1;
+    for (int p = 0; p < g->nphase; p++) {
+        g->ph[p] = *nitems;
+        for (int k = 0; k < B->nit; k++) {
+            if (B->dep[k] - B->cut_lo != p)
+                continue;
+            Item y = B->it[k];
+            Opnd *o[3] = { &y.u, &y.l, &y.d };
+            for (int j = 0; j < 3; j++)
+                if (o[j]->kind == K_SMEM) {
+                    const Local *L = &B->loc[o[j]->ref];
+                    *o[j] = Opnd{ K_SMEM, L->off, L->size - 1 };
+                }
+            for (int j = 0; j < 2; j++)
+                if (o[j]->kind == K_ROW || o[j]->kind == K_IN)
+                    *reads += (double)TILE * (o[j]->kind == K_IN ? insize : 4);
+            (*items)[(*nitems)++] = pack(y);
+        }
+    }
+    g->ph[g->nphase] = *nitems;
+    for (int k = 0; k < B->nloc; k++)
+        B->slot[B->loc[k].node][B->loc[k].row] = -1;
+    B->nloc = 0;
+    B->nit = 0;
+    return fill * (long)sizeof(float);
+}
+
+/* A stage's groups for windows of W top rows, on the host. */
+struct HostStage {
+    Group *g;
+    Op *it;
+    int ng, cap_g, nit, cap_it, lim;
+    long smem;
+    double reads, tops;
+};
+
+static void host_stage_free(HostStage *h)
+{
+    free(h->g);
+    free(h->it);
+    memset(h, 0, sizeof *h);
+}
+
+static int add_group(Builder *B, HostStage *h, int lim, int insize)
+{
+    if (B->err || grow((void **)&h->g, &h->cap_g, h->ng + 1, sizeof *h->g))
+        return DDTK_ESYS;
+    Group *g = &h->g[h->ng];
+    g->lim = lim;
+    long smem = finish_group(B, g, &h->it, &h->nit, &h->cap_it, insize, &h->reads);
+    if (smem < 0)
+        return DDTK_ESYS;
+    h->smem = smem > h->smem ? smem : h->smem;
+    h->lim = lim > h->lim ? lim : h->lim;
+    h->ng++;
+    return DDTK_OK;
+}
+
+/* The root's stage: groups of W DMs. */
+static int root_groups(Builder *B, HostStage *h, int W, int insize)
+{
+    const ddtk_fdmt_plan *f = B->f;
+    const int R = f->nnode - 1;
+    int rc = DDTK_OK;
+    for (int d0 = 0; !rc && d0 < f->ndm; d0 += W) {
+        for (int d = d0; d < f->ndm && d < d0 + W; d++) {
+            const int32_t *r = f->out_route + 4 * (size_t)d;
+            Item *x;
+            if (f->node[R].up < 0) {
+                if ((x = new_item(B, 0)))
+                    *x = Item{ Opnd{ K_IN, f->node[R].a, 0 }, Opnd{ K_NONE, 0, 0 },
+                               Opnd{ K_OUT, d, 0 }, r[3], 0, 0, TILE };
+            } else if ((x = node_item(B, R, r, 0, TILE, r[3]))) {
+                x->d = Opnd{ K_OUT, d, 0 };
+            }
+            h->tops++;
+        }
+        rc = add_group(B, h, 0, insize);
+    }
+    return rc;
+}
+
+/* A lower stage: windows of W computed rows of each stored node of it. */
+static int node_groups(Builder *B, HostStage *h, int W, const int *stage_of, int k, int insize)
+{
+    const ddtk_fdmt_plan *f = B->f;
+    int rc = DDTK_OK;
+    for (int s = 0; !rc && s < f->nnode - 1; s++) {
+        const ddtk_fdmt_node *N = &f->node[s];
+        if (B->rowbase[s] < 0 || stage_of[N->depth] != k)
+            continue;
+        for (int i0 = 0; !rc && i0 < N->nd; i0 += W) {
+            int lim = -1;
+            for (int i = i0; i < N->nd && i < i0 + W; i++) {
+                const int32_t *r = N->route + 4 * (size_t)i;
+                if (r[3] < 0)
+                    continue;
+                Item *x = node_item(B, s, r, 0, TILE, 0);
+                if (x)
+                    x->d = Opnd{ K_ROW, B->rowbase[s] + i, r[3] };
+                lim = r[3] > lim ? r[3] : lim;
+                h->tops++;
+            }
+            if (lim >= 0)
+                rc = add_group(B, h, lim, insize);
+        }
+    }
+    return rc;
+}
+
+/* ---- the level ------------------------------------------------------------------ */
 
 static int upload(void **dst, const void *src, size_t bytes)
 {
@@ -115,62 +445,118 @@ static int upload(void **dst, const void *src, size_t bytes)
     return DDTK_OK;
 }
 
-/* Buffer row of row i of node s (base: each stored node's first row), or
- * the input row of a leaf. */
-static int row_id(const ddtk_fdmt_plan *f, const int *base, int s, int i)
+/* Stage k: the widest window (whole nodes first) whose groups fit SMEM_MOST. */
+static int make_stage(FdmtLevel *L, Builder *B, const int *stage_of, int k, int insize)
 {
-    return f->node[s].up < 0 ? -1 - f->node[s].a : base[s] + i;
+    static const int widths[] = { INT_MAX, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1 };
+    const bool last = k == L->nstage - 1;
+    HostStage h;
+    int rc = DDTK_OK;
+    const size_t nw = sizeof widths / sizeof *widths;
+    for (size_t w = 0; w < nw; w++) {
+        memset(&h, 0, sizeof h);
+        rc = last ? root_groups(B, &h, widths[w], insize)
+                  : node_groups(B, &h, widths[w], stage_of, k, insize);
+        if (rc || h.smem <= SMEM_MOST || w == nw - 1)
+            break;
+        host_stage_free(&h);
+    }
+    if (!rc && h.smem > SMEM_MOST)
+        rc = ddtk_fail(DDTK_EUSAGE, "FDMT: a merge stage needs %ld bytes of shared memory",
+                       h.smem);
+    Stage *S = &L->stage[k];
+    S->ng = h.ng;
+    S->nitem = h.nit;
+    S->lim = h.lim;
+    S->smem = (size_t)h.smem;
+    S->bytes = (h.reads + 4.0 * TILE * h.tops) / TILE;
+    if (!rc)
+        rc = upload((void **)&S->d_g, h.g, (size_t)h.ng * sizeof *h.g);
+    if (!rc)
+        rc = upload((void **)&S->d_i, h.it, (size_t)h.nit * sizeof *h.it);
+    host_stage_free(&h);
+    return rc;
 }
 
-/* Entries of the nodes of depth j (stored nodes only). */
-static int depth_entries(FdmtLevel *L, const int *base, int j, Entry *e)
+/* The depths each stage ends at: 4, then every 3 (the last up to 4 more). */
+static int stage_cuts(int depth, int *cut)
 {
-    const ddtk_fdmt_plan *f = L->f;
-    int n = 0;
-    for (int s = 0; s < f->nnode - 1; s++) {
-        const ddtk_fdmt_node *S = &f->node[s];
-        if (S->up < 0 || S->depth != j)
-            continue;
-        for (int i = 0; i < S->nd; i++) {
-            const int32_t *r = S->route + 4 * (size_t)i;
-            if (r[3] < 0)
-                continue;
-            if (e)
-                e[n] = Entry{ base[s] + i, row_id(f, base, S->up, r[0]),
-                              row_id(f, base, S->lo, r[1]), r[2], r[3] };
-            n++;
-        }
+    int n = 0, c = depth < 4 ? depth : 4;
+    cut[n++] = c;
+    while (c < depth && n < MAX_STAGES) {
+        c = depth - c <= 4 ? depth : c + 3;
+        cut[n++] = c;
     }
     return n;
 }
 
-static int upload_entries(FdmtLevel *L, const int *base)
+/* Stored rows: the nodes read by a node of a later stage. */
+static int store_rows(FdmtLevel *L, const int *stage_of, int *rowbase)
 {
     const ddtk_fdmt_plan *f = L->f;
-    int most = f->ndm, rc = DDTK_OK;
-    for (int j = 1; j <= L->ndepth; j++) {
-        L->nent[j - 1] = depth_entries(L, base, j, NULL);
-        most = L->nent[j - 1] > most ? L->nent[j - 1] : most;
-    }
-    Entry *e = (Entry *)ddtk_malloc((size_t)most * sizeof *e, "FDMT entries");
-    if (!e)
+    int *parent = (int *)ddtk_malloc((size_t)f->nnode * sizeof *parent, "FDMT nodes");
+    if (!parent)
         return DDTK_ESYS;
-    for (int j = 1; !rc && j <= L->ndepth; j++) {
-        depth_entries(L, base, j, e);
-        rc = upload((void **)&L->d_ent[j - 1], e, (size_t)L->nent[j - 1] * sizeof *e);
+    for (int s = 0; s < f->nnode; s++) {
+        parent[s] = -1;
+        rowbase[s] = -1;
     }
-    const int R = f->nnode - 1;
-    const ddtk_fdmt_node *root_node = &f->node[R];
-    for (int d = 0; !rc && d < f->ndm; d++) {
-        const int32_t *r = f->out_route + 4 * (size_t)d;
-        e[d] = root_node->up < 0
-                   ? Entry{ d, -1 - root_node->a, NO_ROW, 0, r[3] }
-                   : Entry{ d, row_id(f, base, root_node->up, r[0]),
-                            row_id(f, base, root_node->lo, r[1]), r[2], r[3] };
+    for (int s = 0; s < f->nnode; s++)
+        if (f->node[s].up >= 0)
+            parent[f->node[s].up] = parent[f->node[s].lo] = s;
+    L->nrows = 0;
+    for (int s = 0; s < f->nnode - 1; s++) {
+        const ddtk_fdmt_node *N = &f->node[s];
+        if (N->up < 0 || stage_of[f->node[parent[s]].depth] == stage_of[N->depth])
+            continue;
+        rowbase[s] = L->nrows;
+        L->nrows += N->nd;
+        L->reach = N->reach > L->reach ? N->reach : L->reach;
+    }
+    free(parent);
+    return DDTK_OK;
+}
+
+static int build_stages(FdmtLevel *L, int insize)
+{
+    const ddtk_fdmt_plan *f = L->f;
+    int cut[MAX_STAGES];
+    L->nstage = stage_cuts(f->depth, cut);
+    int *stage_of = (int *)ddtk_malloc(((size_t)f->depth + 1) * sizeof *stage_of, "FDMT");
+    int *rowbase = (int *)ddtk_malloc((size_t)f->nnode * sizeof *rowbase, "FDMT rows");
+    Builder B;
+    memset(&B, 0, sizeof B);
+    B.f = f;
+    B.rowbase = rowbase;
+    B.slot = (int **)ddtk_calloc((size_t)f->nnode, sizeof *B.slot, "FDMT rows");
+    int rc = stage_of && rowbase && B.slot ? DDTK_OK : DDTK_ESYS;
+    for (int d = 0, k = 0; !rc && d <= f->depth; d++) {
+        while (cut[k] < d)
+            k++;
+        stage_of[d] = k;
+    }
+    for (int s = 0; !rc && s < f->nnode; s++) {
+        const int nd = f->node[s].nd > 0 ? f->node[s].nd : 1;
+        if (!(B.slot[s] = (int *)ddtk_malloc((size_t)nd * sizeof **B.slot, "FDMT rows")))
+            rc = DDTK_ESYS;
+        for (int i = 0; !rc && i < nd; i++)
+            B.slot[s][i] = -1;
     }
     if (!rc)
-        rc = upload((void **)&L->d_root, e, (size_t)f->ndm * sizeof *e);
-    free(e);
+        rc = store_rows(L, stage_of, rowbase);
+    for (int k = 0; !rc && k < L->nstage; k++) {
+        B.cut_lo = k ? cut[k - 1] : 0;
+        B.cut_hi = cut[k];
+        rc = make_stage(L, &B, stage_of, k, insize);
+    }
+    for (int s = 0; B.slot && s < f->nnode; s++)
+        free(B.slot[s]);
+    free(B.slot);
+    free(B.loc);
+    free(B.it);
+    free(B.dep);
+    free(stage_of);
+    free(rowbase);
     return rc;
 }
 
@@ -179,14 +565,22 @@ static void destroy(void *state)
     FdmtLevel *L = (FdmtLevel *)state;
     if (!L)
         return;
-    for (int j = 0; L->d_ent && j < L->ndepth; j++)
-        cudaFree(L->d_ent[j]);
-    free(L->d_ent);
-    free(L->nent);
-    cudaFree(L->d_root);
+    for (int k = 0; k < L->nstage; k++) {
+        cudaFree(L->stage[k].d_g);
+        cudaFree(L->stage[k].d_i);
+    }
     for (int i = 0; i < 2; i++)
         cudaFree(L->buf[i].rows);
     free(L);
+}
+
+template <typename T>
+static int allow_smem(size_t bytes)
+{
+    DDTK_CUDA(cudaFuncSetAttribute(stage_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   (int)bytes),
+              "configuring the FDMT kernel");
+    return DDTK_OK;
 }
 
 static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
@@ -198,36 +592,21 @@ static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
     if (!L)
         return DDTK_ESYS;
     *state = L;
-    const ddtk_fdmt_plan *f = (const ddtk_fdmt_plan *)lv->state;
-    L->f = f;
+    L->f = (const ddtk_fdmt_plan *)lv->state;
     L->enc = enc;
-    L->ndepth = f->depth > 0 ? f->depth - 1 : 0;
-    L->nent = (int *)ddtk_calloc((size_t)L->ndepth + 1, sizeof *L->nent, "FDMT entries");
-    L->d_ent = (Entry **)ddtk_calloc((size_t)L->ndepth + 1, sizeof *L->d_ent, "FDMT entries");
-    int *base = (int *)ddtk_malloc((size_t)f->nnode * sizeof *base, "FDMT rows");
-    int *fill = (int *)ddtk_calloc((size_t)f->depth + 1, sizeof *fill, "FDMT rows");
-    int rc = L->nent && L->d_ent && base && fill ? DDTK_OK : DDTK_ESYS;
-    /* Rows of depth j in region j mod 3 (see the header comment). */
-    int region[3] = { 0, 0, 0 };
-    for (int s = 0; !rc && s < f->nnode - 1; s++)
-        if (f->node[s].up >= 0) {
-            const int j = f->node[s].depth;
-            base[s] = fill[j];
-            fill[j] += f->node[s].nd;
-            region[j % 3] = fill[j] > region[j % 3] ? fill[j] : region[j % 3];
-            L->reach = f->node[s].reach > L->reach ? f->node[s].reach : L->reach;
-        }
-    for (int s = 0; !rc && s < f->nnode - 1; s++)
-        if (f->node[s].up >= 0)
-            base[s] += f->node[s].depth % 3 == 0 ? 0
-                       : f->node[s].depth % 3 == 1 ? region[0] : region[0] + region[1];
-    L->nrows = region[0] + region[1] + region[2];
-    free(fill);
-    if (!rc)
-        rc = upload_entries(L, base);
-    free(base);
-    *slack = 0;                   /* every read is within the outputs plus the overlap */
-    return rc;
+    *slack = 0;                   /* input reads past nout + overlap are clamped */
+    const int insize = enc.storage == ST_U8 ? 1 : enc.storage == ST_U16 ? 2 : 4;
+    int rc = build_stages(L, insize);
+    size_t most = 0;
+    for (int k = 0; !rc && k < L->nstage; k++)
+        most = L->stage[k].smem > most ? L->stage[k].smem : most;
+    if (rc)
+        return rc;
+    if (enc.storage == ST_U8)
+        return allow_smem<uint8_t>(most);
+    if (enc.storage == ST_U16)
+        return allow_smem<uint16_t>(most);
+    return allow_smem<float>(most);
 }
 
 static int64_t pitch_of(const FdmtLevel *L, int64_t nout)
@@ -241,7 +620,7 @@ static int64_t dev_bytes(const void *state, int64_t most)
     return (int64_t)L->nrows * pitch_of(L, most) * (int64_t)sizeof(float);
 }
 
-/* Stream st's node rows, grown to `floats` (contents not kept). */
+/* Stream st's stored rows, grown to `floats` (contents not kept). */
 static int reserve(FdmtLevel *L, cudaStream_t st, size_t floats, Buffers **out)
 {
     Buffers *B = L->buf[0].st == st || !L->buf[0].st ? &L->buf[0] : &L->buf[1];
@@ -258,31 +637,22 @@ static int reserve(FdmtLevel *L, cudaStream_t st, size_t floats, Buffers **out)
     return DDTK_OK;
 }
 
-static unsigned grid_x(int64_t len)
-{
-    int64_t b = (len + THREADS - 1) / THREADS;
-    return (unsigned)(b < 1 ? 1 : b < 65535 ? b : 65535);
-}
-
 template <typename T>
 static int run(FdmtLevel *L, const Buffers *B, const void *rows, int64_t stride, int64_t nout,
                float *out, int64_t ostride, int64_t pitch, cudaStream_t st)
 {
-    const T *in = (const T *)rows;
-    for (int j = 0; j < L->ndepth; j++) {
-        if (L->nent[j] == 0)
+    const int64_t inlen = nout + L->f->overlap;
+    for (int k = 0; k < L->nstage; k++) {
+        const Stage *S = &L->stage[k];
+        if (S->ng == 0)
             continue;
-        dim3 grid(grid_x(nout + L->reach),
-                  (unsigned)(L->nent[j] < MAX_GRID_Y ? L->nent[j] : MAX_GRID_Y));
-        merge<T><<<grid, THREADS, 0, st>>>(L->d_ent[j], L->nent[j], in, stride, L->enc.bias,
-                                           B->rows, pitch, nout);
-        DDTK_CUDA(cudaGetLastError(), "launching an FDMT merge");
+        dim3 grid((unsigned)((nout + S->lim + TILE * STEPS - 1) / (TILE * STEPS)),
+                  (unsigned)(S->ng < MAX_GRID_Y ? S->ng : MAX_GRID_Y));
+        stage_kernel<T><<<grid, THREADS, S->smem, st>>>(S->d_g, S->ng, S->d_i, (const T *)rows,
+                                                        stride, L->enc.bias, inlen, B->rows,
+                                                        pitch, nout, out, ostride);
+        DDTK_CUDA(cudaGetLastError(), "launching an FDMT stage");
     }
-    const int ndm = L->f->ndm;
-    dim3 grid(grid_x(nout), (unsigned)(ndm < MAX_GRID_Y ? ndm : MAX_GRID_Y));
-    root<T><<<grid, THREADS, 0, st>>>(L->d_root, ndm, in, stride, L->enc.bias, B->rows, pitch,
-                                      nout, out, ostride);
-    DDTK_CUDA(cudaGetLastError(), "launching the FDMT root");
     return DDTK_OK;
 }
 
@@ -302,11 +672,20 @@ static int gulp(void *state, const void *rows, int64_t stride, int64_t nout, flo
     return run<float>(L, B, rows, stride, nout, out, ostride, pitch, st);
 }
 
+/* -v: the stages, their shared memory and the traffic model. */
 static void report(const void *state, char *buf, size_t n)
 {
     const FdmtLevel *L = (const FdmtLevel *)state;
-    snprintf(buf, n, "fdmt: %d DMs, %d merge depths, %d node rows, %lld adds per output",
-             L->f->ndm, L->ndepth + 1, L->nrows, (long long)L->f->adds);
+    double bytes = 0;
+    size_t smem = 0;
+    for (int k = 0; k < L->nstage; k++) {
+        bytes += L->stage[k].bytes;
+        smem = L->stage[k].smem > smem ? L->stage[k].smem : smem;
+    }
+    snprintf(buf, n, "fdmt: %d DMs, %d merge depths in %d kernels, %d stored rows, %lld adds "
+             "per output, DRAM model %.3g KB per output sample, shared memory %zu bytes",
+             L->f->ndm, L->f->depth, L->nstage, L->nrows, (long long)L->f->adds, bytes / 1e3,
+             smem);
 }
 
 }  // namespace ddgpu
