@@ -49,7 +49,8 @@ namespace ddgpu {
 #define WARPS (THREADS / 32)
 #define TILE 64                   /* output samples a block adds per step */
 #define STEPS 64                  /* steps of a block: its strip of TILE * STEPS outputs */
-#define SMEM_MOST (64 * 1024)     /* shared memory of a block: three to a multiprocessor */
+#define SMEM_MOST (64 * 1024)     /* shared memory of a block (three to an H100 multiprocessor),
+                                     or the device's most */
 #define MAX_STAGES 16
 #define MAX_PHASES 8              /* depths of a stage */
 #define MAX_GRID_Y 65535
@@ -445,8 +446,9 @@ static int upload(void **dst, const void *src, size_t bytes)
     return DDTK_OK;
 }
 
-/* Stage k: the widest window (whole nodes first) whose groups fit SMEM_MOST. */
-static int make_stage(FdmtLevel *L, Builder *B, const int *stage_of, int k, int insize)
+/* Stage k: the widest window (whole nodes first) whose groups fit `most`
+ * bytes of shared memory. */
+static int make_stage(FdmtLevel *L, Builder *B, const int *stage_of, int k, int insize, long most)
 {
     static const int widths[] = { INT_MAX, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1 };
     const bool last = k == L->nstage - 1;
@@ -457,11 +459,11 @@ static int make_stage(FdmtLevel *L, Builder *B, const int *stage_of, int k, int 
         memset(&h, 0, sizeof h);
         rc = last ? root_groups(B, &h, widths[w], insize)
                   : node_groups(B, &h, widths[w], stage_of, k, insize);
-        if (rc || h.smem <= SMEM_MOST || w == nw - 1)
+        if (rc || h.smem <= most || w == nw - 1)
             break;
         host_stage_free(&h);
     }
-    if (!rc && h.smem > SMEM_MOST)
+    if (!rc && h.smem > most)
         rc = ddtk_fail(DDTK_EUSAGE, "FDMT: a merge stage needs %ld bytes of shared memory",
                        h.smem);
     Stage *S = &L->stage[k];
@@ -517,7 +519,7 @@ static int store_rows(FdmtLevel *L, const int *stage_of, int *rowbase)
     return DDTK_OK;
 }
 
-static int build_stages(FdmtLevel *L, int insize)
+static int build_stages(FdmtLevel *L, int insize, long most)
 {
     const ddtk_fdmt_plan *f = L->f;
     int cut[MAX_STAGES];
@@ -547,7 +549,7 @@ static int build_stages(FdmtLevel *L, int insize)
     for (int k = 0; !rc && k < L->nstage; k++) {
         B.cut_lo = k ? cut[k - 1] : 0;
         B.cut_hi = cut[k];
-        rc = make_stage(L, &B, stage_of, k, insize);
+        rc = make_stage(L, &B, stage_of, k, insize, most);
     }
     for (int s = 0; B.slot && s < f->nnode; s++)
         free(B.slot[s]);
@@ -587,7 +589,6 @@ static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
                   const cudaDeviceProp &prop, void **state, int64_t *slack)
 {
     (void)p;
-    (void)prop;
     FdmtLevel *L = (FdmtLevel *)ddtk_calloc(1, sizeof *L, "GPU FDMT level");
     if (!L)
         return DDTK_ESYS;
@@ -596,17 +597,17 @@ static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
     L->enc = enc;
     *slack = 0;                   /* input reads past nout + overlap are clamped */
     const int insize = enc.storage == ST_U8 ? 1 : enc.storage == ST_U16 ? 2 : 4;
-    int rc = build_stages(L, insize);
-    size_t most = 0;
-    for (int k = 0; !rc && k < L->nstage; k++)
-        most = L->stage[k].smem > most ? L->stage[k].smem : most;
+    /* The same bound for every level: the kernel's attribute is the process's. */
+    const long most = (long)prop.sharedMemPerBlockOptin < SMEM_MOST
+                          ? (long)prop.sharedMemPerBlockOptin : SMEM_MOST;
+    int rc = build_stages(L, insize, most);
     if (rc)
         return rc;
     if (enc.storage == ST_U8)
-        return allow_smem<uint8_t>(most);
+        return allow_smem<uint8_t>((size_t)most);
     if (enc.storage == ST_U16)
-        return allow_smem<uint16_t>(most);
-    return allow_smem<float>(most);
+        return allow_smem<uint16_t>((size_t)most);
+    return allow_smem<float>((size_t)most);
 }
 
 static int64_t pitch_of(const FdmtLevel *L, int64_t nout)
