@@ -132,6 +132,21 @@ compare() {
     [ "$(fbinfo -k nbits "$(ls b_DM*.tim | head -1)")" = 8 ]
 }
 
+@test "ddplan: the FDMT's smearing (half a sample more than direct's) and cost rows" {
+    ddplan --nchans 1024 --fch1 1581.8 --foff -0.390625 --tsamp 0.000064 --dm-max 3000 \
+        --scrunch auto > plan.txt
+    grep -q "tree    fdmt$" plan.txt
+    # each row: fdmt = direct and half a (scrunched) sample in quadrature
+    awk '$1 ~ /^[0-9]/ && NF == 14 { n++; want = sqrt($11 ^ 2 + ($7 / 2) ^ 2)
+                             if ($14 - want > 3e-4 || want - $14 > 3e-4) bad++ }
+         END { exit !(n == 6 && !bad) }' plan.txt
+    # sample-adds: log2(1024) rows per DM and one per channel, per (scrunched) sample
+    want=$(awk '$1 ~ /^[0-9]/ && NF == 14 { s += (10 * $5 + 1024) * 15625 / $4 } END { print s }' plan.txt)
+    got=$(sed -n 's/.*FDMT \([0-9.e+]*\) (.*/\1/p' plan.txt)
+    echo "FDMT adds $got, model $want"
+    approx "$got" "$want" "$(awk -v w="$want" 'BEGIN { print w * 1e-3 }')"
+}
+
 @test "bad options: one line, exit 2" {
     make_sweep
     run_err "--dm-max" dd_fdmt s.fil --dm 10
