@@ -26,14 +26,16 @@
  *
  * DRAM traffic per output sample (-v prints the model per level): each
  * group loads its source rows once (4 bytes a sample, 1 or 2 for integer
- * input) and writes its top rows (4 bytes). For htru's level 0 (1024
- * channels, 1337 DMs, 13071 rows a sample over 10 depths) the old kernels,
- * one per depth through DRAM, moved 12 bytes per row, about 157 KB a
- * sample. In three stages (depths 1-4, 5-7, 8-10) the input is read once
- * (1 KB, 8-bit), about 1300 rows are written at each of depths 4 and 7
- * and read back about 1.2 times (windows of tracks share the rows below
- * them but for the rounding's extra row per node), and the DMs are
- * written: about 26 KB a sample, of which 5.3 KB is the output.
+ * input) and writes its top rows; stored rows are 16-bit integers where
+ * their sums fit (integer input: exact either way), else floats. For htru's
+ * level 0 (1024 channels, 1337 DMs, 13071 rows a sample over 10 depths) the
+ * old kernels, one per depth through DRAM, moved 12 bytes per row, about
+ * 157 KB a sample. In three stages (depths 1-4, 5-7, 8-10) the input is
+ * read once (1 KB at 8 bits), about 1300 rows are written at each of
+ * depths 4 and 7 (2 bytes) and read back about 1.2 times (windows of
+ * tracks share the rows below them but for the rounding's extra row per
+ * node), and the DMs are written (4 bytes): about 18 KB a sample, 5.3 KB of
+ * it the output (26 KB with float rows).
  */
 #include "check.cuh"
 #include "engine.cuh"
@@ -104,8 +106,8 @@ struct Stage {
 
 struct Buffers {
     cudaStream_t st;
-    float *rows;
-    size_t floats;
+    void *rows;
+    size_t bytes;
 };
 
 struct FdmtLevel {
@@ -114,49 +116,52 @@ struct FdmtLevel {
     int nstage;
     Stage stage[MAX_STAGES];
     int nrows;                    /* stored rows (tops of the stages below the root's) */
+    int narrow;                   /* stored as 16-bit integers */
     int64_t reach;                /* the most a stored row holds past the outputs */
     Buffers buf[2];
 };
 
-template <typename T>
+/* Stored rows are floats, or 16-bit integers where every sum of the rows
+ * stored fits one (integer input): the same values either way. */
+template <typename T, typename S>
 __device__ __forceinline__ float fetch(int kind, int ref, int lim, int64_t g, const float *sm,
                                        const T *in, int64_t istride, int bias, int64_t inlen,
-                                       const float *rows, int64_t pitch, int64_t nout)
+                                       const S *rows, int64_t pitch, int64_t nout)
 {
     if (kind == K_SMEM)
         return sm[ref + ((int)g & lim)];
     if (kind == K_ROW)
-        return g < nout + lim ? rows[(int64_t)ref * pitch + g] : 0.0f;
+        return g < nout + lim ? (float)rows[(int64_t)ref * pitch + g] : 0.0f;
     return g < inlen ? decode<T>(in[(int64_t)ref * istride + g], bias) : 0.0f;
 }
 
 /* Sample t0 + t of item x. */
-template <typename T>
+template <typename T, typename S>
 __device__ __forceinline__ void step_sample(const Op &x, int t, int64_t t0, float *sm,
                                             const T *in, int64_t istride, int bias,
-                                            int64_t inlen, float *rows, int64_t pitch,
+                                            int64_t inlen, S *rows, int64_t pitch,
                                             int64_t nout, float *out, int64_t ostride)
 {
     const int uk = x.kinds & 15, lk = x.kinds >> 4 & 15, dk = x.kinds >> 8;
     const int64_t g = t0 + t;
-    float v = fetch<T>(uk, x.uref, x.ulim, g + x.a, sm, in, istride, bias, inlen, rows, pitch,
+    float v = fetch<T, S>(uk, x.uref, x.ulim, g + x.a, sm, in, istride, bias, inlen, rows, pitch,
                        nout);
     if (lk != K_NONE)
-        v = v + fetch<T>(lk, x.lref, x.llim, g + x.b, sm, in, istride, bias, inlen, rows, pitch,
+        v = v + fetch<T, S>(lk, x.lref, x.llim, g + x.b, sm, in, istride, bias, inlen, rows, pitch,
                          nout);
     if (dk == K_SMEM)
         sm[x.dref + ((int)g & x.dlim)] = v;
     else if (dk == K_ROW && g < nout + x.dlim)
-        rows[(int64_t)x.dref * pitch + g] = v;
+        rows[(int64_t)x.dref * pitch + g] = (S)v;
     else if (dk == K_OUT && g < nout)
         out[(int64_t)x.dref * ostride + g] = v;
 }
 
 /* One stage: blockIdx.x the strip, y the group; a step at a time, a depth
  * at a time, a warp per row. */
-template <typename T>
+template <typename T, typename S>
 __global__ void stage_kernel(const Group *G, int ng, const Op *I, const T *in, int64_t istride,
-                             int bias, int64_t inlen, float *rows, int64_t pitch, int64_t nout,
+                             int bias, int64_t inlen, S *rows, int64_t pitch, int64_t nout,
                              float *out, int64_t ostride)
 {
     extern __shared__ float sm[];
@@ -171,7 +176,7 @@ __global__ void stage_kernel(const Group *G, int ng, const Op *I, const T *in, i
                 for (int k = g.ph[p] + warp; k < g.ph[p + 1]; k += WARPS) {
                     const Op x = I[k];
                     for (int t = (j ? x.s + x.n - TILE : x.s) + lane; t < x.s + x.n; t += 32)
-                        step_sample<T>(x, t, t0, sm, in, istride, bias, inlen, rows, pitch,
+                        step_sample<T, S>(x, t, t0, sm, in, istride, bias, inlen, rows, pitch,
                                        nout, out, ostride);
                 }
                 __syncthreads();
@@ -191,6 +196,7 @@ struct Local {
 struct Builder {
     const ddtk_fdmt_plan *f;
     int cut_lo, cut_hi;           /* the stage: depths (cut_lo, cut_hi] */
+    int rowsize;                  /* bytes of a stored row's sample */
     const int *rowbase;           /* stored rows: a node's first (-1: not stored) */
     int **slot;                   /* per node and row: its Local (-1: none) */
     Local *loc;
@@ -340,7 +346,7 @@ static long finish_group(Builder *B, Group *g, Op **items, int *nitems, int *cap
                 }
             for (int j = 0; j < 2; j++)
                 if (o[j]->kind == K_ROW || o[j]->kind == K_IN)
-                    *reads += (double)TILE * (o[j]->kind == K_IN ? insize : 4);
+                    *reads += (double)TILE * (o[j]->kind == K_IN ? insize : B->rowsize);
             (*items)[(*nitems)++] = pack(y);
         }
     }
@@ -471,7 +477,7 @@ static int make_stage(FdmtLevel *L, Builder *B, const int *stage_of, int k, int 
     S->nitem = h.nit;
     S->lim = h.lim;
     S->smem = (size_t)h.smem;
-    S->bytes = (h.reads + 4.0 * TILE * h.tops) / TILE;
+    S->bytes = (h.reads + (last ? 4.0 : B->rowsize) * TILE * h.tops) / TILE;
     if (!rc)
         rc = upload((void **)&S->d_g, h.g, (size_t)h.ng * sizeof *h.g);
     if (!rc)
@@ -507,6 +513,7 @@ static int store_rows(FdmtLevel *L, const int *stage_of, int *rowbase)
         if (f->node[s].up >= 0)
             parent[f->node[s].up] = parent[f->node[s].lo] = s;
     L->nrows = 0;
+    int widest = 0;
     for (int s = 0; s < f->nnode - 1; s++) {
         const ddtk_fdmt_node *N = &f->node[s];
         if (N->up < 0 || stage_of[f->node[parent[s]].depth] == stage_of[N->depth])
@@ -514,8 +521,14 @@ static int store_rows(FdmtLevel *L, const int *stage_of, int *rowbase)
         rowbase[s] = L->nrows;
         L->nrows += N->nd;
         L->reach = N->reach > L->reach ? N->reach : L->reach;
+        widest = N->b - N->a > widest ? N->b - N->a : widest;
     }
     free(parent);
+    /* Integer samples lie in [-bias, maxval - bias]: a stored row's sums fit
+     * 16 bits while its channels times the largest magnitude do. */
+    const Encoding e = L->enc;
+    const int64_t big = e.bias > e.maxval - e.bias ? e.bias : e.maxval - e.bias;
+    L->narrow = e.storage != ST_F32 && e.maxval > 0 && big * widest <= 32767;
     return DDTK_OK;
 }
 
@@ -546,6 +559,7 @@ static int build_stages(FdmtLevel *L, int insize, long most)
     }
     if (!rc)
         rc = store_rows(L, stage_of, rowbase);
+    B.rowsize = L->narrow ? 2 : 4;
     for (int k = 0; !rc && k < L->nstage; k++) {
         B.cut_lo = k ? cut[k - 1] : 0;
         B.cut_hi = cut[k];
@@ -579,8 +593,11 @@ static void destroy(void *state)
 template <typename T>
 static int allow_smem(size_t bytes)
 {
-    DDTK_CUDA(cudaFuncSetAttribute(stage_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   (int)bytes),
+    DDTK_CUDA(cudaFuncSetAttribute(stage_kernel<T, float>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes),
+              "configuring the FDMT kernel");
+    DDTK_CUDA(cudaFuncSetAttribute(stage_kernel<T, int16_t>,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes),
               "configuring the FDMT kernel");
     return DDTK_OK;
 }
@@ -615,62 +632,75 @@ static int64_t pitch_of(const FdmtLevel *L, int64_t nout)
     return ddtk_round_up(nout + L->reach, 64);
 }
 
+static int64_t row_bytes(const FdmtLevel *L, int64_t nout)
+{
+    return pitch_of(L, nout) * (L->narrow ? 2 : 4);
+}
+
 static int64_t dev_bytes(const void *state, int64_t most)
 {
     const FdmtLevel *L = (const FdmtLevel *)state;
-    return (int64_t)L->nrows * pitch_of(L, most) * (int64_t)sizeof(float);
+    return (int64_t)L->nrows * row_bytes(L, most);
 }
 
-/* Stream st's stored rows, grown to `floats` (contents not kept). */
-static int reserve(FdmtLevel *L, cudaStream_t st, size_t floats, Buffers **out)
+/* Stream st's stored rows, grown to `bytes` (contents not kept). */
+static int reserve(FdmtLevel *L, cudaStream_t st, size_t bytes, Buffers **out)
 {
     Buffers *B = L->buf[0].st == st || !L->buf[0].st ? &L->buf[0] : &L->buf[1];
     B->st = st;
     *out = B;
-    if (B->floats >= floats)
+    if (B->bytes >= bytes)
         return DDTK_OK;
     cudaFree(B->rows);
     B->rows = NULL;
-    B->floats = 0;
-    DDTK_CUDA(cudaMalloc((void **)&B->rows, (floats ? floats : 1) * sizeof(float)),
-              "allocating FDMT rows");
-    B->floats = floats;
+    B->bytes = 0;
+    DDTK_CUDA(cudaMalloc(&B->rows, bytes ? bytes : 4), "allocating FDMT rows");
+    B->bytes = bytes;
+    return DDTK_OK;
+}
+
+template <typename T, typename S>
+static int run(FdmtLevel *L, const Buffers *B, const void *rows, int64_t stride, int64_t nout,
+               float *out, int64_t ostride, cudaStream_t st)
+{
+    const int64_t inlen = nout + L->f->overlap, pitch = pitch_of(L, nout);
+    for (int k = 0; k < L->nstage; k++) {
+        const Stage *G = &L->stage[k];
+        if (G->ng == 0)
+            continue;
+        dim3 grid((unsigned)((nout + G->lim + TILE * STEPS - 1) / (TILE * STEPS)),
+                  (unsigned)(G->ng < MAX_GRID_Y ? G->ng : MAX_GRID_Y));
+        stage_kernel<T, S><<<grid, THREADS, G->smem, st>>>(G->d_g, G->ng, G->d_i,
+                                                           (const T *)rows, stride, L->enc.bias,
+                                                           inlen, (S *)B->rows, pitch, nout,
+                                                           out, ostride);
+        DDTK_CUDA(cudaGetLastError(), "launching an FDMT stage");
+    }
     return DDTK_OK;
 }
 
 template <typename T>
-static int run(FdmtLevel *L, const Buffers *B, const void *rows, int64_t stride, int64_t nout,
-               float *out, int64_t ostride, int64_t pitch, cudaStream_t st)
+static int run_input(FdmtLevel *L, const Buffers *B, const void *rows, int64_t stride,
+                     int64_t nout, float *out, int64_t ostride, cudaStream_t st)
 {
-    const int64_t inlen = nout + L->f->overlap;
-    for (int k = 0; k < L->nstage; k++) {
-        const Stage *S = &L->stage[k];
-        if (S->ng == 0)
-            continue;
-        dim3 grid((unsigned)((nout + S->lim + TILE * STEPS - 1) / (TILE * STEPS)),
-                  (unsigned)(S->ng < MAX_GRID_Y ? S->ng : MAX_GRID_Y));
-        stage_kernel<T><<<grid, THREADS, S->smem, st>>>(S->d_g, S->ng, S->d_i, (const T *)rows,
-                                                        stride, L->enc.bias, inlen, B->rows,
-                                                        pitch, nout, out, ostride);
-        DDTK_CUDA(cudaGetLastError(), "launching an FDMT stage");
-    }
-    return DDTK_OK;
+    if (L->narrow)
+        return run<T, int16_t>(L, B, rows, stride, nout, out, ostride, st);
+    return run<T, float>(L, B, rows, stride, nout, out, ostride, st);
 }
 
 static int gulp(void *state, const void *rows, int64_t stride, int64_t nout, float *out,
                 int64_t ostride, cudaStream_t st)
 {
     FdmtLevel *L = (FdmtLevel *)state;
-    const int64_t pitch = pitch_of(L, nout);
     Buffers *B;
-    int rc = reserve(L, st, (size_t)L->nrows * (size_t)pitch, &B);
+    int rc = reserve(L, st, (size_t)L->nrows * (size_t)row_bytes(L, nout), &B);
     if (rc)
         return rc;
     if (L->enc.storage == ST_U8)
-        return run<uint8_t>(L, B, rows, stride, nout, out, ostride, pitch, st);
+        return run_input<uint8_t>(L, B, rows, stride, nout, out, ostride, st);
     if (L->enc.storage == ST_U16)
-        return run<uint16_t>(L, B, rows, stride, nout, out, ostride, pitch, st);
-    return run<float>(L, B, rows, stride, nout, out, ostride, pitch, st);
+        return run_input<uint16_t>(L, B, rows, stride, nout, out, ostride, st);
+    return run_input<float>(L, B, rows, stride, nout, out, ostride, st);
 }
 
 /* -v: the stages, their shared memory and the traffic model. */
@@ -683,10 +713,10 @@ static void report(const void *state, char *buf, size_t n)
         bytes += L->stage[k].bytes;
         smem = L->stage[k].smem > smem ? L->stage[k].smem : smem;
     }
-    snprintf(buf, n, "fdmt: %d DMs, %d merge depths in %d kernels, %d stored rows, %lld adds "
-             "per output, DRAM model %.3g KB per output sample, shared memory %zu bytes",
-             L->f->ndm, L->f->depth, L->nstage, L->nrows, (long long)L->f->adds, bytes / 1e3,
-             smem);
+    snprintf(buf, n, "fdmt: %d DMs, %d merge depths in %d kernels, %d stored rows (%s), %lld "
+             "adds per output, DRAM model %.3g KB per output sample, shared memory %zu bytes",
+             L->f->ndm, L->f->depth, L->nstage, L->nrows, L->narrow ? "16-bit" : "float",
+             (long long)L->f->adds, bytes / 1e3, smem);
 }
 
 }  // namespace ddgpu
