@@ -144,11 +144,11 @@ __device__ __forceinline__ void step_sample(const Op &x, int t, int64_t t0, floa
 {
     const int uk = x.kinds & 15, lk = x.kinds >> 4 & 15, dk = x.kinds >> 8;
     const int64_t g = t0 + t;
-    float v = fetch<T, S>(uk, x.uref, x.ulim, g + x.a, sm, in, istride, bias, inlen, rows, pitch,
-                       nout);
+    float v = fetch<T, S>(uk, x.uref, x.ulim, g + x.a, sm, in, istride, bias, inlen, rows,
+                          pitch, nout);
     if (lk != K_NONE)
-        v = v + fetch<T, S>(lk, x.lref, x.llim, g + x.b, sm, in, istride, bias, inlen, rows, pitch,
-                         nout);
+        v = v + fetch<T, S>(lk, x.lref, x.llim, g + x.b, sm, in, istride, bias, inlen, rows,
+                            pitch, nout);
     if (dk == K_SMEM)
         sm[x.dref + ((int)g & x.dlim)] = v;
     else if (dk == K_ROW && g < nout + x.dlim)
@@ -176,8 +176,8 @@ __global__ void stage_kernel(const Group *G, int ng, const Op *I, const T *in, i
                 for (int k = g.ph[p] + warp; k < g.ph[p + 1]; k += WARPS) {
                     const Op x = I[k];
                     for (int t = (j ? x.s + x.n - TILE : x.s) + lane; t < x.s + x.n; t += 32)
-                        step_sample<T, S>(x, t, t0, sm, in, istride, bias, inlen, rows, pitch,
-                                       nout, out, ostride);
+                        step_sample<T, S>(x, t, t0, sm, in, istride, bias, inlen, rows,
+                                          pitch, nout, out, ostride);
                 }
                 __syncthreads();
             }
