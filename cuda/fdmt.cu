@@ -62,6 +62,7 @@ namespace ddgpu {
  * it holds nout + lim samples), an input row, nothing (a one-row band), a
  * DM's series. */
 enum { K_SMEM, K_ROW, K_IN, K_NONE, K_OUT };
+#define ALL_SHARED (K_SMEM | K_SMEM << 4 | K_SMEM << 8)
 
 struct Opnd {
     int kind, ref, lim;
@@ -175,7 +176,17 @@ __global__ void stage_kernel(const Group *G, int ng, const Op *I, const T *in, i
             for (int p = 0; p < g.nphase; p++) {
                 for (int k = g.ph[p] + warp; k < g.ph[p + 1]; k += WARPS) {
                     const Op x = I[k];
-                    for (int t = (j ? x.s + x.n - TILE : x.s) + lane; t < x.s + x.n; t += 32)
+                    const int first = (j ? x.s + x.n - TILE : x.s) + lane;
+                    if (x.kinds == ALL_SHARED) {
+                        /* most rows: shared operands into a shared ring */
+                        for (int t = first; t < x.s + x.n; t += 32) {
+                            const int gt = (int)t0 + t;
+                            sm[x.dref + (gt & x.dlim)] = sm[x.uref + ((gt + x.a) & x.ulim)]
+                                                         + sm[x.lref + ((gt + x.b) & x.llim)];
+                        }
+                        continue;
+                    }
+                    for (int t = first; t < x.s + x.n; t += 32)
                         step_sample<T, S>(x, t, t0, sm, in, istride, bias, inlen, rows,
                                           pitch, nout, out, ostride);
                 }
