@@ -8,16 +8,18 @@
  * root's stage takes up to four). A stage is one kernel. Each of its blocks
  * makes a group of the stage's top rows (a window of consecutive rows of a
  * node whose parent lies in a later stage, or of the root's DMs) along a
- * strip of STEPS x TILE output samples, TILE samples a step. Every row the
- * group reads lives in shared memory as a ring holding what one step reads
- * of it (TILE samples plus the spread of the tracks' shifts): the rows of
- * the stage below (or the input, decoded) are loaded from DRAM, TILE new
- * samples a step, and the stage's own rows below the top are made there,
- * TILE new samples a step; the top rows go to DRAM (the root's: the DMs'
- * series). The host walks each group's tracks once, at create, into items
- * (one row each: operands and their shifts, sample range, destination),
- * sorted by depth; a step runs them a depth at a time, a warp per item,
- * samples across the lanes.
+ * strip of output samples, TILE samples a step (strips as long as the
+ * launch keeps WAVES blocks per multiprocessor, at most STEPS steps: a
+ * gulp may be short). Every row the group reads lives in shared memory as
+ * a ring holding what one step reads of it (TILE samples plus the spread
+ * of the tracks' shifts): the rows of the stage below (or the input,
+ * decoded) are loaded from DRAM, TILE new samples a step, and the stage's
+ * own rows below the top are made there, TILE new samples a step; the top
+ * rows go to DRAM (the root's: the DMs' series). The host walks each
+ * group's tracks once, at create, into items (one row each: operands and
+ * their shifts, sample range, destination), sorted by depth; a step runs
+ * them a depth at a time, a warp making BATCH items at once (their reads
+ * in flight together), samples across the lanes.
  *
  * Each row is upper[t] + lower[t + mid] as on the CPU: the same operands in
  * the same order, so every series equals the CPU's byte for byte (float
@@ -49,8 +51,10 @@ namespace ddgpu {
 
 #define THREADS 256
 #define WARPS (THREADS / 32)
-#define TILE 64                   /* output samples a block adds per step */
-#define STEPS 64                  /* steps of a block: its strip of TILE * STEPS outputs */
+#define TILE 64                   /* output samples a block adds per step (a multiple of 32) */
+#define STEPS 64                  /* the most steps of a block: a strip of TILE * STEPS outputs */
+#define BATCH 4                   /* items a warp makes at once in a step */
+#define WAVES 8                   /* blocks a launch aims at per multiprocessor */
 #define SMEM_MOST (64 * 1024)     /* shared memory of a block (three to an H100 multiprocessor),
                                      or the device's most */
 #define MAX_STAGES 16
@@ -62,7 +66,6 @@ namespace ddgpu {
  * it holds nout + lim samples), an input row, nothing (a one-row band), a
  * DM's series. */
 enum { K_SMEM, K_ROW, K_IN, K_NONE, K_OUT };
-#define ALL_SHARED (K_SMEM | K_SMEM << 4 | K_SMEM << 8)
 
 struct Opnd {
     int kind, ref, lim;
@@ -118,80 +121,132 @@ struct FdmtLevel {
     Stage stage[MAX_STAGES];
     int nrows;                    /* stored rows (tops of the stages below the root's) */
     int narrow;                   /* stored as 16-bit integers */
+    int64_t blocks;               /* blocks a launch aims at: WAVES per multiprocessor */
     int64_t reach;                /* the most a stored row holds past the outputs */
     Buffers buf[2];
 };
 
-/* Stored rows are floats, or 16-bit integers where every sum of the rows
- * stored fits one (integer input): the same values either way. */
+/* A launch's arrays: the input rows (stride istride, inlen samples valid,
+ * integer codes less bias), the stored rows (pitch apart), the series. */
+template <typename T, typename S>
+struct Args {
+    const T *in;
+    int64_t istride, inlen;
+    int bias;
+    S *rows;                      /* floats, or 16-bit integers where every stored sum fits one
+                                     (integer input): the same values either way */
+    int64_t pitch, nout;
+    float *out;
+    int64_t ostride;
+};
+
 template <typename T, typename S>
 __device__ __forceinline__ float fetch(int kind, int ref, int lim, int64_t g, const float *sm,
-                                       const T *in, int64_t istride, int bias, int64_t inlen,
-                                       const S *rows, int64_t pitch, int64_t nout)
+                                       const Args<T, S> &A)
 {
     if (kind == K_SMEM)
         return sm[ref + ((int)g & lim)];
     if (kind == K_ROW)
-        return g < nout + lim ? (float)rows[(int64_t)ref * pitch + g] : 0.0f;
-    return g < inlen ? decode<T>(in[(int64_t)ref * istride + g], bias) : 0.0f;
+        return g < A.nout + lim ? (float)A.rows[(int64_t)ref * A.pitch + g] : 0.0f;
+    return g < A.inlen ? decode<T>(A.in[(int64_t)ref * A.istride + g], A.bias) : 0.0f;
 }
 
-/* Sample t0 + t of item x. */
+/* Sample g of item x: upper plus lower, as on the CPU. */
 template <typename T, typename S>
-__device__ __forceinline__ void step_sample(const Op &x, int t, int64_t t0, float *sm,
-                                            const T *in, int64_t istride, int bias,
-                                            int64_t inlen, S *rows, int64_t pitch,
-                                            int64_t nout, float *out, int64_t ostride)
+__device__ __forceinline__ float value_of(const Op &x, int64_t g, const float *sm,
+                                          const Args<T, S> &A)
 {
-    const int uk = x.kinds & 15, lk = x.kinds >> 4 & 15, dk = x.kinds >> 8;
-    const int64_t g = t0 + t;
-    float v = fetch<T, S>(uk, x.uref, x.ulim, g + x.a, sm, in, istride, bias, inlen, rows,
-                          pitch, nout);
+    const int lk = x.kinds >> 4 & 15;
+    float v = fetch<T, S>(x.kinds & 15, x.uref, x.ulim, g + x.a, sm, A);
     if (lk != K_NONE)
-        v = v + fetch<T, S>(lk, x.lref, x.llim, g + x.b, sm, in, istride, bias, inlen, rows,
-                            pitch, nout);
-    if (dk == K_SMEM)
-        sm[x.dref + ((int)g & x.dlim)] = v;
-    else if (dk == K_ROW && g < nout + x.dlim)
-        rows[(int64_t)x.dref * pitch + g] = (S)v;
-    else if (dk == K_OUT && g < nout)
-        out[(int64_t)x.dref * ostride + g] = v;
+        v = v + fetch<T, S>(lk, x.lref, x.llim, g + x.b, sm, A);
+    return v;
 }
 
-/* One stage: blockIdx.x the strip, y the group; a step at a time, a depth
- * at a time, a warp per row. */
+/* Store sample g of a row to its destination (kind dk; K_NONE: nowhere). */
 template <typename T, typename S>
-__global__ void stage_kernel(const Group *G, int ng, const Op *I, const T *in, int64_t istride,
-                             int bias, int64_t inlen, S *rows, int64_t pitch, int64_t nout,
-                             float *out, int64_t ostride)
+__device__ __forceinline__ void put(int dk, int ref, int lim, int64_t g, float v, float *sm,
+                                    const Args<T, S> &A)
+{
+    if (dk == K_SMEM)
+        sm[ref + ((int)g & lim)] = v;
+    else if (dk == K_ROW && g < A.nout + lim)
+        A.rows[(int64_t)ref * A.pitch + g] = (S)v;
+    else if (dk == K_OUT && g < A.nout)
+        A.out[(int64_t)ref * A.ostride + g] = v;
+}
+
+/* A strip's first step: every item over its whole range, a warp per item. */
+template <typename T, typename S>
+__device__ void first_step(const Group &g, int64_t t0, float *sm, const Op *I,
+                           const Args<T, S> &A)
+{
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int p = 0; p < g.nphase; p++) {
+        for (int k = g.ph[p] + warp; k < g.ph[p + 1]; k += WARPS) {
+            const Op x = I[k];
+            for (int t = x.s + lane; t < x.s + x.n; t += 32)
+                put<T, S>(x.kinds >> 8, x.dref, x.dlim, t0 + t, value_of<T, S>(x, t0 + t, sm, A),
+                          sm, A);
+        }
+        __syncthreads();
+    }
+}
+
+/* A later step: the TILE new samples of every item, BATCH items a warp at a
+ * time, their reads in flight together before any store. */
+template <typename T, typename S>
+__device__ void next_step(const Group &g, int64_t t0, float *sm, const Op *I,
+                          const Args<T, S> &A)
+{
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    for (int p = 0; p < g.nphase; p++) {
+        const int end = g.ph[p + 1];
+        for (int k0 = g.ph[p] + warp * BATCH; k0 < end; k0 += WARPS * BATCH) {
+            float v[BATCH][TILE / 32];
+            int dk[BATCH], dref[BATCH], dlim[BATCH];
+            int64_t g0[BATCH];
+#pragma unroll
+            for (int b = 0; b < BATCH; b++) {
+                dk[b] = K_NONE;
+                dref[b] = dlim[b] = 0;
+                g0[b] = 0;
+                if (k0 + b < end) {
+                    const Op x = I[k0 + b];
+                    dk[b] = x.kinds >> 8;
+                    dref[b] = x.dref;
+                    dlim[b] = x.dlim;
+                    g0[b] = t0 + x.s + x.n - TILE + lane;
+#pragma unroll
+                    for (int i = 0; i < TILE / 32; i++)
+                        v[b][i] = value_of<T, S>(x, g0[b] + 32 * i, sm, A);
+                }
+            }
+#pragma unroll
+            for (int b = 0; b < BATCH; b++)
+#pragma unroll
+                for (int i = 0; i < TILE / 32; i++)
+                    put<T, S>(dk[b], dref[b], dlim[b], g0[b] + 32 * i, v[b][i], sm, A);
+        }
+        __syncthreads();
+    }
+}
+
+/* One stage: blockIdx.x the strip (steps x TILE samples), y the group. */
+template <typename T, typename S>
+__global__ void stage_kernel(const Group *G, int ng, const Op *I, int steps, Args<T, S> A)
 {
     extern __shared__ float sm[];
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     for (int gi = blockIdx.y; gi < ng; gi += gridDim.y) {
         const Group g = G[gi];
-        for (int j = 0; j < STEPS; j++) {
-            const int64_t t0 = ((int64_t)blockIdx.x * STEPS + j) * TILE;
-            if (t0 >= nout + g.lim)
+        for (int j = 0; j < steps; j++) {
+            const int64_t t0 = ((int64_t)blockIdx.x * steps + j) * TILE;
+            if (t0 >= A.nout + g.lim)
                 break;
-            for (int p = 0; p < g.nphase; p++) {
-                for (int k = g.ph[p] + warp; k < g.ph[p + 1]; k += WARPS) {
-                    const Op x = I[k];
-                    const int first = (j ? x.s + x.n - TILE : x.s) + lane;
-                    if (x.kinds == ALL_SHARED) {
-                        /* most rows: shared operands into a shared ring */
-                        for (int t = first; t < x.s + x.n; t += 32) {
-                            const int gt = (int)t0 + t;
-                            sm[x.dref + (gt & x.dlim)] = sm[x.uref + ((gt + x.a) & x.ulim)]
-                                                         + sm[x.lref + ((gt + x.b) & x.llim)];
-                        }
-                        continue;
-                    }
-                    for (int t = first; t < x.s + x.n; t += 32)
-                        step_sample<T, S>(x, t, t0, sm, in, istride, bias, inlen, rows,
-                                          pitch, nout, out, ostride);
-                }
-                __syncthreads();
-            }
+            if (j == 0)
+                first_step<T, S>(g, t0, sm, I, A);
+            else
+                next_step<T, S>(g, t0, sm, I, A);
         }
     }
 }
@@ -623,6 +678,7 @@ static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
     *state = L;
     L->f = (const ddtk_fdmt_plan *)lv->state;
     L->enc = enc;
+    L->blocks = (int64_t)WAVES * prop.multiProcessorCount;
     *slack = 0;                   /* input reads past nout + overlap are clamped */
     const int insize = enc.storage == ST_U8 ? 1 : enc.storage == ST_U16 ? 2 : 4;
     /* The same bound for every level: the kernel's attribute is the process's. */
@@ -674,17 +730,21 @@ template <typename T, typename S>
 static int run(FdmtLevel *L, const Buffers *B, const void *rows, int64_t stride, int64_t nout,
                float *out, int64_t ostride, cudaStream_t st)
 {
-    const int64_t inlen = nout + L->f->overlap, pitch = pitch_of(L, nout);
+    const Args<T, S> A = { (const T *)rows, stride, nout + L->f->overlap, L->enc.bias,
+                           (S *)B->rows, pitch_of(L, nout), nout, out, ostride };
     for (int k = 0; k < L->nstage; k++) {
         const Stage *G = &L->stage[k];
         if (G->ng == 0)
             continue;
-        dim3 grid((unsigned)((nout + G->lim + TILE * STEPS - 1) / (TILE * STEPS)),
+        /* Strips as long as the launch still has `blocks` blocks (a strip's
+         * first step makes its rings whole: the longer, the less of that). */
+        const int64_t tiles = (nout + G->lim + TILE - 1) / TILE;
+        const int64_t strips = (L->blocks + G->ng - 1) / G->ng;
+        const int64_t steps = tiles / strips < 1 ? 1 : tiles / strips < STEPS ? tiles / strips
+                                                                              : STEPS;
+        dim3 grid((unsigned)((tiles + steps - 1) / steps),
                   (unsigned)(G->ng < MAX_GRID_Y ? G->ng : MAX_GRID_Y));
-        stage_kernel<T, S><<<grid, THREADS, G->smem, st>>>(G->d_g, G->ng, G->d_i,
-                                                           (const T *)rows, stride, L->enc.bias,
-                                                           inlen, (S *)B->rows, pitch, nout,
-                                                           out, ostride);
+        stage_kernel<T, S><<<grid, THREADS, G->smem, st>>>(G->d_g, G->ng, G->d_i, (int)steps, A);
         DDTK_CUDA(cudaGetLastError(), "launching an FDMT stage");
     }
     return DDTK_OK;
@@ -703,6 +763,8 @@ static int gulp(void *state, const void *rows, int64_t stride, int64_t nout, flo
                 int64_t ostride, cudaStream_t st)
 {
     FdmtLevel *L = (FdmtLevel *)state;
+    if (nout <= 0)
+        return DDTK_OK;
     Buffers *B;
     int rc = reserve(L, st, (size_t)L->nrows * (size_t)row_bytes(L, nout), &B);
     if (rc)
