@@ -106,6 +106,19 @@ compare() {
     [ "$n" -gt 100 ]
 }
 
+@test "many threads and a long delay fit the memory bound: the workspaces are fewer, the bytes the same" {
+    # 32 threads' workspaces of a 42148-sample delay were 2.6 GiB, over the
+    # default 2 GiB bound: the run was refused on a 32-core machine
+    make_sweep
+    dd_fdmt s.fil --dm-min 1990 --dm-max 2010 --scrunch none --ref-freq 1600 --threads 32 \
+        --prefix a -q
+    dd_fdmt s.fil --dm-min 1990 --dm-max 2010 --scrunch none --ref-freq 1600 --threads 1 \
+        --prefix b -q
+    n=0
+    for f in a_DM*.tim; do cmp "$f" "b${f#a}"; n=$((n + 1)); done
+    [ "$n" -gt 10 ]
+}
+
 @test "the outputs: .dat/.inf with each DM and scrunched tsamp, 8-bit output, killed channels, zero-DM" {
     make_sweep
     dd_fdmt s.fil --dm-min 390 --dm-max 395 --format dat --prefix q -q

@@ -309,6 +309,19 @@ static void destroy(ddtk_level *lv)
     lv->state = lv->cpu = NULL;
 }
 
+/* A workspace holds a chunk plus the largest delay of every node's rows: a
+ * long delay makes it large (80 MiB at 42148 samples and 256 channels), and
+ * one per thread of a many-core machine would pass the memory bound by
+ * itself. The threads that work at once are as many as a quarter of the bound
+ * holds (at least one); the output is the same for any number. */
+static int workers(const ddtk_plan *p, ddtk_fdmt_plan *f)
+{
+    double ws = (double)ddtk_fdmt_workspace(f, f->chunk) * sizeof(float);
+    double fit = (double)ddtk_plan_max_mem(&p->d) / 4 / (ws > 0 ? ws : 1);
+    int n = ddtk_threads();
+    return fit < 1 ? 1 : fit < n ? (int)fit : n;
+}
+
 static int create(const ddtk_plan *p, ddtk_level *lv)
 {
     ddtk_fdmt_plan *f = ddtk_calloc(1, sizeof *f, "FDMT plan");
@@ -321,6 +334,7 @@ static int create(const ddtk_plan *p, ddtk_level *lv)
         return rc;
     lv->overlap = f->overlap;
     f->chunk = (int)ddtk_param(p, P_CHUNK);
+    f->workers = workers(p, f);
     return DDTK_OK;
 }
 
@@ -328,7 +342,7 @@ static int64_t cpu_bytes(const ddtk_level *lv, int64_t most)
 {
     (void)most;
     ddtk_fdmt_plan *f = lv->state;
-    return (int64_t)ddtk_fdmt_workspace(f, f->chunk) * ddtk_threads() * (int64_t)sizeof(float);
+    return (int64_t)ddtk_fdmt_workspace(f, f->chunk) * f->workers * (int64_t)sizeof(float);
 }
 
 static int cpu_reserve(ddtk_level *lv, int64_t most)
@@ -337,8 +351,9 @@ static int cpu_reserve(ddtk_level *lv, int64_t most)
     fdmt_cpu *c = lv->cpu;
     if (!c && !(c = lv->cpu = ddtk_calloc(1, sizeof *c, "FDMT workspace")))
         return DDTK_ESYS;
-    c->ws_floats = ddtk_fdmt_workspace(lv->state, ((const ddtk_fdmt_plan *)lv->state)->chunk);
-    size_t n = c->ws_floats * (size_t)ddtk_threads();
+    const ddtk_fdmt_plan *f = lv->state;
+    c->ws_floats = ddtk_fdmt_workspace(lv->state, f->chunk);
+    size_t n = c->ws_floats * (size_t)f->workers;
     if (c->have >= n)
         return DDTK_OK;
     free(c->ws);
@@ -356,7 +371,7 @@ static void cpu_gulp(const ddtk_plan *p, ddtk_level *lv, const float *rows, size
     const ddtk_fdmt_plan *f = lv->state;
     const fdmt_cpu *c = lv->cpu;
     const int64_t chunk = f->chunk, nchunk = (nout + chunk - 1) / chunk;
-#pragma omp parallel for schedule(dynamic) num_threads(ddtk_threads())
+#pragma omp parallel for schedule(dynamic) num_threads(f->workers)
     for (int64_t k = 0; k < nchunk; k++) {
         int64_t t0 = k * chunk, n = nout - t0 < chunk ? nout - t0 : chunk;
 #ifdef _OPENMP

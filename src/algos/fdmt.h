@@ -80,6 +80,7 @@ typedef struct ddtk_fdmt_plan {
     int64_t adds;                 /* sample-adds per output sample (ddplan, -v) */
     int chunk;                    /* the chunk parameter: output samples a CPU thread
                                      computes at once */
+    int workers;                  /* CPU threads, each with a chunk's workspace */
 } ddtk_fdmt_plan;
 
 /* The tree for live rows with frequencies freq[0 .. nrows-1] (descending) at
