@@ -22,8 +22,8 @@ setup_file() {
     [ -z "$cuda" ] || build+=("CUDA=$cuda")
     if [ "$cuda" = 1 ]; then
         archs=${cfg#1-sm}
-        build+=("CUDA_ARCHS=${archs%-*}" "CUDA_RUNTIME=${cfg##*-}")
-        build[1]=${build[1]//_/ }
+        archs=${archs%-*}
+        build+=("CUDA_ARCHS=${archs//_/ }" "CUDA_RUNTIME=${cfg##*-}")
     fi
     export STAGE=$BATS_FILE_TMPDIR/stage
     env -u MAKEFLAGS -u MAKELEVEL make -s -C "$REPO" install DESTDIR="$STAGE" \
