@@ -113,6 +113,8 @@ int64_t ddtk_level_most_out(const ddtk_plan *p, int k, int64_t step);
 int64_t ddtk_plan_raw_bytes(const ddtk_plan *p, int64_t nspectra);
 /* Read through src->read, keeping samples_read and eof (a short read ends it). */
 int ddtk_source_pull(ddtk_source *s, void *raw, int64_t n, int64_t *got);
+/* A read's bookkeeping: rc, else the samples counted and eof set when got < n. */
+int ddtk_source_count(ddtk_source *s, int rc, int64_t n, int64_t got);
 /* 1 for a file source whose input decodes straight into channel rows
  * (ddtk_input_reads_rows); ddtk_source_pull_rows is then its read. */
 int ddtk_source_rows(const ddtk_source *s);

@@ -43,16 +43,21 @@ int64_t ddtk_plan_raw_bytes(const ddtk_plan *p, int64_t n)
     return (n * bits + 7) / 8;
 }
 
+int ddtk_source_count(ddtk_source *s, int rc, int64_t n, int64_t got)
+{
+    if (rc)
+        return rc;
+    s->samples_read += got;
+    if (got < n)
+        s->eof = 1;
+    return DDTK_OK;
+}
+
 int ddtk_source_pull(ddtk_source *s, void *raw, int64_t n, int64_t *got)
 {
     *got = 0;
     int rc = s->read(s, raw, n, got);
-    if (rc)
-        return rc;
-    s->samples_read += *got;
-    if (*got < n)
-        s->eof = 1;
-    return DDTK_OK;
+    return ddtk_source_count(s, rc, n, *got);
 }
 
 int ddtk_choose_step(const ddtk_plan *p, const ddtk_source *src, int64_t preferred,

@@ -27,12 +27,7 @@ int ddtk_source_pull_rows(ddtk_source *s, int64_t n, const int *row, int pol, fl
 {
     *got = 0;
     int rc = ddtk_input_read_rows(s->ctx, n, row, pol, out, stride, got);
-    if (rc)
-        return rc;
-    s->samples_read += *got;
-    if (*got < n)
-        s->eof = 1;
-    return DDTK_OK;
+    return ddtk_source_count(s, rc, n, *got);
 }
 
 void ddtk_source_file(ddtk_source *s, ddtk_input *in)
