@@ -95,6 +95,11 @@ struct UnpackArgs {
     const int *rowmap;
     void *rows;
     Encoding enc;
+    /* Scaled PSRFITS (tab non-NULL): raw holds one byte per value (nifs IFs;
+     * byte - 128 when sgn), spectrum j's value is byte * mul + add with
+     * tab + seg[j] * 2 * nifs * nchans its multipliers, then its addends. */
+    const int32_t *seg;
+    const float *tab;
 };
 cudaError_t launch_unpack(const UnpackArgs &u, cudaStream_t st);
 /* One step of the time-scrunch cascade: dst[r][t] = src[r][2t] + src[r][2t+1]

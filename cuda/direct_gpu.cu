@@ -206,6 +206,22 @@ __device__ __forceinline__ float float_sample(const UnpackArgs &u, int64_t e)
     return (float)int_element(u.raw, e + (int64_t)u.pol * u.nchans, u.nbits, u.sgn);
 }
 
+/* A scaled PSRFITS sample (spectrum j, channel c) as the CPU decodes it:
+ * one fused multiply-add per IF (the host build's -march=native contracts
+ * its own), the IFs then summed. */
+__device__ __forceinline__ float scaled_sample(const UnpackArgs &u, int64_t j, int c)
+{
+    const int64_t vals = (int64_t)u.nchans * u.nifs;
+    const uint8_t *r = u.raw + j * vals;
+    const float *mul = u.tab + (int64_t)u.seg[j] * 2 * vals, *add = mul + vals;
+    const int bias = u.sgn ? 128 : 0;
+    if (u.pol < 0)
+        return fmaf((float)((int)r[c] - bias), mul[c], add[c])
+             + fmaf((float)((int)r[c + u.nchans] - bias), mul[c + u.nchans], add[c + u.nchans]);
+    const int64_t i = (int64_t)u.pol * u.nchans + c;
+    return fmaf((float)((int)r[i] - bias), mul[i], add[i]);
+}
+
 __device__ __forceinline__ uint32_t int_sample(const UnpackArgs &u, int64_t e)
 {
     int v = u.pol < 0 ? int_element(u.raw, e, u.nbits, u.sgn)
@@ -228,7 +244,11 @@ __global__ void __launch_bounds__(256) unpack_kernel(UnpackArgs u)
         uint32_t v = 0;
         if (c < u.nchans && s0 + s < u.n) {
             int64_t e = (s0 + s) * per_spectrum + c;
-            v = u.enc.storage == ST_F32 ? __float_as_uint(float_sample(u, e)) : int_sample(u, e);
+            if (u.tab)
+                v = __float_as_uint(scaled_sample(u, s0 + s, c));
+            else
+                v = u.enc.storage == ST_F32 ? __float_as_uint(float_sample(u, e))
+                                            : int_sample(u, e);
         }
         tile[tx][s] = v;
     }

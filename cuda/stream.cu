@@ -34,6 +34,12 @@
  * writer stays single-threaded; each call selects its pipeline's device first
  * (cudaSetDevice is per thread). -v reports the two phases' times apart.
  *
+ * Scaled PSRFITS of 8 bits or fewer (DAT_SCL, DAT_OFFS, DAT_WTS not the
+ * identity: the plan's format is float32) travels as its raw integers, one
+ * byte a value, with each row's multiply-add per IF and channel and each
+ * spectrum's row (ddtk_source_pull_scaled), in the raw buffer sized for the
+ * float32 spectra; the unpacking applies them, as the CPU decodes the rows.
+ *
  * A search sink (--search) is searched on the device (sps_gpu.cuh): after
  * each gulp's kernels, on the gulp's stream; with nothing else to write, the
  * series are not copied back at all.
@@ -56,6 +62,13 @@ using namespace ddgpu;
 #define GULP_COST 5e-4                    /* seconds of streaming a gulp adds (H100) */
 #define MAX_STEP ((int64_t)1 << 22)       /* keeps the time-tile grid within 65535 */
 #define WARM_UP 1                         /* a gulp of zeros on each set in the set-up */
+
+/* A gulp's scaled PSRFITS in its raw buffer (ddtk_source_pull_scaled): the
+ * bytes from 0, the spectra's rows at seg_off, nseg tables at tab_off. */
+struct scaled_gulp {
+    int64_t seg_off, tab_off;
+    int nseg, sgn;
+};
 
 /* One level's device side: row encoding, the plug-in's state, pitches. */
 struct gpu_level {
@@ -118,6 +131,8 @@ struct ddtk_gpu_stream {
     gpu_pipe *pipe;
     int64_t step;
     uint8_t *hraw[2];           /* each set's raw spectra, pinned for every device */
+    int scaled, maxseg;         /* this run reads scaled PSRFITS as bytes and tables: */
+    scaled_gulp sc[2];          /* each raw buffer's */
     prefaulted pre;
     /* -v: the set-up's start and its pinning of each raw buffer, and the
      * host's part of the last run's streaming: reads, waits on the GPUs, the
@@ -782,12 +797,23 @@ static int prepare(ddtk_plan *p, const ddtk_source *src, const ddtk_writer *w, d
 
 /* H2D of `got` new spectra, the keep overlap from the other set, unpacking at col. */
 static int stage_input(const gpu_pipe *g, const ddtk_plan *p, int64_t step, gulp_set *s,
-                       const gulp_set *prev, const uint8_t *hraw, int64_t got, int64_t col)
+                       const gulp_set *prev, const uint8_t *hraw, int64_t got, int64_t col,
+                       const scaled_gulp *sc)
 {
     const gpu_level *L0 = &g->lv[0];
     size_t es = (size_t)storage_bytes(L0->enc.storage);
     DDTK_CUDA(cudaEventRecord(s->h2d0, s->st), "recording an event");
-    if (got > 0)
+    const int64_t vals = (int64_t)p->fmt.nifs * p->fmt.nchans;
+    if (got > 0 && sc) {
+        DDTK_CUDA(cudaMemcpyAsync(s->draw, hraw, (size_t)(got * vals), cudaMemcpyHostToDevice,
+                                  s->st), "copying input to the GPU");
+        DDTK_CUDA(cudaMemcpyAsync(s->draw + sc->seg_off, hraw + sc->seg_off,
+                                  (size_t)got * sizeof(int32_t), cudaMemcpyHostToDevice, s->st),
+                  "copying input to the GPU");
+        DDTK_CUDA(cudaMemcpyAsync(s->draw + sc->tab_off, hraw + sc->tab_off,
+                                  (size_t)(sc->nseg * 2 * vals) * sizeof(float),
+                                  cudaMemcpyHostToDevice, s->st), "copying input to the GPU");
+    } else if (got > 0)
         DDTK_CUDA(cudaMemcpyAsync(s->draw, hraw, (size_t)ddtk_plan_raw_bytes(p, got),
                                   cudaMemcpyHostToDevice, s->st), "copying input to the GPU");
     DDTK_CUDA(cudaEventRecord(s->h2d1, s->st), "recording an event");
@@ -812,6 +838,10 @@ static int stage_input(const gpu_pipe *g, const ddtk_plan *p, int64_t step, gulp
         u.rowmap = g->d_rowmap;
         u.rows = s->drows[0];
         u.enc = L0->enc;
+        u.seg = sc ? (const int32_t *)(s->draw + sc->seg_off) : NULL;
+        u.tab = sc ? (const float *)(s->draw + sc->tab_off) : NULL;
+        if (sc)
+            u.sgn = sc->sgn;
         DDTK_CUDA(launch_unpack(u, s->st), "unpacking");
         if (p->d.zerodm)
             DDTK_CUDA(launch_zerodm((float *)s->drows[0], L0->stride, p->ch.nlive, col, got,
@@ -841,10 +871,10 @@ static int halve_levels(const gpu_pipe *g, const ddtk_plan *p, gulp_set *s, int6
 
 static int issue_gulp(const ddtk_gpu_algo *algo, const gpu_pipe *g, const ddtk_plan *p, int64_t step,
                       gulp_set *s, const gulp_set *prev, const uint8_t *hraw, int64_t got,
-                      int64_t fill, int last)
+                      int64_t fill, int last, const scaled_gulp *sc)
 {
     DDTK_CUDA(cudaSetDevice(g->dev), "selecting the GPU");
-    int rc = stage_input(g, p, step, s, prev, hraw, got, fill - got);
+    int rc = stage_input(g, p, step, s, prev, hraw, got, fill - got, sc);
     if (!rc)
         rc = halve_levels(g, p, s, fill);
     if (rc)
@@ -931,7 +961,7 @@ static int warm_job(ddtk_gpu_stream *s, const ddtk_plan *p, int i)
     const int64_t fill = p->keep + s->step;
     g->d2h = 1;                 /* the copies warm up too; each run sets its own (start_search) */
     for (int j = 0; j < 2; j++) {
-        int rc = issue_gulp(s->algo, g, p, s->step, &g->set[j], NULL, s->hraw[j], fill, fill, 0);
+        int rc = issue_gulp(s->algo, g, p, s->step, &g->set[j], NULL, s->hraw[j], fill, fill, 0, NULL);
         if (rc)
             return rc;
     }
@@ -964,11 +994,45 @@ static int input_free(ddtk_gpu_stream *g, int set)
     return DDTK_OK;
 }
 
+/* Scaled PSRFITS as bytes and tables where its raw buffer holds them: the
+ * bytes and rows of keep + step spectra and a table for each row they may
+ * touch (a row of few spectra has a table as large as itself); the layout
+ * is fixed, so every read of the run uses the same offsets. */
+static void scaled_layout(ddtk_gpu_stream *g, const ddtk_plan *p, ddtk_source *src)
+{
+    int sgn;
+    const int64_t nsblk = ddtk_source_scaled(src, &sgn), cap = p->keep + g->step;
+    const int64_t vals = (int64_t)p->fmt.nifs * p->fmt.nchans;
+    g->scaled = 0;
+    if (!nsblk)
+        return;
+    scaled_gulp sc;
+    sc.seg_off = ddtk_round_up(cap * vals, 16);
+    sc.tab_off = ddtk_round_up(sc.seg_off + cap * 4, 16);
+    sc.nseg = 0;
+    sc.sgn = sgn;
+    const int64_t room = ((int64_t)raw_bytes(p, g->step) - sc.tab_off) / (8 * vals);
+    if (room < cap / nsblk + 3 || room > INT32_MAX) {
+        ddtk_report(DDTK_MSG_VERBOSE, "GPU input: scaled PSRFITS as float32 spectra (rows of "
+                    "%lld spectra: their tables would not fit)", (long long)nsblk);
+        return;
+    }
+    ddtk_report(DDTK_MSG_VERBOSE, "GPU input: scaled PSRFITS as raw bytes with each row's "
+                "multiply-add, applied on the GPU");
+    g->scaled = 1;
+    g->maxseg = (int)room;
+    g->sc[0] = g->sc[1] = sc;
+}
+
 /* n spectra into buf, the time added to the host's reads (-v). */
 static int read_gulp(ddtk_gpu_stream *g, ddtk_source *src, uint8_t *buf, int64_t n, int64_t *got)
 {
     double t = ddtk_now();
-    int rc = ddtk_source_pull(src, buf, n, got);
+    scaled_gulp *sc = &g->sc[buf == g->hraw[1]];
+    int rc = g->scaled ? ddtk_source_pull_scaled(src, n, buf, (int32_t *)(buf + sc->seg_off),
+                                                 (float *)(buf + sc->tab_off), g->maxseg,
+                                                 &sc->nseg, got)
+                       : ddtk_source_pull(src, buf, n, got);
     g->t_read += ddtk_now() - t;
     return rc;
 }
@@ -1005,6 +1069,7 @@ static int run_gulps(ddtk_gpu_stream *g, const ddtk_plan *p, ddtk_source *src, d
     int64_t got, fill = 0;
     g->t_read = g->t_wait = g->t_write = g->t_first = g->t_slowest = g->t_gulps = 0;
     g->nspans = g->slowest = 0;
+    scaled_layout(g, p, src);
     int rc = read_gulp(g, src, g->hraw[0], cap, &got);
     for (int i = 0; !rc; i++) {
         const int cur = i & 1, last = src->eof;
@@ -1013,7 +1078,7 @@ static int run_gulps(ddtk_gpu_stream *g, const ddtk_plan *p, ddtk_source *src, d
         for (int j = 0; j < g->npipe && !rc; j++) {
             gpu_pipe *pp = &g->pipe[j];
             rc = issue_gulp(g->algo, pp, p, g->step, &pp->set[cur], i ? &pp->set[!cur] : NULL,
-                            g->hraw[cur], got, fill, last);
+                            g->hraw[cur], got, fill, last, g->scaled ? &g->sc[cur] : NULL);
         }
         if (rc || (serial && (rc = finish_all(g, cur, w))))
             return rc;

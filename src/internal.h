@@ -66,6 +66,11 @@ int ddtk_input_reads_rows(const ddtk_input *in);
  * give them from ddtk_input_read's spectra; *got < n only at the end. */
 int ddtk_input_read_rows(ddtk_input *in, int64_t n, const int *row, int pol, float *out,
                          size_t stride, int64_t *got);
+/* For the GPU: the same input's spectra per row where they can be read as
+ * raw bytes with per-row multiply-adds (ddtk_psrfits_read_scaled), else 0. */
+int ddtk_input_scaled_bytes(const ddtk_input *in, int *sgn);
+int ddtk_input_read_scaled(ddtk_input *in, int64_t n, uint8_t *out, int32_t *seg, float *tab,
+                           int maxseg, int *nseg, int64_t *got);
 
 /* ---- RFI excision (rfi.c) ---------------------------------------------------- */
 

@@ -392,7 +392,7 @@ gulp_of() {
     same_output 1e-6 rfi4.fits --dm 0,30,60 --rfi auto
 }
 
-@test "gpu: scaled PSRFITS (float32 spectra on the GPU, decoded into rows on the CPU) gives the CPU's series" {
+@test "gpu: scaled PSRFITS (raw bytes and row tables to the GPU; rows decoded on the CPU) gives the CPU's series" {
     need_gpu
     # NPOL 2, missing rows, zero weights, several files; whole-row reads on
     # several threads and reads that end inside rows
@@ -403,6 +403,27 @@ gulp_of() {
     same_output 1e-6 s_0001.fits s_0002.fits s_0003.fits --dm-min 0 --dm-max 120 --dm-step 3
     rm -r cpu gpu
     same_output 1e-6 s_0001.fits s_0002.fits s_0003.fits --dm 0,60 --gulp 1000 --pol 1
+}
+
+@test "gpu: scaled 8-bit and 4-bit PSRFITS as raw bytes with each row's multiply-add on the GPU give the CPU's series" {
+    need_gpu
+    # several rows a gulp and gulps ending inside rows, a gap, signed 8-bit
+    fbsim -q -o s8.fits --format psrfits --nsblk 256 --nchans 64 --dat-scl 1.5 --dat-offs -2 \
+        --zero-off 0.5 --tsamp 64e-6 --nsamples 20000 --drop-rows 7 --pulse 0.5,60,0.002,20
+    same_output 1e-6 s8.fits --dm-min 0 --dm-max 120 --dm-step 3
+    rm -r cpu gpu
+    same_output 1e-6 s8.fits --dm 0,60 --gulp 1000
+    rm -r cpu gpu
+    fbsim -q -o s4.fits --format psrfits --nsblk 200 --nbits 4 --nifs 2 --nchans 64 --dat-scl 2 \
+        --zero-off 1 --dat-offs 3 --tsamp 64e-6 --nsamples 12000 --pulse 0.4,60,0.002,20
+    same_output 1e-6 s4.fits --dm-min 0 --dm-max 120 --dm-step 3
+    rm -r cpu gpu
+    same_output 1e-6 s4.fits --dm 0,60 --gulp 999 --pol 1
+    rm -r cpu gpu
+    fbsim -q -o sg.fits --format psrfits --nsblk 300 --signed --nchans 64 --dat-scl 0.5 \
+        --dat-offs 1 --tsamp 64e-6 --nsamples 10000 --pulse 0.3,60,0.002,20
+    same_output 1e-6 sg.fits --dm 0,30,60 --gulp 1234
+    dd_direct sg.fits --backend gpu -v --dm 0 -o v.tim 2>&1 | grep -q "scaled PSRFITS as raw bytes"
 }
 
 @test "gpu: DDTK_GPU_MEM and DDTK_FDAS_GPU_MEM out of range are usage errors naming them (issue 32)" {

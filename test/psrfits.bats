@@ -212,6 +212,32 @@ assert np.array_equal(a, g), 'differ'"
     [ "$(fbinfo b.fil -k tsamp)" = "$(fbinfo a.fil -k tsamp)" ]
 }
 
+@test "psrfits: scaled data read for the GPU (raw bytes, each row's multiply-add) give the float32 spectra exactly" {
+    # 8-bit NPOL 2 over three files with missing rows and a zero weight
+    # (whole rows read straight), 4-bit, signed 8-bit IQUV (read row by
+    # row), 2-bit; gulps inside rows and across gaps
+    echo 3:5,20 > kill.txt
+    fbsim -q -o s.fits --format psrfits --nsblk 300 --nifs 2 --rows-per-file 20 --drop-rows 4,30 \
+        --dat-scl 1.5 --dat-offs -2 --zero-off 0.5 --zero-weight kill.txt --nchans 64 \
+        --tsamp 64e-6 --nsamples 15000 --pulse 0.5,60,0.002,20
+    fbsim -q -o f4.fits --format psrfits --nsblk 256 --nbits 4 --nchans 64 --dat-scl 2 \
+        --zero-off 1 --dat-offs 3 --tsamp 64e-6 --nsamples 9000 --rows-per-file 12 --drop-rows 5
+    fbsim -q -o sg.fits --format psrfits --nsblk 200 --signed --nifs 4 --pol-type IQUV \
+        --nchans 32 --dat-scl 0.5 --dat-offs 1 --tsamp 64e-6 --nsamples 5000
+    fbsim -q -o s2.fits --format psrfits --nsblk 128 --nbits 2 --nifs 2 --nchans 64 --dat-scl 3 \
+        --tsamp 64e-6 --nsamples 3000
+    for g in 4096 1000 37; do
+        run "$TBIN/test_psrfits_scaled" $g s_0001.fits s_0002.fits s_0003.fits
+        [ "$status" -eq 0 ] && [[ "$output" == *"15000 spectra"*"difference 0 of"* ]]
+        run "$TBIN/test_psrfits_scaled" $g f4_0001.fits f4_0002.fits f4_0003.fits
+        [ "$status" -eq 0 ] && [[ "$output" == *"9216 spectra"*"difference 0 of"* ]]
+        run "$TBIN/test_psrfits_scaled" $g sg.fits
+        [ "$status" -eq 0 ] && [[ "$output" == *"difference 0 of"* ]]
+        run "$TBIN/test_psrfits_scaled" $g s2.fits
+        [ "$status" -eq 0 ] && [[ "$output" == *"difference 0 of"* ]]
+    done
+}
+
 @test "psrfits: on stdin, in fold mode, not PSRFITS or truncated: one line, exit 1, no output" {
     sim -o a.fits --format psrfits --nsblk 256
     run_err stdin bash -c 'dd_direct --dm 30 -o x.tim < a.fits'

@@ -120,6 +120,12 @@ int ddtk_source_count(ddtk_source *s, int rc, int64_t n, int64_t got);
 int ddtk_source_rows(const ddtk_source *s);
 int ddtk_source_pull_rows(ddtk_source *s, int64_t n, const int *row, int pol, float *out,
                           size_t stride, int64_t *got);
+/* For the GPU: spectra per row of a file source whose scaled spectra can be
+ * read as raw bytes with per-row multiply-adds (ddtk_input_scaled_bytes),
+ * else 0; ddtk_source_pull_scaled is then its read. */
+int ddtk_source_scaled(const ddtk_source *s, int *sgn);
+int ddtk_source_pull_scaled(ddtk_source *s, int64_t n, uint8_t *out, int32_t *seg, float *tab,
+                            int maxseg, int *nseg, int64_t *got);
 /*
  * The gulp step: --gulp, else `preferred` (at least keep), never beyond the
  * input nor `most`, halved (in multiples of 8 spectra) while it does not fit.

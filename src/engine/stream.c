@@ -30,6 +30,24 @@ int ddtk_source_pull_rows(ddtk_source *s, int64_t n, const int *row, int pol, fl
     return ddtk_source_count(s, rc, n, *got);
 }
 
+int ddtk_source_scaled(const ddtk_source *s, int *sgn)
+{
+    *sgn = 0;
+    return s->read == read_input ? ddtk_input_scaled_bytes(s->ctx, sgn) : 0;
+}
+
+int ddtk_source_pull_scaled(ddtk_source *s, int64_t n, uint8_t *out, int32_t *seg, float *tab,
+                            int maxseg, int *nseg, int64_t *got)
+{
+    int rc = ddtk_input_read_scaled(s->ctx, n, out, seg, tab, maxseg, nseg, got);
+    if (rc)
+        return rc;
+    s->samples_read += *got;
+    if (*got < n)
+        s->eof = 1;
+    return DDTK_OK;
+}
+
 void ddtk_source_file(ddtk_source *s, ddtk_input *in)
 {
     memset(s, 0, sizeof *s);

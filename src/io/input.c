@@ -247,6 +247,26 @@ int ddtk_input_read_rows(ddtk_input *in, int64_t n, const int *row, int pol, flo
     return rc;
 }
 
+int ddtk_input_scaled_bytes(const ddtk_input *in, int *sgn)
+{
+    *sgn = 0;
+    return ddtk_input_reads_rows(in) ? ddtk_psrfits_scaled_bytes(in->psrfits, sgn) : 0;
+}
+
+int ddtk_input_read_scaled(ddtk_input *in, int64_t n, uint8_t *out, int32_t *seg, float *tab,
+                           int maxseg, int *nseg, int64_t *got)
+{
+    *got = 0;
+    *nseg = 1;
+    memset(tab, 0, (size_t)(2 * in->hdr.nifs * in->hdr.nchans) * sizeof *tab);
+    if (in->eof || n <= 0)
+        return DDTK_OK;
+    int rc = ddtk_psrfits_read_scaled(in->psrfits, n, out, seg, tab, maxseg, nseg, got);
+    in->eof = !rc && *got < n;
+    in->samples_read += *got;
+    return rc;
+}
+
 /* With RFI excision the cleaner reads whole blocks ahead: what was delivered
  * and the end are its. */
 int ddtk_input_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)

@@ -1075,6 +1075,110 @@ static void decode_rows(const ddtk_psrfits *p, int64_t s0, int64_t k, const int 
     }
 }
 
+int ddtk_psrfits_scaled_bytes(const ddtk_psrfits *p, int *sgn)
+{
+    *sgn = p->nbits == 8 && p->raw_signed;
+    return p->out == OUT_FLOAT && p->nbits <= 8 ? p->nsblk : 0;
+}
+
+/* Spectra s0 .. s0 + k - 1 of the current raw row as one byte per presented
+ * value: 8-bit as stored, sub-byte samples unpacked. */
+static void row_bytes(const ddtk_psrfits *p, int64_t s0, int64_t k, uint8_t *out)
+{
+    const int64_t vals = (int64_t)p->out_pols * p->nchan, nv = (int64_t)p->npol * p->nchan;
+    for (int64_t s = s0; s < s0 + k; s++, out += vals)
+        if (p->nbits == 8)
+            memcpy(out, p->raw + s * nv, (size_t)vals);
+        else
+            for (int64_t v = 0; v < vals; v++)
+                out[v] = (uint8_t)raw_value(p, p->raw, s * nv + v);
+}
+
+/* The current row's multiply-add as table entry *nseg (one past the last). */
+static int add_table(const ddtk_psrfits *p, float *tab, int maxseg, int *nseg)
+{
+    const int64_t vals = (int64_t)p->out_pols * p->nchan;
+    if (*nseg >= maxseg)
+        return ddtk_fail(DDTK_EUSAGE, "PSRFITS scaled read: more rows than its table holds");
+    memcpy(tab + *nseg * 2 * vals, p->mul, (size_t)vals * sizeof *tab);
+    memcpy(tab + (*nseg * 2 + 1) * vals, p->add, (size_t)vals * sizeof *tab);
+    return (*nseg)++, DDTK_OK;
+}
+
+/* k whole 8-bit rows of file f from row r, every polarisation presented,
+ * straight into out (several threads when there is much to read), each
+ * row's multiply-add added to the table. */
+static int read_rows_scaled(ddtk_psrfits *p, fits_file *f, long r, long k, uint8_t *out,
+                            int32_t *seg, float *tab, int maxseg, int *nseg)
+{
+    ddtk_thread_error err;
+    ddtk_thread_error_init(&err);
+    const int threads = k * p->row_bytes >= ((int64_t)32 << 20) ? 8 : 1;
+#pragma omp parallel for num_threads(threads) schedule(dynamic)
+    for (long i = 0; i < k; i++) {
+        int rc;
+        if (!ddtk_thread_error_code(&err) && (rc = pread_row(p, f, r + i, out + i * p->row_bytes)))
+            ddtk_thread_error_keep(&err, (int)i, rc);
+    }
+    int rc = ddtk_thread_error_end(&err);
+    for (long i = 0; i < k && !rc; i++) {
+        if ((rc = row_scaling(p, f, r + i)))
+            break;
+        row_affine(p, p->mul, p->add);
+        for (int64_t j = 0; j < p->nsblk; j++)
+            seg[i * p->nsblk + j] = *nseg;
+        rc = add_table(p, tab, maxseg, nseg);
+    }
+    return rc;
+}
+
+int ddtk_psrfits_read_scaled(ddtk_psrfits *p, int64_t n, uint8_t *out, int32_t *seg, float *tab,
+                             int maxseg, int *nseg, int64_t *got)
+{
+    const int64_t vals = (int64_t)p->out_pols * p->nchan;
+    const int whole = p->nbits == 8 && p->out_pols == p->npol;
+    int cur = -1, rc;
+    *got = 0;
+    *nseg = 1;
+    memset(tab, 0, (size_t)(2 * vals) * sizeof *tab);
+    while (*got < n) {
+        int64_t k, next;
+        long rows;
+        if (p->row_left > 0) {
+            if (cur < 0 && (cur = *nseg, rc = add_table(p, tab, maxseg, nseg)))
+                return rc;
+            k = n - *got < p->row_left ? n - *got : p->row_left;
+            row_bytes(p, p->nsblk - p->row_left, k, out + *got * vals);
+            for (int64_t j = 0; j < k; j++)
+                seg[*got + j] = cur;
+            p->row_left -= k;
+        } else if ((next = next_row(p)) < 0)
+            break;
+        else if (next > p->pos) {
+            k = n - *got < next - p->pos ? n - *got : next - p->pos;
+            memset(out + *got * vals, 0, (size_t)(k * vals));
+            for (int64_t j = 0; j < k; j++)
+                seg[*got + j] = 0;
+        } else if (whole && (rows = whole_rows(p, n - *got)) > 0) {
+            if ((rc = read_rows_scaled(p, &p->f[p->cur_file], p->cur_row, rows,
+                                       out + *got * vals, seg + *got, tab, maxseg, nseg)))
+                return rc;
+            p->cur_row += rows;
+            k = rows * p->nsblk;
+        } else {
+            if ((rc = read_row(p, &p->f[p->cur_file], p->cur_row)))
+                return rc;
+            p->cur_row++;
+            p->row_left = p->nsblk;
+            cur = -1;
+            continue;
+        }
+        p->pos += k;
+        *got += k;
+    }
+    return DDTK_OK;
+}
+
 int ddtk_psrfits_read_rows(ddtk_psrfits *p, int64_t n, const int *row, int pol, float *out,
                            size_t stride, int64_t *got)
 {

@@ -25,6 +25,18 @@ int ddtk_psrfits_rows(const ddtk_psrfits *p);
  * the end. Reads may alternate with ddtk_psrfits_read. */
 int ddtk_psrfits_read_rows(ddtk_psrfits *p, int64_t n, const int *row, int pol, float *out,
                            size_t stride, int64_t *got);
+/* For the GPU: spectra per row when scaled spectra of 8 bits or fewer can be
+ * read as their raw integers (ddtk_psrfits_read_scaled), else 0; *sgn: 8-bit
+ * signed (a value is its byte - 128). */
+int ddtk_psrfits_scaled_bytes(const ddtk_psrfits *p, int *sgn);
+/* Up to n such spectra as one byte per value of the presented IFs (out:
+ * n * nifs * nchans bytes, 8-bit as stored, sub-byte unpacked) and each
+ * spectrum's multiply-add: seg[j] indexes tab, *nseg tables of the IFs'
+ * multipliers then addends (2 * nifs * nchans floats each; table 0 is zeros,
+ * for padding). value = byte * mul + add (byte - 128 when signed), as the
+ * CPU decodes it; at most maxseg tables. *got < n only at the end. */
+int ddtk_psrfits_read_scaled(ddtk_psrfits *p, int64_t n, uint8_t *out, int32_t *seg, float *tab,
+                             int maxseg, int *nseg, int64_t *got);
 void ddtk_psrfits_close(ddtk_psrfits *p);
 
 /* How ddtk_psrfits_write lays an input out (psrfits_write.c). */
