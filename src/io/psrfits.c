@@ -16,6 +16,8 @@
  * takes such data decoded straight into its channel rows
  * (ddtk_psrfits_read_rows), without the float32 spectra between: they are
  * 4 times the bytes of 8-bit data and cost as much again to transpose.
+ * The GPU takes them of 8 bits or fewer as one byte per value with each
+ * row's multiply-add (ddtk_psrfits_read_scaled), applied as it unpacks.
  * One row is held at a time.
  */
 #include "internal.h"
