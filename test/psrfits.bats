@@ -227,13 +227,13 @@ assert np.array_equal(a, g), 'differ'"
     fbsim -q -o s2.fits --format psrfits --nsblk 128 --nbits 2 --nifs 2 --nchans 64 --dat-scl 3 \
         --tsamp 64e-6 --nsamples 3000
     for g in 4096 1000 37; do
-        run "$TBIN/test_psrfits_scaled" $g s_0001.fits s_0002.fits s_0003.fits
+        run "$TBIN/psrfits_scaled_cmp" $g s_0001.fits s_0002.fits s_0003.fits
         [ "$status" -eq 0 ] && [[ "$output" == *"15000 spectra"*"difference 0 of"* ]]
-        run "$TBIN/test_psrfits_scaled" $g f4_0001.fits f4_0002.fits f4_0003.fits
+        run "$TBIN/psrfits_scaled_cmp" $g f4_0001.fits f4_0002.fits f4_0003.fits
         [ "$status" -eq 0 ] && [[ "$output" == *"9216 spectra"*"difference 0 of"* ]]
-        run "$TBIN/test_psrfits_scaled" $g sg.fits
+        run "$TBIN/psrfits_scaled_cmp" $g sg.fits
         [ "$status" -eq 0 ] && [[ "$output" == *"difference 0 of"* ]]
-        run "$TBIN/test_psrfits_scaled" $g s2.fits
+        run "$TBIN/psrfits_scaled_cmp" $g s2.fits
         [ "$status" -eq 0 ] && [[ "$output" == *"difference 0 of"* ]]
     done
 }

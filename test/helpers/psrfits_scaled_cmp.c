@@ -1,13 +1,13 @@
 /*
- * test_psrfits_scaled.c - scaled PSRFITS read for the GPU as raw bytes with
+ * psrfits_scaled_cmp.c - scaled PSRFITS read for the GPU as raw bytes with
  * per-row multiply-adds (ddtk_input_read_scaled) gives the float32 spectra
  * ddtk_input_read gives, in gulps of any length (inside rows, across gaps
- * and files). Usage: test_psrfits_scaled GULP FILE... (bats makes the files
+ * and files). Usage: psrfits_scaled_cmp GULP FILE... (bats makes the files
  * with fbsim: psrfits.bats); prints the largest difference.
  */
 #include "ddtk.h"
 #include "internal.h"
-#include "check.h"
+#include "../unit/check.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +15,7 @@
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: test_psrfits_scaled GULP FILE...\n");
+        fprintf(stderr, "usage: psrfits_scaled_cmp GULP FILE...\n");
         return 2;
     }
     const int64_t gulp = atoll(argv[1]);
