@@ -39,13 +39,9 @@ int ddtk_source_scaled(const ddtk_source *s, int *sgn)
 int ddtk_source_pull_scaled(ddtk_source *s, int64_t n, uint8_t *out, int32_t *seg, float *tab,
                             int maxseg, int *nseg, int64_t *got)
 {
+    *got = 0;
     int rc = ddtk_input_read_scaled(s->ctx, n, out, seg, tab, maxseg, nseg, got);
-    if (rc)
-        return rc;
-    s->samples_read += *got;
-    if (*got < n)
-        s->eof = 1;
-    return DDTK_OK;
+    return ddtk_source_count(s, rc, n, *got);
 }
 
 void ddtk_source_file(ddtk_source *s, ddtk_input *in)
