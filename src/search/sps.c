@@ -423,19 +423,52 @@ static int better(const giant *a, const giant *b)
 }
 
 /* Friends-of-friends over giants sorted by begin: a giant can only be a
- * friend of one that began at most (1 + time_tol) widest boxcars earlier. */
-static void link_all(const ddtk_sps_params *par, const giant *g, int64_t n, int64_t *parent)
+ * friend of one that began at most (1 + time_tol) widest boxcars earlier and
+ * lies within dm_tol DM indices, so each giant looks back through the lists
+ * of its neighbouring DMs only (bydm[d]: the giants of DM d so far, in
+ * order of begin), not through every DM's giants in that time: a bright
+ * burst gives thousands of giants in one reach (2 s of a 1375-DM search was
+ * spent here). The union keeps each set's smallest index as its root, so
+ * the sets, and the events made of them, do not depend on the order the
+ * pairs are met in. */
+static int link_all(const ddtk_sps *sp, const giant *g, int64_t n, int64_t *parent)
 {
+    const ddtk_sps_params *par = &sp->par;
     const double reach = (1.0 + par->time_tol) * (double)par->max_width;
+    int64_t *count = ddtk_calloc((size_t)sp->ndm + 1, sizeof *count, "search giants");
+    int64_t *list = ddtk_malloc((size_t)(n ? n : 1) * sizeof *list, "search giants");
+    int64_t *fill = ddtk_malloc(((size_t)sp->ndm + 1) * sizeof *fill, "search giants");
+    if (!count || !list || !fill) {
+        free(count);
+        free(list);
+        free(fill);
+        return DDTK_ESYS;
+    }
+    for (int64_t i = 0; i < n; i++)     /* count[d] .. count[d + 1]: DM d's slice of list */
+        count[g[i].dm + 1]++;
+    for (int d = 0; d < sp->ndm; d++)
+        count[d + 1] += count[d];
+    memcpy(fill, count, ((size_t)sp->ndm + 1) * sizeof *fill);
     for (int64_t i = 0; i < n; i++) {
         parent[i] = i;
-        for (int64_t j = i - 1; j >= 0 && (double)(g[i].begin - g[j].begin) <= reach; j--)
-            if (friends(par, &g[i], &g[j])) {
-                int64_t a = root(parent, i), b = root(parent, j);
-                if (a != b)
-                    parent[a > b ? a : b] = a < b ? a : b;
+        int64_t lo = (int64_t)g[i].dm - par->dm_tol, hi = (int64_t)g[i].dm + par->dm_tol;
+        for (int64_t d = lo < 0 ? 0 : lo; d <= hi && d < sp->ndm; d++)
+            for (int64_t at = fill[d] - 1; at >= count[d]; at--) {
+                int64_t j = list[at];
+                if ((double)(g[i].begin - g[j].begin) > reach)
+                    break;
+                if (friends(par, &g[i], &g[j])) {
+                    int64_t a = root(parent, i), b = root(parent, j);
+                    if (a != b)
+                        parent[a > b ? a : b] = a < b ? a : b;
+                }
             }
+        list[fill[g[i].dm]++] = i;
     }
+    free(count);
+    free(list);
+    free(fill);
+    return DDTK_OK;
 }
 
 static int by_sample(const void *a, const void *b)
@@ -505,7 +538,9 @@ int ddtk_sps_finish(ddtk_sps *sp, ddtk_sps_cand **cands, int64_t *ncands)
     }
     if (!rc) {
         qsort(g, (size_t)n, sizeof *g, by_begin);
-        link_all(&sp->par, g, n, parent);
+        rc = link_all(sp, g, n, parent);
+    }
+    if (!rc) {
         events(sp, g, n, parent, head, best, c, ncands);
         qsort(c, (size_t)*ncands, sizeof *c, by_sample);
         *cands = c;

@@ -156,6 +156,39 @@ static void test_cluster(void)
     free(x);
 }
 
+/* Friends across DM indices exactly dm_tol apart, and no further: pulses in
+ * DMs 0, 5 and 10 at one time chain into one event; in DMs 0 and 6 at
+ * another they are two; the last DM's pulse, 3 samples before its
+ * neighbour's 5 DMs below, joins it. */
+static void test_cluster_dm_reach(void)
+{
+    const int64_t n = 30000;
+    const int ndm = 13;
+    float *x = malloc((size_t)ndm * n * sizeof *x);
+    ddtk_sps_params par;
+    ddtk_sps_params_init(&par);
+    for (int d = 0; d < ndm; d++)
+        noise(x + d * n, n, 0.0);
+    const int chain[] = { 0, 5, 10 }, apart[] = { 0, 6 }, top[] = { 7, 12 };
+    for (int i = 0; i < 3; i++)
+        add_pulse(x + chain[i] * n, n, 6000.0, 2.0, 30.0);
+    for (int i = 0; i < 2; i++)
+        add_pulse(x + apart[i] * n, n, 15000.0, 2.0, 30.0);
+    for (int i = 0; i < 2; i++)
+        add_pulse(x + top[i] * n, n, 24003.0 - 3.0 * i, 2.0, 30.0);
+    int64_t nc;
+    ddtk_sps_cand *c = search(x, ndm, n, NULL, 1000, &par, &nc);
+    CHECK(nc == 4);
+    if (nc == 4) {
+        CHECK(fabs(c[0].sample - 6000.0) <= 2 && c[0].members >= 3);
+        CHECK(fabs(c[1].sample - 15000.0) <= 2 && fabs(c[2].sample - 15000.0) <= 2);
+        CHECK(c[1].dm_index != c[2].dm_index);
+        CHECK(fabs(c[3].sample - 24001.5) <= 3 && c[3].members >= 2);
+    }
+    free(c);
+    free(x);
+}
+
 /* A series of 50 samples, and one whose pulse is in its last 20 samples. */
 static void test_short(void)
 {
@@ -287,6 +320,7 @@ int main(void)
 {
     test_pulses();
     test_cluster();
+    test_cluster_dm_reach();
     test_short();
     test_noise();
     test_downsampled();
