@@ -867,11 +867,10 @@ static int read_row(ddtk_psrfits *p, fits_file *f, long r)
     return DDTK_OK;
 }
 
-/* Whole rows straight into the caller's buffer, converted in place: k rows
- * of file f from row r, each a pread of its DATA cell (on several threads
- * when there is much to read: one thread copies from the page cache at a
- * few GB/s, as input.c found). */
-static int read_rows_direct(ddtk_psrfits *p, fits_file *f, long r, long k, uint8_t *out)
+/* k rows of file f from row r into out as they are stored, each a pread of
+ * its DATA cell (on several threads when there is much to read: one thread
+ * copies from the page cache at a few GB/s, as input.c found). */
+static int pread_rows(ddtk_psrfits *p, fits_file *f, long r, long k, uint8_t *out)
 {
     ddtk_thread_error err;
     ddtk_thread_error_init(&err);
@@ -883,6 +882,13 @@ static int read_rows_direct(ddtk_psrfits *p, fits_file *f, long r, long k, uint8
             ddtk_thread_error_keep(&err, (int)i, rc);
     }
     int rc = ddtk_thread_error_end(&err);
+    return rc;
+}
+
+/* Whole rows straight into the caller's buffer, converted in place. */
+static int read_rows_direct(ddtk_psrfits *p, fits_file *f, long r, long k, uint8_t *out)
+{
+    int rc = pread_rows(p, f, r, k, out);
     for (long i = 0; i < k && !rc; i++) {
         if (p->weights_zero && (rc = row_scaling(p, f, r + i)))
             break;
@@ -1108,21 +1114,12 @@ static int add_table(const ddtk_psrfits *p, float *tab, int maxseg, int *nseg)
 }
 
 /* k whole 8-bit rows of file f from row r, every polarisation presented,
- * straight into out (several threads when there is much to read), each
- * row's multiply-add added to the table. */
+ * straight into out (pread_rows), each row's multiply-add added to the
+ * table. */
 static int read_rows_scaled(ddtk_psrfits *p, fits_file *f, long r, long k, uint8_t *out,
                             int32_t *seg, float *tab, int maxseg, int *nseg)
 {
-    ddtk_thread_error err;
-    ddtk_thread_error_init(&err);
-    const int threads = k * p->row_bytes >= ((int64_t)32 << 20) ? 8 : 1;
-#pragma omp parallel for num_threads(threads) schedule(dynamic)
-    for (long i = 0; i < k; i++) {
-        int rc;
-        if (!ddtk_thread_error_code(&err) && (rc = pread_row(p, f, r + i, out + i * p->row_bytes)))
-            ddtk_thread_error_keep(&err, (int)i, rc);
-    }
-    int rc = ddtk_thread_error_end(&err);
+    int rc = pread_rows(p, f, r, k, out);
     for (long i = 0; i < k && !rc; i++) {
         if ((rc = row_scaling(p, f, r + i)))
             break;
