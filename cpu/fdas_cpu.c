@@ -356,12 +356,10 @@ int ddtk_fdas_cpu_plane(const ddtk_fdas_plan *p, int zi0, int zi1, int64_t p0, i
 static int hits_push(ddtk_fdas_hits *hs, int64_t p, int zi, int stage, float power)
 {
     if (hs->n == hs->cap) {
-        int64_t cap = hs->cap ? 2 * hs->cap : 1024;
-        ddtk_fdas_hit *h = realloc(hs->h, (size_t)cap * sizeof *h);
+        ddtk_fdas_hit *h = ddtk_grow(hs->h, &hs->cap, sizeof *h, 1024, "candidates");
         if (!h)
-            return ddtk_fail(DDTK_ESYS, "out of memory for candidates");
+            return DDTK_ESYS;
         hs->h = h;
-        hs->cap = cap;
     }
     hs->h[hs->n++] = (ddtk_fdas_hit){ p, zi, stage, power };
     return DDTK_OK;

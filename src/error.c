@@ -65,6 +65,18 @@ void *ddtk_malloc(size_t bytes, const char *what)
     return p;
 }
 
+void *ddtk_grow(void *buf, int64_t *cap, size_t elem, int64_t first, const char *what)
+{
+    int64_t c = *cap ? 2 * *cap : first;
+    void *p = realloc(buf, (size_t)c * elem);
+    if (!p) {
+        ddtk_fail(DDTK_ESYS, "out of memory for %s", what);
+        return NULL;
+    }
+    *cap = c;
+    return p;
+}
+
 void *ddtk_calloc(size_t n, size_t size, const char *what)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);

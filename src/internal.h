@@ -36,6 +36,10 @@ int ddtk_thread_error_end(ddtk_thread_error *e);
 /* Allocation that records a DDTK_ESYS message on failure. */
 void *ddtk_malloc(size_t bytes, const char *what);
 void *ddtk_calloc(size_t n, size_t size, const char *what);
+/* A growing array full: buf (elements of elem bytes) reallocated twice *cap
+ * long, or first long when empty, and *cap set; NULL with a DDTK_ESYS message
+ * ("out of memory for what") leaves buf and *cap as they were. */
+void *ddtk_grow(void *buf, int64_t *cap, size_t elem, int64_t first, const char *what);
 /* ddtk_malloc for buffers of many MiB (series, stage buffers): 64-byte
  * aligned, and on 2 MiB pages where the kernel allows it; freed with free(). */
 void *ddtk_malloc_large(size_t bytes, const char *what);

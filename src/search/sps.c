@@ -202,12 +202,10 @@ static void block_stats(const float *x, int64_t n, float *scratch, double *media
 static int add_giant(sps_series *s, int dm, int k, float snr, int64_t t)
 {
     if (s->ng == s->gcap) {
-        int64_t c = s->gcap ? 2 * s->gcap : 64;
-        giant *g = realloc(s->g, (size_t)c * sizeof *g);
+        giant *g = ddtk_grow(s->g, &s->gcap, sizeof *g, 64, "the search's giants");
         if (!g)
-            return ddtk_fail(DDTK_ESYS, "out of memory for the search's giants");
+            return DDTK_ESYS;
         s->g = g;
-        s->gcap = c;
     }
     int64_t w = s->width[k];
     giant *g = &s->g[s->ng++];
