@@ -33,6 +33,16 @@ setup() {
     [ "$(ls d | wc -l)" -eq 61 ]
 }
 
+@test "ddtune: a spent budget lists the configurations it did not time and keeps the best timed" {
+    # a loaded machine once cut the table short without a word (device, stop 36)
+    run ddtune a.fil --dm-min 0 --dm-max 60 --dm-step 1 --budget 0.000001 --backend cpu --no-wisdom
+    [ "$status" -eq 0 ]
+    # the default timed, then the 13 other values of the three axes, each listed
+    [ "$(printf '%s\n' "$output" | grep -c '^cpu tile ')" -eq 14 ]
+    [ "$(printf '%s\n' "$output" | grep -c 'skipped: not timed, the time budget was spent$')" -eq 13 ]
+    [[ "$output" == *"best: cpu tile 1024 dms 64 chans 32, "* ]]
+}
+
 @test "--tune tunes a set-up the wisdom lacks, once; --wisdom FILE names another file" {
     mkdir t u v
     run dd_direct a.fil --dm 0,10,20 --prefix t/x -v --tune

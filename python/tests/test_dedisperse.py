@@ -18,7 +18,7 @@ DMS = [0.0, 12.5, 50.0, 77.7, 120.0]
 
 
 def dd_direct_series(tmp, fil, dms, *extra):
-    (tmp / "dms.txt").write_text("".join(f"{d!r}\n" for d in dms))
+    (tmp / "dms.txt").write_text("".join(f"{float(d)!r}\n" for d in dms))
     out = tmp / "ref"
     out.mkdir(exist_ok=True)
     tool("dd_direct", "--no-baseline", fil, "--dm-list", tmp / "dms.txt", "--prefix", out / "x", "-q", *extra)
@@ -112,7 +112,7 @@ def test_subband_equals_dd_subband(tmp):
     fil = fbsim(tmp / "a.fil", nchans=128, nbits=8, tsamp=0.000256, nsamples=8000,
                 pulse="1,60,0.002,25")
     dms = list(np.arange(0, 100, 2.0))
-    (tmp / "dms.txt").write_text("".join(f"{d!r}\n" for d in dms))
+    (tmp / "dms.txt").write_text("".join(f"{float(d)!r}\n" for d in dms))
     (tmp / "sb").mkdir()
     tool("dd_subband", "--no-baseline", fil, "--dm-list", tmp / "dms.txt", "--nsub", 16, "--prefix",
          tmp / "sb" / "x", "-q")
@@ -156,7 +156,7 @@ def test_scrunched_plan_gives_each_dms_series(tmp):
     assert [s.size for s in series] == list(plan.nout(20000))
     # dd_direct --plan with the same rows writes the same series
     (tmp / "p.tsv").write_text("dm_lo\tdm_hi\tdm_step\tdownsamp\tndm\n" + "".join(
-        f"{r['dm_lo']!r}\t{r['dm_hi']!r}\t{r['dm_step']!r}\t{r['downsamp']}\t{r['ndm']}\n"
+        f"{float(r['dm_lo'])!r}\t{float(r['dm_hi'])!r}\t{float(r['dm_step'])!r}\t{r['downsamp']}\t{r['ndm']}\n"
         for r in rows))
     (tmp / "o").mkdir()
     tool("dd_direct", "--no-baseline", fil, "--plan", tmp / "p.tsv", "--prefix", tmp / "o" / "x", "-q")
@@ -237,7 +237,7 @@ def test_killed_channels_equal_dd_direct_killfile(tmp):
     fil = fbsim(tmp / "a.fil", nchans=64, nbits=8, nsamples=4000, pulse="0.5,30,0.002,25")
     (tmp / "kill.txt").write_text("0:9,30,50:63\n")
     (tmp / "k").mkdir()
-    (tmp / "dms.txt").write_text("".join(f"{d!r}\n" for d in DMS))
+    (tmp / "dms.txt").write_text("".join(f"{float(d)!r}\n" for d in DMS))
     tool("dd_direct", "--no-baseline", fil, "--dm-list", tmp / "dms.txt", "--killfile", tmp / "kill.txt",
          "--prefix", tmp / "k" / "x", "-q")
     ref = np.stack([read_tim(tmp / "k" / f"x_DM{d:.2f}.tim")[1] for d in DMS])
