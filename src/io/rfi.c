@@ -232,41 +232,9 @@ static int read_mask(rfi_mask *m, const char *path, const ddtk_header *h)
 
 /* ---- statistics ------------------------------------------------------------ */
 
-static void swapf(float *a, float *b)
-{
-    float t = *a;
-    *a = *b;
-    *b = t;
-}
-
-/* The k-th smallest of v[0..n-1] (v reordered). */
-static float select_k(float *v, int64_t n, int64_t k)
-{
-    int64_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        float pivot = v[(lo + hi) / 2];
-        int64_t i = lo, j = hi;
-        while (i <= j) {
-            while (v[i] < pivot)
-                i++;
-            while (v[j] > pivot)
-                j--;
-            if (i <= j)
-                swapf(&v[i++], &v[j--]);
-        }
-        if (k <= j)
-            hi = j;
-        else if (k >= i)
-            lo = i;
-        else
-            return v[k];
-    }
-    return v[k];
-}
-
 static float median_of(float *v, int64_t n)
 {
-    return n > 0 ? select_k(v, n, n / 2) : 0.0f;
+    return n > 0 ? ddtk_select_kth(v, n, n / 2) : 0.0f;
 }
 
 /* Median and 1.4826 x MAD of x[0..n-1] from every step-th sample (at
@@ -303,8 +271,8 @@ static void iqrm(ddtk_cleaner *k, int nchan, const float *s, uint8_t *flag)
             }
             if (n < 8)
                 continue;
-            float q1 = select_k(k->diff, n, n / 4), q3 = select_k(k->diff, n, 3 * n / 4);
-            float med = select_k(k->diff, n, n / 2);
+            float q1 = ddtk_select_kth(k->diff, n, n / 4), q3 = ddtk_select_kth(k->diff, n, 3 * n / 4);
+            float med = ddtk_select_kth(k->diff, n, n / 2);
             float lim = med + (float)IQRM_THRESHOLD * (q3 - q1) / 1.349f;
             for (int c = 0; c < nchan; c++) {
                 int o = c + dir * lag;
