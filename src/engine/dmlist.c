@@ -21,12 +21,12 @@ int ddtk_dmlist_push(ddtk_dmlist *l, double dm)
     if (l->n == DDTK_MAX_DMS)
         return ddtk_fail(DDTK_EUSAGE, "over 10^7 DMs in one list");
     if (l->n == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 64;
-        double *p = realloc(l->dm, (size_t)cap * sizeof *p);
+        int64_t cap = l->cap;     /* the public struct's int: DDTK_MAX_DMS bounds it */
+        double *p = ddtk_grow(l->dm, &cap, sizeof *p, 64, "the DM list");
         if (!p)
-            return ddtk_fail(DDTK_ESYS, "out of memory for the DM list");
+            return DDTK_ESYS;
         l->dm = p;
-        l->cap = cap;
+        l->cap = (int)cap;
     }
     l->dm[l->n++] = dm;
     return DDTK_OK;

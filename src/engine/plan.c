@@ -94,12 +94,12 @@ void ddtk_dmplan_free(ddtk_dmplan *p)
 int ddtk_dmplan_push(ddtk_dmplan *p, const ddtk_dmplan_row *r)
 {
     if (p->n == p->cap) {
-        int cap = p->cap ? 2 * p->cap : 16;
-        ddtk_dmplan_row *row = realloc(p->row, (size_t)cap * sizeof *row);
+        int64_t cap = p->cap;     /* the public struct's int: at most 2^25 rows */
+        ddtk_dmplan_row *row = ddtk_grow(p->row, &cap, sizeof *row, 16, "the DM plan");
         if (!row)
-            return ddtk_fail(DDTK_ESYS, "out of memory for the DM plan");
+            return DDTK_ESYS;
         p->row = row;
-        p->cap = cap;
+        p->cap = (int)cap;
     }
     p->row[p->n++] = *r;
     return DDTK_OK;
