@@ -108,6 +108,31 @@ series() {
     cmp s.dat t.dat
 }
 
+@test "rfi: the cleaning and its figures do not depend on the threads or the gulp, nor on stdin" {
+    # 3 s: 5 blocks of 2048 spectra and a partial one
+    fbsim -o bad.fil $OBS --tobs 3 --rfi chans:0.1:5 --rfi impulses:1:50 \
+        --rfi dropouts:0.5:0.01
+    figures() { grep -E "replaced|flagged|clipped" "$1" | sed 's/^[^:]*: [^:]*: //'; }
+    dd_direct -q --dm 0,120 --format dat --prefix r --rfi auto --threads 1 -v bad.fil 2> r.log
+    figures r.log > r.fig
+    grep -q "11 channels flagged (66 channel-blocks of 6 blocks)" r.fig
+    for threads in 1 2 3 7; do
+        # gulps of less than a block, of a block, of a block and a half, of 4
+        for gulp in 1000 2048 3000 8192; do
+            OMP_NUM_THREADS=$threads dd_direct -q --dm 0,120 --format dat --prefix g --force \
+                --rfi auto --gulp $gulp -v bad.fil 2> g.log
+            cmp r_DM0.00.dat g_DM0.00.dat
+            cmp r_DM120.00.dat g_DM120.00.dat
+            figures g.log | diff - r.fig
+            diff <(grep -v "file name" r_DM0.00.inf) <(grep -v "file name" g_DM0.00.inf)
+        done
+        dd_direct -q --dm 0,120 --format dat --prefix s --force --rfi auto --threads $threads \
+            --gulp 1000 -v - < bad.fil 2> s.log
+        cmp r_DM120.00.dat s_DM120.00.dat
+        figures s.log | diff - r.fig
+    done
+}
+
 # mask FILE NCHAN NINT PTS ZAPCHANS ZAPINTS: a PRESTO rfifind mask (mask.c's
 # layout) zapping channels (rfifind's numbering: lowest frequency first) and
 # whole intervals

@@ -23,13 +23,24 @@
  * block's: broadband impulses and dropouts.
  *
  * The cost is kept small against the dedispersion it precedes: the data are
- * read in place (the caller's buffer where a read holds whole blocks), in
- * their own layout (spectrum by spectrum, no transposed copy), the channel
- * statistics from a subsample of each block's spectra (STATS_SPECTRA: their
- * errors are a few per cent, far below what IQRM flags), and the zero-DM
- * series of every spectrum as one weighted sum over its channels. The
- * blocks of a read are cleaned on several threads: each block's cleaning
- * depends on its own spectra only.
+ * cleaned in their own layout (spectrum by spectrum, no transposed copy),
+ * the channel statistics from a subsample of each block's spectra
+ * (STATS_SPECTRA: their errors are a few per cent, far below what IQRM
+ * flags), and the zero-DM series of every spectrum as one weighted sum over
+ * its channels.
+ *
+ * Blocks are cleaned on every thread whatever the reads' sizes: each
+ * block's cleaning depends on its own spectra only, so the blocks read at
+ * once go one to a thread. A read of at least as many whole blocks as
+ * there are threads is cleaned in place in the caller's buffer; a smaller
+ * one (the GPU's gulps: 4 blocks of htru) is served from a read-ahead of
+ * one block per thread (within AHEAD_BYTES; at least one block), read and
+ * cleaned at once and copied out (the copy costs little against the
+ * cleaning). Parallel work within a block was the other way, and worse:
+ * a block of htru takes about 1.5 ms of one core, a third of it the IQRM
+ * selections over the channels, which are serial, so 32 threads would share
+ * a block in parts of tens of microseconds, each pass of it a fork and a
+ * join, and still wait on the serial third.
  */
 #include "internal.h"
 
@@ -45,6 +56,11 @@
 #define STATS_SPECTRA 512         /* at least this many spectra of a block give the
                                      channels' statistics (every one of smaller blocks) */
 #define LANES 16                  /* partial sums of a spectrum's weighted sum */
+/* The read-ahead holds at most this many bytes of whole blocks (as the
+ * PSRFITS reader's batches): 64 MiB is one 2 MiB block of htru (1024 8-bit
+ * channels) for each of 32 threads; wider spectra get fewer blocks, and
+ * always at least one. */
+#define AHEAD_BYTES ((int64_t)64 << 20)
 
 /* A PRESTO rfifind mask (mask.c's layout: native doubles and ints). */
 typedef struct rfi_mask {
@@ -61,9 +77,11 @@ struct ddtk_cleaner {
     rfi_mask mask;
     int have_mask;
     int64_t block;                /* spectra per block */
-    uint8_t *raw;                 /* one block as read (reads of less than a block) */
+    uint8_t *raw;                 /* the read-ahead: whole blocks cleaned for small reads */
+    int64_t room;                 /* blocks raw holds */
     int64_t have, used;           /* spectra in raw, and already delivered */
-    int64_t first;                /* observation index of raw's (the last block's) first spectrum */
+    int64_t first;                /* observation index of raw's first spectrum (past the
+                                     last read cleaned in place) */
     int64_t at;                   /* that of the block being cleaned */
     int eof;
     float *spec;                  /* one spectrum's values, [if][chan] */
@@ -372,13 +390,6 @@ static void work_free(ddtk_cleaner *k)
     free(k->list);
 }
 
-static int clean_alloc(ddtk_cleaner *k, const ddtk_input *in)
-{
-    if (!(k->raw = ddtk_malloc((size_t)ddtk_input_bytes(in, k->block), "RFI block")))
-        return DDTK_ESYS;
-    return work_alloc(k, &in->hdr);
-}
-
 /* Workers for n threads in all (the cleaner itself the first). */
 static int workers(ddtk_cleaner *k, const ddtk_header *h, int n)
 {
@@ -636,14 +647,13 @@ int ddtk_input_clean(ddtk_input *in, const ddtk_clean_opts *o)
     if (!rc && k->have_mask && o->block <= 0)
         k->block = k->mask.ptsperint;
     k->block = (k->block + 7) / 8 * 8;   /* whole bytes of any sample format */
-    return rc ? rc : clean_alloc(k, in);
+    return rc ? rc : work_alloc(k, &in->hdr);
 }
 
-/* The have spectra read at dst, from the observation's spectrum k->first +
- * k->have (k->have 0 on entry): its blocks cleaned where they are, on
- * several threads when there are several; k->first and k->have are then the
- * last block's. */
-static int clean_blocks(ddtk_cleaner *k, const ddtk_input *in, uint8_t *dst, int64_t have)
+/* The have spectra read at dst, from the observation's spectrum at: its
+ * blocks cleaned where they are, on several threads when there are several. */
+static int clean_blocks(ddtk_cleaner *k, const ddtk_input *in, uint8_t *dst, int64_t at,
+                        int64_t have)
 {
     const int64_t bits = in->bits_per_spectrum, nb = (have + k->block - 1) / k->block;
     const int threads = nb < ddtk_threads() ? (int)nb : ddtk_threads();
@@ -654,12 +664,59 @@ static int clean_blocks(ddtk_cleaner *k, const ddtk_input *in, uint8_t *dst, int
     for (int64_t b = 0; b < nb; b++) {
         int t = omp_get_thread_num();
         ddtk_cleaner *w = t ? &k->workers[t - 1] : k;
-        w->at = k->first + b * k->block;
+        w->at = at + b * k->block;
         clean_block(w, in, dst + b * k->block * bits / 8,
                     have - b * k->block < k->block ? have - b * k->block : k->block);
     }
-    k->first += (nb - 1) * k->block;
-    k->have = have - (nb - 1) * k->block;
+    return DDTK_OK;
+}
+
+/* The blocks to read ahead: one for each thread, within AHEAD_BYTES, and no
+ * more than the input has left where its length is known. */
+static int64_t ahead(const ddtk_cleaner *k, const ddtk_input *in)
+{
+    const int64_t bytes = ddtk_input_bytes(in, k->block);
+    int64_t n = ddtk_threads(), fit = AHEAD_BYTES / bytes > 1 ? AHEAD_BYTES / bytes : 1;
+    n = n < fit ? n : fit;
+    if (in->nsamples >= 0) {
+        int64_t left = (in->nsamples - k->first + k->block - 1) / k->block;
+        n = n < left ? n : left;
+    }
+    return n > 1 ? n : 1;
+}
+
+/* Read and clean what comes next: the caller's whole blocks where they are
+ * (at dst) when they are as many as the read-ahead would hold, else that many
+ * blocks into the read-ahead. Returns the spectra cleaned at dst; 0 when they
+ * went to the read-ahead (k->have) or there were none. */
+static int refill(ddtk_cleaner *k, ddtk_input *in, uint8_t *dst, int64_t n, int64_t *got,
+                  int (*read)(ddtk_input *, uint8_t *, int64_t, int64_t *))
+{
+    *got = 0;
+    k->first += k->have;
+    k->have = k->used = 0;
+    const int64_t whole = n / k->block, nb = ahead(k, in);
+    int64_t have;
+    if (whole < nb && nb > k->room) {
+        free(k->raw);
+        k->room = 0;
+        if (!(k->raw = ddtk_malloc((size_t)ddtk_input_bytes(in, nb * k->block), "RFI read-ahead")))
+            return DDTK_ESYS;
+        k->room = nb;
+    }
+    uint8_t *buf = whole >= nb ? dst : k->raw;
+    const int64_t want = (whole >= nb ? whole : nb) * k->block;
+    int rc = read(in, buf, want, &have);
+    if (rc)
+        return rc;
+    k->eof = have < want;
+    if (have && (rc = clean_blocks(k, in, buf, k->first, have)))
+        return rc;
+    if (buf == dst) {
+        k->first += have;
+        *got = have;
+    } else
+        k->have = have;
     return DDTK_OK;
 }
 
@@ -673,29 +730,15 @@ int ddtk_clean_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got,
         if (k->used == k->have) {
             if (k->eof)
                 break;
-            /* the whole blocks the caller wants read at once (a large read
-             * goes to several threads) and cleaned where they are, else one
-             * block in the cleaner's buffer (whole bytes: blocks and reads of
-             * the dd tools are multiples of 8 spectra) */
-            const int64_t whole = (n - *got) / k->block;
-            const int64_t want = whole ? whole * k->block : k->block;
-            uint8_t *dst = whole ? raw + *got * bits / 8 : k->raw;
-            int64_t have;
-            int rc = read(in, dst, want, &have);
+            /* (whole bytes: blocks and the dd tools' reads are multiples of
+             * 8 spectra) */
+            int64_t direct;
+            int rc = refill(k, in, raw + *got * bits / 8, n - *got, &direct, read);
             if (rc)
                 return rc;
-            k->eof = have < want;
-            k->first += k->have;
-            k->have = k->used = 0;
-            if (have == 0)
-                break;
-            if ((rc = clean_blocks(k, in, dst, have)))
-                return rc;
-            if (whole) {
-                k->used = k->have;
-                *got += have;
+            *got += direct;
+            if (direct || k->have == 0)
                 continue;
-            }
         }
         int64_t m = n - *got < k->have - k->used ? n - *got : k->have - k->used;
         memcpy(raw + *got * bits / 8, k->raw + k->used * bits / 8, (size_t)(m * bits / 8));
