@@ -121,6 +121,11 @@ make_input() {
             fbsim -q -o "$name.fil" --nchans 64 --nbits "${name#w}" --tsamp 0.000064 \
                 --nsamples 8000 --fch1 1500 --foff -1 --seed 5 \
                 --pulse 0.15,300,0.001,30 --pulse 0.3,800,0.002,30 ;;
+        r8)                                 # RFI: 5 blocks of 2048 spectra and a partial one
+            fbsim -q -o r8.fil --nchans 128 --nbits 8 --tsamp 0.000256 --nsamples 11719 \
+                --fch1 1500 --foff -1 --seed 5 --pulsar 0.2137,60,0.04,0.6 \
+                --pulse 1.3,120,0.002,20 --rfi chans:0.1:5 --rfi impulses:1:50 \
+                --rfi dropouts:0.5:0.01 ;;
         long)                               # 40000 samples: three default (16384) gulps
             fbsim -q -o long.fil --nchans 256 --nbits 8 --tsamp 0.000064 --nsamples 40000 \
                 --fch1 1500 --foff -1 --seed 3 --pulse 1.5,100,0.001,30 ;;
@@ -135,7 +140,7 @@ make_plan() {
 }
 
 ALL_INPUTS="b1 b2 b4 b8 b16 b32 b1-flip b2-flip b4-flip b8-flip b16-flip b32-flip s8 s16
-            p8 p2 p32 c19b1 c37b2 c37b4 c37b2-flip ft32 ft32-flip k256 k32 w8 w32 long"
+            p8 p2 p32 c19b1 c37b2 c37b4 c37b2-flip ft32 ft32-flip k256 k32 w8 w32 long r8"
 
 # dd_case CASE INPUT ARGS...: dd_direct ../INPUT.fil ARGS in out/, then golden CASE
 dd_case() {
@@ -283,6 +288,20 @@ dd_case() {
 @test "golden: --gulp 64, 2-bit" { dd_case gulp64-2bit b2 --dm $DMS --prefix o --gulp 64; }
 @test "golden: 40000 samples, default gulps" { dd_case long-default-gulp long --dm 0,50,100,150 --prefix o; }
 @test "golden: 40000 samples, --gulp 1000 --pad" { dd_case long-gulp1000-pad long --dm 0,50,100,150 --prefix o --gulp 1000 --pad; }
+
+# ---- RFI excision (the cleaned samples, whatever the reads and threads) ---------------
+
+@test "golden: --rfi auto, .dat + .inf" { dd_case rfi-auto r8 --dm 0,60,120 --prefix o --format dat --rfi auto; }
+@test "golden: --rfi auto --gulp 1000 --threads 3" {
+    dd_case rfi-auto-gulp1000-threads3 r8 --dm 0,60,120 --prefix o --format dat --rfi auto \
+        --gulp 1000 --threads 3
+}
+@test "golden: --rfi auto, stdin, --gulp 3000" {
+    make_input r8
+    (cd out && dd_direct - --dm 0,60,120 --prefix o --format dat --rfi auto --gulp 3000 \
+        --backend cpu -q < ../r8.fil)
+    golden rfi-auto-stdin-gulp3000
+}
 
 # ---- outputs -------------------------------------------------------------------------
 
