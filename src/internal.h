@@ -11,6 +11,7 @@
 #include "ddtk.h"
 
 #include <pthread.h>
+#include <string.h>
 
 DDTK_BEGIN_DECLS
 
@@ -177,6 +178,25 @@ uint32_t ddtk_quantise(double x, double scale, int nbits);
 
 /* The k-th smallest (0-based) of x[0..n), n >= 1; x is reordered. */
 float ddtk_select_kth(float *x, int64_t n, int64_t k);
+/* The k-th smallest (0-based) of key[0..n), n >= 1, by radix selection
+ * (exact, O(n)); key[] is overwritten. */
+uint32_t ddtk_select_key(uint32_t *key, int64_t n, int64_t k);
+/* Float keys: unsigned integers in the order of the floats (NaN-free): the
+ * negatives' bits inverted, the sign bit of the others set. -0.0 sorts just
+ * below +0.0, where comparisons take them as equal. */
+static inline uint32_t ddtk_float_key(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u ^ ((uint32_t)((int32_t)u >> 31) | 0x80000000u);
+}
+static inline float ddtk_key_float(uint32_t u)
+{
+    u = u & 0x80000000u ? u & 0x7fffffffu : ~u;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
 
 /* SIGPROC dedisperse's baseline block: 32 * nchans output samples. */
 int64_t ddtk_baseline_block(int nchans);

@@ -1,9 +1,12 @@
 /*
- * select.c - the k-th smallest of an array (Hoare's selection, in place):
- * the medians of the layers' robust statistics (the .tim baseline, integer
- * output's noise, the single-pulse search's baseline and sigma).
+ * select.c - the k-th smallest of an array: Hoare's selection in place
+ * (the .tim baseline and integer output's noise), and an exact radix
+ * selection on order-preserving keys (the single-pulse search's block
+ * median and MAD, where the order statistics were most of its time).
  */
 #include "internal.h"
+
+#include <string.h>
 
 float ddtk_select_kth(float *x, int64_t n, int64_t k)
 {
@@ -32,3 +35,77 @@ float ddtk_select_kth(float *x, int64_t n, int64_t k)
     return x[k];
 }
 
+/* ---- radix selection on keys ---------------------------------------------------------- */
+
+#define RADIX_BITS 11                 /* 2048 bins: 16 kB of counts, in L1 */
+#define RADIX_SMALL 256               /* fewer keys: Hoare's selection */
+
+/* Hoare's selection on keys (ddtk_select_kth's, for uint32). */
+static uint32_t hoare_key(uint32_t *x, int64_t n, int64_t k)
+{
+    int64_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        uint32_t pivot = x[lo + (hi - lo) / 2];
+        int64_t i = lo, j = hi;
+        while (i <= j) {
+            while (x[i] < pivot)
+                i++;
+            while (x[j] > pivot)
+                j--;
+            if (i <= j) {
+                uint32_t t = x[i];
+                x[i++] = x[j];
+                x[j--] = t;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return x[k];
+    }
+    return x[k];
+}
+
+/*
+ * Each round counts the keys by the top RADIX_BITS bits of their offset
+ * from the smallest possible key (the span lo..hi known so far, so the bins
+ * cover the keys present however the floats are spread), finds the bin of
+ * the k-th, and keeps only that bin's keys, packed at the front of key[]
+ * (a write never passes the read). Each round divides the span by 2^11, so
+ * at most three rounds of counting; in practice one count and one packing
+ * pass leave a few hundred keys for the small selection.
+ */
+uint32_t ddtk_select_key(uint32_t *key, int64_t n, int64_t k)
+{
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (int64_t i = 0; i < n; i++) {
+        lo = key[i] < lo ? key[i] : lo;
+        hi = key[i] > hi ? key[i] : hi;
+    }
+    int64_t count[1 << RADIX_BITS];
+    while (lo != hi && n > RADIX_SMALL) {
+        uint32_t span = hi - lo;
+        int bits = 32 - __builtin_clz(span);
+        int shift = bits > RADIX_BITS ? bits - RADIX_BITS : 0;
+        int64_t nbins = (int64_t)(span >> shift) + 1;
+        memset(count, 0, (size_t)nbins * sizeof *count);
+        for (int64_t i = 0; i < n; i++)
+            count[(key[i] - lo) >> shift]++;
+        int64_t b = 0;
+        while (k >= count[b])
+            k -= count[b++];
+        const uint32_t want = (uint32_t)b;
+        int64_t m = 0;
+        for (int64_t i = 0; i < n; i++) {
+            key[m] = key[i];
+            m += ((key[i] - lo) >> shift) == want;
+        }
+        n = m;
+        uint32_t first = lo + (want << shift), last = first + ((1u << shift) - 1);
+        lo = first;
+        hi = last < hi ? last : hi;
+    }
+    return lo == hi ? lo : hoare_key(key, n, k);
+}

@@ -181,16 +181,25 @@ void ddtk_sps_destroy(ddtk_sps *s)
 
 /* ---- one block: statistics, boxcars, runs ---------------------------------------- */
 
-/* Median and robust sigma of x[0..n), with scratch of n floats. A block
+/* Median and robust sigma of x[0..n), with scratch of n keys. A block
  * whose MAD is 0 (mostly one value: quantised or padded data) takes the
- * RMS about the median instead; 0 means nothing to search. */
-static void block_stats(const float *x, int64_t n, float *scratch, double *median, double *sigma)
+ * RMS about the median instead; 0 means nothing to search. The order
+ * statistics are exact (radix selection on float keys): the same values as
+ * any exact selection, Hoare's that the search used before included, but for
+ * the sign of a median of zero where the block holds both -0.0 and +0.0
+ * (Hoare's gives either, by position; the keys give -0.0 at the rank of
+ * the last -0.0). Nothing downstream sees that sign: the MAD takes |x - m|,
+ * and a zero z that it might turn negative only adds to prefix sums that
+ * start at +0.0, which a -0.0 term never changes. */
+static void block_stats(const float *x, int64_t n, uint32_t *key, double *median, double *sigma)
 {
-    memcpy(scratch, x, (size_t)n * sizeof *x);
-    *median = ddtk_select_kth(scratch, n, (n - 1) / 2);
     for (int64_t t = 0; t < n; t++)
-        scratch[t] = fabsf(x[t] - (float)*median);
-    *sigma = MAD_TO_SIGMA * ddtk_select_kth(scratch, n, (n - 1) / 2);
+        key[t] = ddtk_float_key(x[t]);
+    const float m = ddtk_key_float(ddtk_select_key(key, n, (n - 1) / 2));
+    *median = m;
+    for (int64_t t = 0; t < n; t++)
+        key[t] = ddtk_float_key(fabsf(x[t] - m));
+    *sigma = MAD_TO_SIGMA * ddtk_key_float(ddtk_select_key(key, n, (n - 1) / 2));
     if (*sigma > 0)
         return;
     double ss = 0;
@@ -265,7 +274,7 @@ static int search_block(sps_series *s, int dm, int64_t n, double thr, double *wo
 {
     double median, sigma;
     float *z = (float *)(work + s->nhist + n + 1);
-    block_stats(s->buf, n, z, &median, &sigma);
+    block_stats(s->buf, n, (uint32_t *)z, &median, &sigma);
     double centre = (double)s->done + 0.5 * (double)(n - 1);
     double *prefix = work;        /* prefix[i]: sum of the first i of hist, block */
     prefix[0] = 0;
