@@ -264,11 +264,73 @@ int ddtk_sps_add_giant(ddtk_sps *sp, int series, int k, float snr, int64_t t)
     return add_giant(&sp->s[series], series, k, snr, t);
 }
 
+/* The block's normalised samples z[0..n): the baseline and sigma
+ * interpolated between the previous block's centre and this one's up to
+ * the first sample at or past this centre (tc), flat from there on; two
+ * loops with no test per sample, which vectorise, doing the operations the
+ * one loop did per sample (and sps_gpu.cu does), in the same order. */
+static void normalise(const sps_series *s, int64_t n, double median, double sigma,
+                      double centre, float *z)
+{
+    const float *x = s->buf;
+    int64_t tc = 0;
+    if (s->have_prev) {
+        tc = n / 2;
+        while (tc > 0 && (double)(s->done + tc - 1) >= centre)
+            tc--;
+        while (tc < n && (double)(s->done + tc) < centre)
+            tc++;
+    }
+    const double pm = s->prev_median, ps = s->prev_sigma, pc = s->prev_centre;
+    for (int64_t t = 0; t < tc; t++) {
+        double at = (double)(s->done + t);
+        double f = (at - pc) / (centre - pc);
+        double m = pm + f * (median - pm);
+        double sd = ps + f * (sigma - ps);
+        double q = ((double)x[t] - m) / (sd > 0 ? sd : 1.0);
+        z[t] = sd > 0 ? (float)q : 0.0f;
+    }
+    if (sigma > 0)
+        for (int64_t t = tc; t < n; t++)
+            z[t] = (float)(((double)x[t] - median) / sigma);
+    else
+        memset(z + tc, 0, (size_t)(n - tc) * sizeof *z);
+}
+
+/* Boxcar k over the block (prefix sums hi[t] - hi[t - w]): where its S/N
+ * reaches thr or a run goes on, the runs. The S/N is float((hi - lo) * norm),
+ * which never decreases with hi - lo, so a block whose differences all stay
+ * below thr / norm less a margin far wider than the roundings (1e-5 against
+ * 2^-24) cannot reach thr: one pass that only compares (vectorised), and the
+ * exact S/N only for the boxcars some sample may take past the threshold. */
+static int boxcar(sps_series *s, int dm, int k, int64_t n, const double *hi, double thr)
+{
+    const int64_t w = s->width[k];
+    const double norm = 1.0 / sqrt((double)w), near = thr / norm * (1 - 1e-5);
+    const double *lo = hi - w;
+    /* A boxcar starts at the first sample of the series or later. */
+    const int64_t t0 = s->done + 1 >= w ? 0 : w - 1 - s->done;
+    if (!s->inrun[k]) {
+        int any = 0;
+        for (int64_t t = t0; t < n; t++)
+            any |= hi[t] - lo[t] >= near;
+        if (!any)
+            return DDTK_OK;
+    }
+    int rc = DDTK_OK;
+    for (int64_t t = t0; !rc && t < n; t++) {
+        float snr = (float)((hi[t] - lo[t]) * norm);
+        if (snr >= thr || s->inrun[k])
+            rc = run_step(s, dm, k, s->done + t, snr, snr >= thr);
+    }
+    return rc;
+}
+
 /*
  * Search the first n samples of the buffer (series samples done ..
  * done + n): normalise them, prefix-sum them behind the history, and run
  * every boxcar ending in them. work: 2 * (n + widest) + 2 doubles of scratch
- * (prefix sums, then n floats of normalised samples and n of S/N).
+ * (prefix sums, then n floats of normalised samples).
  */
 static int search_block(sps_series *s, int dm, int64_t n, double thr, double *work)
 {
@@ -276,45 +338,21 @@ static int search_block(sps_series *s, int dm, int64_t n, double thr, double *wo
     float *z = (float *)(work + s->nhist + n + 1);
     block_stats(s->buf, n, (uint32_t *)z, &median, &sigma);
     double centre = (double)s->done + 0.5 * (double)(n - 1);
+    normalise(s, n, median, sigma, centre, z);
     double *prefix = work;        /* prefix[i]: sum of the first i of hist, block */
-    prefix[0] = 0;
+    double p = 0;
+    prefix[0] = p;
     for (int64_t i = 0; i < s->nhist; i++)
-        prefix[i + 1] = prefix[i] + s->hist[i];
-    for (int64_t t = 0; t < n; t++) {
-        double m = median, sd = sigma, at = (double)(s->done + t);
-        if (s->have_prev && at < centre) {
-            double f = (at - s->prev_centre) / (centre - s->prev_centre);
-            m = s->prev_median + f * (median - s->prev_median);
-            sd = s->prev_sigma + f * (sigma - s->prev_sigma);
-        }
-        z[t] = sd > 0 ? (float)(((double)s->buf[t] - m) / sd) : 0.0f;
-        prefix[s->nhist + t + 1] = prefix[s->nhist + t] + z[t];
-    }
+        prefix[i + 1] = p = p + s->hist[i];
+    for (int64_t t = 0; t < n; t++)
+        prefix[s->nhist + t + 1] = p = p + z[t];
     s->have_prev = 1;
     s->prev_median = median;
     s->prev_sigma = sigma;
     s->prev_centre = centre;
-    /* Each boxcar's S/N over the block in one vectorised pass; the runs are
-     * followed only where it reaches the threshold or a run goes on. */
-    float *snr = z + n;
     int rc = DDTK_OK;
-    for (int k = 0; !rc && k < s->nw; k++) {
-        const int64_t w = s->width[k];
-        const double norm = 1.0 / sqrt((double)w);
-        /* A boxcar starts at the first sample of the series or later. */
-        int64_t t0 = s->done + 1 >= w ? 0 : w - 1 - s->done;
-        const double *hi = prefix + s->nhist + 1, *lo = hi - w;
-        float most = -INFINITY;
-        for (int64_t t = t0; t < n; t++) {
-            snr[t] = (float)((hi[t] - lo[t]) * norm);
-            most = snr[t] > most ? snr[t] : most;
-        }
-        if (most < thr && !s->inrun[k])
-            continue;
-        for (int64_t t = t0; !rc && t < n; t++)
-            if (snr[t] >= thr || s->inrun[k])
-                rc = run_step(s, dm, k, s->done + t, snr[t], snr[t] >= thr);
-    }
+    for (int k = 0; !rc && k < s->nw; k++)
+        rc = boxcar(s, dm, k, n, prefix + s->nhist + 1, thr);
     /* The history: the last widest - 1 normalised samples. */
     int64_t widest = s->width[s->nw - 1], keep = widest - 1;
     int64_t total = s->nhist + n;
