@@ -73,11 +73,13 @@ int ddtk_sps_file_probe(ddtk_sps_file *f, const char *path)
     return rc;
 }
 
-/* nvalid samples (all of them: -1) from in into series dm. */
+/* nvalid samples (all of them: -1) from in into series dm. Float samples
+ * of one IF (.dat, ddtk's .tim) are searched where they are read. */
 static int feed_input(ddtk_sps *s, int dm, ddtk_input *in, int64_t nvalid)
 {
+    const int floats = in->hdr.nbits == 32 && in->hdr.nifs == 1;
     uint8_t *raw = ddtk_malloc((size_t)ddtk_input_bytes(in, READ_SAMPLES), "series input");
-    float *x = ddtk_malloc(READ_SAMPLES * sizeof *x, "series input");
+    float *x = floats ? (float *)raw : ddtk_malloc(READ_SAMPLES * sizeof *x, "series input");
     int row = 0, pol = 0, rc = raw && x ? DDTK_OK : DDTK_ESYS;
     int64_t done = 0, got;
     if (!rc)
@@ -86,14 +88,16 @@ static int feed_input(ddtk_sps *s, int dm, ddtk_input *in, int64_t nvalid)
         int64_t want = nvalid < 0 || nvalid - done > READ_SAMPLES ? READ_SAMPLES : nvalid - done;
         if ((rc = ddtk_input_read(in, raw, want, &got)) || got == 0)
             break;
-        ddtk_unpack(&in->hdr, raw, got, &row, pol, x, (size_t)got);
+        if (!floats)
+            ddtk_unpack(&in->hdr, raw, got, &row, pol, x, (size_t)got);
         rc = ddtk_sps_feed(s, dm, x, got);
         done += got;
     }
     if (!rc && done == 0)
         rc = ddtk_fail(DDTK_EDATA, "%s: empty time series", in->name);
+    if (!floats)
+        free(x);
     free(raw);
-    free(x);
     return rc;
 }
 
