@@ -125,6 +125,9 @@ build/src/io/output.o: CFLAGS += -fno-trapping-math
 # multiply-adds where -march offers them), so its candidates do not depend on
 # the machine, and a device search can reproduce them.
 build/src/search/sps.o: CFLAGS += -ffp-contract=off
+# Without traps to keep (the library never enables them), GCC vectorises the
+# normalisation's guarded divisions; the values are IEEE's either way.
+build/src/search/sps.o: CFLAGS += -fno-trapping-math
 # Its device half does the same operations unfused, so the GPU's candidates are
 # the CPU's (nvcc otherwise contracts a*b + c into fused multiply-adds).
 build/cuda/sps_gpu.o: NVCCFLAGS += -fmad=false
