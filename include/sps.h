@@ -81,6 +81,10 @@ int ddtk_sps_create(ddtk_sps **s, const ddtk_sps_params *par, int ndm, const dou
                     const int *downsamp, double tsamp);
 /* The next n samples of series dm. */
 int ddtk_sps_feed(ddtk_sps *s, int dm, const float *x, int64_t n);
+/* End series dm now: its last block searched, its sample buffer freed (a
+ * searcher of series that come one after another, files, then holds only
+ * those in flight); no samples may follow. ddtk_sps_finish ends the rest. */
+int ddtk_sps_end(ddtk_sps *s, int dm);
 /* End every series (its last block searched) and cluster: *cands (malloc'd,
  * the caller frees it) gets the events in order of sample, then DM index. */
 int ddtk_sps_finish(ddtk_sps *s, ddtk_sps_cand **cands, int64_t *ncands);

@@ -41,9 +41,10 @@ typedef struct sps_series {
     int nw;                       /* boxcars width[0 .. nw-1] samples */
     int64_t width[DDTK_SPS_MAX_BOXCARS];
     int64_t block;                /* B, samples */
+    int ended;                    /* last block searched, buffers freed */
     int have_prev;                /* the previous block's median, sigma and centre */
     double prev_median, prev_sigma, prev_centre;
-    float *buf;                   /* samples [done, done + have) */
+    float *buf;                   /* samples [done, done + have), from the first feed */
     int64_t cap, have, done;
     float *hist;                  /* normalised samples [done - nhist, done) */
     int64_t nhist;
@@ -107,12 +108,11 @@ static int series_init(sps_series *s, int f, const ddtk_sps_params *par, double 
         s->width[s->nw++] = w;
     }
     s->cap = 2 * s->block;
-    s->buf = ddtk_malloc((size_t)s->cap * sizeof *s->buf, "search buffer");
     s->hist = ddtk_malloc((size_t)widest * sizeof *s->hist, "search buffer");
     s->inrun = ddtk_calloc((size_t)s->nw, sizeof *s->inrun, "search state");
     s->best = ddtk_calloc((size_t)s->nw, sizeof *s->best, "search state");
     s->best_t = ddtk_calloc((size_t)s->nw, sizeof *s->best_t, "search state");
-    return s->buf && s->hist && s->inrun && s->best && s->best_t ? DDTK_OK : DDTK_ESYS;
+    return s->hist && s->inrun && s->best && s->best_t ? DDTK_OK : DDTK_ESYS;
 }
 
 static void series_free(sps_series *s)
@@ -389,6 +389,14 @@ int ddtk_sps_feed(ddtk_sps *sp, int dm, const float *x, int64_t n)
 {
     sps_series *s = &sp->s[dm];
     const int64_t B = s->block;
+    if (s->ended)
+        return ddtk_fail(DDTK_EUSAGE, "single-pulse search: samples for DM %g after its end",
+                         sp->dms[dm]);
+    /* The buffer is taken when the samples come: a searcher of many series
+     * that come one after another (files) holds one per series in flight. */
+    if (!s->buf && n > 0
+        && !(s->buf = ddtk_malloc((size_t)s->cap * sizeof *s->buf, "search buffer")))
+        return DDTK_ESYS;
     while (n > 0) {
         int64_t take = s->cap - s->have < n ? s->cap - s->have : n;
         memcpy(s->buf + s->have, x, (size_t)take * sizeof *x);
@@ -407,12 +415,18 @@ int ddtk_sps_feed(ddtk_sps *sp, int dm, const float *x, int64_t n)
 
 /* ---- the end: last blocks, clustering ------------------------------------------------ */
 
-static int finish_series(ddtk_sps *sp, int dm)
+int ddtk_sps_end(ddtk_sps *sp, int dm)
 {
     sps_series *s = &sp->s[dm];
+    if (s->ended)
+        return DDTK_OK;
     int rc = s->have > 0 ? search_front(s, dm, s->have, sp->par.snr) : DDTK_OK;
     for (int k = 0; !rc && k < s->nw; k++)
         rc = run_step(s, dm, k, 0, 0, 0);
+    s->ended = 1;
+    free(s->buf);
+    s->buf = NULL;
+    s->have = 0;
     return rc;
 }
 
@@ -565,7 +579,7 @@ int ddtk_sps_finish(ddtk_sps *sp, ddtk_sps_cand **cands, int64_t *ncands)
     *cands = NULL;
     *ncands = 0;
     for (int i = 0; !rc && i < sp->ndm; i++)
-        rc = finish_series(sp, i);
+        rc = ddtk_sps_end(sp, i);
     if (rc)
         return rc;
     int64_t n = ddtk_sps_giants(sp), at = 0;

@@ -192,6 +192,8 @@ int ddtk_sps_files_search(ddtk_sps_file *files, int n, const ddtk_sps_params *pa
             if (ddtk_thread_error_code(&err))
                 continue;
             int frc = ddtk_sps_file_feed(s, index[i], &files[i]);
+            if (!frc)
+                frc = ddtk_sps_end(s, index[i]);
             if (frc)
                 ddtk_thread_error_keep(&err, i, frc);
 #pragma omp critical(sps_files_done)

@@ -53,7 +53,8 @@ static void add_pulse(float *x, int64_t n, double c, double fwhm, double snr)
 }
 
 /* Search ndm series of n samples each (x + d * n), fed in pieces of `piece`
- * samples (0: random lengths 1..5000). */
+ * samples (0: random lengths 1..5000, and each series ended once fed, as
+ * spsearch ends each file's). */
 static ddtk_sps_cand *search(const float *x, int ndm, int64_t n, const int *downsamp,
                              int64_t piece, const ddtk_sps_params *par, int64_t *nc)
 {
@@ -62,13 +63,16 @@ static ddtk_sps_cand *search(const float *x, int ndm, int64_t n, const int *down
     for (int d = 0; d < ndm; d++)
         dms[d] = 10.0 * d;
     CHECK(ddtk_sps_create(&s, par, ndm, dms, downsamp, 1e-3) == 0);
-    for (int d = 0; d < ndm; d++)
+    for (int d = 0; d < ndm; d++) {
         for (int64_t t = 0; t < n;) {
             int64_t len = piece ? piece : 1 + (int64_t)(erand48(rng) * 5000);
             len = len < n - t ? len : n - t;
             CHECK(ddtk_sps_feed(s, d, x + (size_t)d * n + t, len) == 0);
             t += len;
         }
+        if (!piece)
+            CHECK(ddtk_sps_end(s, d) == 0);
+    }
     ddtk_sps_cand *c;
     CHECK(ddtk_sps_finish(s, &c, nc) == 0);
     ddtk_sps_destroy(s);
@@ -314,6 +318,16 @@ static void test_bad(void)
     CHECK(ddtk_sps_create(&s, &par, 1, &dm, &f, 1e-3) == DDTK_EUSAGE);
     par.snr = 0;
     CHECK(ddtk_sps_create(&s, &par, 1, &dm, NULL, 1e-3) == DDTK_EUSAGE);
+    /* samples after a series' end */
+    float x[100] = { 0 };
+    ddtk_sps_params_init(&par);
+    CHECK(ddtk_sps_create(&s, &par, 1, &dm, NULL, 1e-3) == 0);
+    CHECK(ddtk_sps_feed(s, 0, x, 100) == 0);
+    CHECK(ddtk_sps_end(s, 0) == 0);
+    CHECK(ddtk_sps_end(s, 0) == 0);
+    CHECK(ddtk_sps_feed(s, 0, x, 100) == DDTK_EUSAGE);
+    CHECK(strstr(ddtk_errmsg(), "after its end") != NULL);
+    ddtk_sps_destroy(s);
 }
 
 int main(void)
