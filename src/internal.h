@@ -181,6 +181,9 @@ float ddtk_select_kth(float *x, int64_t n, int64_t k);
 /* The k-th smallest (0-based) of key[0..n), n >= 1, by radix selection
  * (exact, O(n)); key[] is overwritten. */
 uint32_t ddtk_select_key(uint32_t *key, int64_t n, int64_t k);
+/* The same, faster when the k-th smallest is likely in glo..ghi (a guess:
+ * the answer is exact wherever it lies). */
+uint32_t ddtk_select_key_near(uint32_t *key, int64_t n, int64_t k, uint32_t glo, uint32_t ghi);
 /* Float keys: unsigned integers in the order of the floats (NaN-free): the
  * negatives' bits inverted, the sign bit of the others set. -0.0 sorts just
  * below +0.0, where comparisons take them as equal. */

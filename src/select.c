@@ -68,14 +68,39 @@ static uint32_t hoare_key(uint32_t *x, int64_t n, int64_t k)
     return x[k];
 }
 
+/* The keys first .. first + width packed to the front of key[] (a write
+ * never passes the read), their count returned. They are a small share of
+ * the keys, so most chunks of PACK_CHUNK hold none: the test of a chunk
+ * vectorises, and only chunks with one are copied. */
+#define PACK_CHUNK 64
+static int64_t pack(uint32_t *key, int64_t n, uint32_t first, uint32_t width)
+{
+    int64_t m = 0, i = 0;
+    for (; i + PACK_CHUNK <= n; i += PACK_CHUNK) {
+        int hit = 0;
+        for (int j = 0; j < PACK_CHUNK; j++)
+            hit |= key[i + j] - first <= width;
+        if (!hit)
+            continue;
+        for (int j = 0; j < PACK_CHUNK; j++) {
+            key[m] = key[i + j];
+            m += key[i + j] - first <= width;
+        }
+    }
+    for (; i < n; i++) {
+        key[m] = key[i];
+        m += key[i] - first <= width;
+    }
+    return m;
+}
+
 /*
  * Each round counts the keys by the top RADIX_BITS bits of their offset
  * from the smallest possible key (the span lo..hi known so far, so the bins
  * cover the keys present however the floats are spread), finds the bin of
- * the k-th, and keeps only that bin's keys, packed at the front of key[]
- * (a write never passes the read). Each round divides the span by 2^11, so
- * at most three rounds of counting; in practice one count and one packing
- * pass leave a few hundred keys for the small selection.
+ * the k-th, and keeps only that bin's keys. Each round divides the span by
+ * 2^11, so at most three rounds of counting; in practice one count and one
+ * packing pass leave a few hundred keys for the small selection.
  */
 uint32_t ddtk_select_key(uint32_t *key, int64_t n, int64_t k)
 {
@@ -96,16 +121,33 @@ uint32_t ddtk_select_key(uint32_t *key, int64_t n, int64_t k)
         int64_t b = 0;
         while (k >= count[b])
             k -= count[b++];
-        const uint32_t want = (uint32_t)b;
-        int64_t m = 0;
-        for (int64_t i = 0; i < n; i++) {
-            key[m] = key[i];
-            m += ((key[i] - lo) >> shift) == want;
-        }
-        n = m;
-        uint32_t first = lo + (want << shift), last = first + ((1u << shift) - 1);
+        uint32_t first = lo + ((uint32_t)b << shift), last = first + ((1u << shift) - 1);
+        n = pack(key, n, first, last - first);
         lo = first;
         hi = last < hi ? last : hi;
     }
     return lo == hi ? lo : hoare_key(key, n, k);
+}
+
+/*
+ * A guess of where the k-th lies (the previous block's statistic, in a
+ * stationary series) saves the counting: one vectorised pass counts the
+ * keys below the guess and in it, and when the k-th is in it, only those
+ * are packed and searched. Else, the radix selection; the answer is exact
+ * either way.
+ */
+uint32_t ddtk_select_key_near(uint32_t *key, int64_t n, int64_t k, uint32_t glo, uint32_t ghi)
+{
+    if (ghi < glo)
+        return ddtk_select_key(key, n, k);
+    const uint32_t width = ghi - glo;
+    int64_t below = 0, inside = 0;
+    for (int64_t i = 0; i < n; i++) {
+        below += key[i] < glo;
+        inside += key[i] - glo <= width;
+    }
+    if (k < below || k >= below + inside)
+        return ddtk_select_key(key, n, k);
+    n = pack(key, n, glo, width);
+    return ddtk_select_key(key, n, k - below);
 }

@@ -191,15 +191,27 @@ void ddtk_sps_destroy(ddtk_sps *s)
  * the last -0.0). Nothing downstream sees that sign: the MAD takes |x - m|,
  * and a zero z that it might turn negative only adds to prefix sums that
  * start at +0.0, which a -0.0 term never changes. */
-static void block_stats(const float *x, int64_t n, uint32_t *key, double *median, double *sigma)
+static uint32_t select_near(uint32_t *key, int64_t n, int64_t k, int guess, double lo, double hi)
 {
+    return guess ? ddtk_select_key_near(key, n, k, ddtk_float_key((float)lo),
+                                        ddtk_float_key((float)hi))
+                 : ddtk_select_key(key, n, k);
+}
+
+static void block_stats(const sps_series *s, const float *x, int64_t n, uint32_t *key,
+                        double *median, double *sigma)
+{
+    const int guess = s->have_prev && s->prev_sigma > 0;
+    const double pm = s->prev_median, ps = s->prev_sigma, mad = ps / MAD_TO_SIGMA;
+    const double e = 8.0 / sqrt((double)n);
     for (int64_t t = 0; t < n; t++)
         key[t] = ddtk_float_key(x[t]);
-    const float m = ddtk_key_float(ddtk_select_key(key, n, (n - 1) / 2));
+    const float m = ddtk_key_float(select_near(key, n, (n - 1) / 2, guess, pm - e * ps, pm + e * ps));
     *median = m;
     for (int64_t t = 0; t < n; t++)
         key[t] = ddtk_float_key(fabsf(x[t] - m));
-    *sigma = MAD_TO_SIGMA * ddtk_key_float(ddtk_select_key(key, n, (n - 1) / 2));
+    *sigma = MAD_TO_SIGMA * ddtk_key_float(select_near(key, n, (n - 1) / 2, guess,
+                                                       mad * (1 - e), mad * (1 + e)));
     if (*sigma > 0)
         return;
     double ss = 0;
@@ -336,7 +348,7 @@ static int search_block(sps_series *s, int dm, int64_t n, double thr, double *wo
 {
     double median, sigma;
     float *z = (float *)(work + s->nhist + n + 1);
-    block_stats(s->buf, n, (uint32_t *)z, &median, &sigma);
+    block_stats(s, s->buf, n, (uint32_t *)z, &median, &sigma);
     double centre = (double)s->done + 0.5 * (double)(n - 1);
     normalise(s, n, median, sigma, centre, z);
     double *prefix = work;        /* prefix[i]: sum of the first i of hist, block */

@@ -2,8 +2,9 @@
  * test_select.c - the radix selection (select.c's ddtk_select_key) against
  * sorting: every rank of small arrays and sampled ranks of large ones, over
  * Gaussian noise, a large offset, ties, negatives, signed zeros, outliers
- * and constant arrays; the same values, as floats, as Hoare's selection
- * (ddtk_select_kth); the float keys' order.
+ * and constant arrays, with and without guesses of where the k-th lies
+ * (ddtk_select_key_near: right, wrong, inverted); the same values, as
+ * floats, as Hoare's selection (ddtk_select_kth); the float keys' order.
  */
 #include "check.h"
 #include "internal.h"
@@ -59,6 +60,17 @@ static void check_rank(const float *x, const float *sorted, int64_t n, int64_t k
     CHECK(memcmp(&r, &sorted[k], sizeof r) == 0);
     memcpy(scratch, x, (size_t)n * sizeof *x);
     CHECK(ddtk_select_kth(scratch, n, k) == r);
+    /* guesses: the value alone, around it, just above or below it, far
+     * off, inverted; the answer is the same whatever the guess */
+    const uint32_t v = ddtk_float_key(sorted[k]), lo = ddtk_float_key(sorted[0]);
+    const uint32_t hi = ddtk_float_key(sorted[n - 1]);
+    const uint32_t g[][2] = { { v, v }, { v - 5, v + 5 }, { v + 1, v + 100 }, { v - 100, v - 1 },
+                              { lo, hi }, { 0, lo }, { hi, UINT32_MAX }, { v + 3, v - 3 } };
+    for (size_t j = 0; j < sizeof g / sizeof *g; j++) {
+        for (int64_t i = 0; i < n; i++)
+            key[i] = ddtk_float_key(x[i]);
+        CHECK(ddtk_select_key_near(key, n, k, g[j][0], g[j][1]) == v);
+    }
 }
 
 static void test_against_sort(void)
