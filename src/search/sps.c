@@ -309,40 +309,78 @@ static void normalise(const sps_series *s, int64_t n, double median, double sigm
         memset(z + tc, 0, (size_t)(n - tc) * sizeof *z);
 }
 
-/* Boxcar k over the block (prefix sums hi[t] - hi[t - w]): where its S/N
- * reaches thr or a run goes on, the runs. The S/N is float((hi - lo) * norm),
- * which never decreases with hi - lo, so a block whose differences all stay
- * below thr / norm less a margin far wider than the roundings (1e-5 against
- * 2^-24) cannot reach thr: one pass that only compares (vectorised), and the
- * exact S/N only for the boxcars some sample may take past the threshold. */
-static int boxcar(sps_series *s, int dm, int k, int64_t n, const double *hi, double thr)
+/* Boxcar k's exact S/N over the block, t0 .. n, and its runs. */
+static int boxcar_runs(sps_series *s, int dm, int k, int64_t t0, int64_t n, const double *hi,
+                       double thr)
 {
     const int64_t w = s->width[k];
-    const double norm = 1.0 / sqrt((double)w), near = thr / norm * (1 - 1e-5);
-    const double *lo = hi - w;
-    /* A boxcar starts at the first sample of the series or later. */
-    const int64_t t0 = s->done + 1 >= w ? 0 : w - 1 - s->done;
-    if (!s->inrun[k]) {
-        int any = 0;
-        for (int64_t t = t0; t < n; t++)
-            any |= hi[t] - lo[t] >= near;
-        if (!any)
-            return DDTK_OK;
-    }
+    const double norm = 1.0 / sqrt((double)w);
     int rc = DDTK_OK;
     for (int64_t t = t0; !rc && t < n; t++) {
-        float snr = (float)((hi[t] - lo[t]) * norm);
+        float snr = (float)((hi[t] - hi[t - w]) * norm);
         if (snr >= thr || s->inrun[k])
             rc = run_step(s, dm, k, s->done + t, snr, snr >= thr);
     }
     return rc;
 }
 
+/* Whether some boxcar of width w ending at f[from .. to) has a sum of at
+ * least near, in float: a comparison only, 16 to a vector. */
+static int may_cross(const float *f, int64_t w, float near, int64_t from, int64_t to)
+{
+    int any = 0;
+    for (int64_t t = from; t < to; t++)
+        any |= f[t] - f[t - w] >= near;
+    return any;
+}
+
+/*
+ * Which boxcars may reach thr in the block (cross[k]), tested on the prefix
+ * sums P (hi[-nhist - 1 .. n)) rounded to float (f, the same span), twice
+ * the samples per vector of the doubles. The S/N is float((P[t] - P[t - w])
+ * * norm), which never decreases with the sum, so a sum below thr * sqrt(w)
+ * less 2e-5 of it cannot reach thr (the roundings of norm, of the S/N and of
+ * this bound are 2^-24 and less). A float sum is within M 2^-24 of its
+ * double (M: the largest |P|), a difference of two within 2 M 2^-24, and its
+ * own rounding adds at most 2 M 2^-24: a float threshold 5 M 2^-24 lower,
+ * rounded down, passes every sum that may cross. Where some sum is not
+ * finite every boxcar takes the exact path.
+ */
+static void crossings(const sps_series *s, int64_t n, const double *hi, float *f, double thr,
+                      int *cross)
+{
+    const int64_t len = s->nhist + 1 + n;
+    const double *P = hi - s->nhist - 1;
+    uint32_t most = 0;
+    for (int64_t i = 0; i < len; i++) {
+        f[i] = (float)P[i];
+        uint32_t u;
+        memcpy(&u, &f[i], sizeof u);
+        u &= 0x7fffffffu;
+        most = u > most ? u : most;
+    }
+    float m;
+    memcpy(&m, &most, sizeof m);
+    const int finite = most < 0x7f800000u;
+    f += s->nhist + 1;
+    for (int k = 0; k < s->nw; k++) {
+        const int64_t w = s->width[k];
+        const double near = thr * sqrt((double)w) * (1 - 2e-5) - 5.0 * m * 0x1p-24;
+        float nf = (float)near;
+        if (nf > near)
+            nf = nextafterf(nf, -INFINITY);
+        /* A boxcar starts at the first sample of the series or later. */
+        const int64_t t0 = s->done + 1 >= w ? 0 : w - 1 - s->done;
+        cross[k] = !finite || may_cross(f, w, nf, t0, n);
+    }
+}
+
 /*
  * Search the first n samples of the buffer (series samples done ..
  * done + n): normalise them, prefix-sum them behind the history, and run
  * every boxcar ending in them. work: 2 * (n + widest) + 2 doubles of scratch
- * (prefix sums, then n floats of normalised samples).
+ * (nhist + n + 1 prefix sums, then n floats of normalised samples and
+ * nhist + n + 1 of the sums in float).
  */
 static int search_block(sps_series *s, int dm, int64_t n, double thr, double *work)
 {
@@ -358,13 +396,18 @@ static int search_block(sps_series *s, int dm, int64_t n, double thr, double *wo
         prefix[i + 1] = p = p + s->hist[i];
     for (int64_t t = 0; t < n; t++)
         prefix[s->nhist + t + 1] = p = p + z[t];
+    int cross[DDTK_SPS_MAX_BOXCARS];
+    crossings(s, n, prefix + s->nhist + 1, z + n, thr, cross);
     s->have_prev = 1;
     s->prev_median = median;
     s->prev_sigma = sigma;
     s->prev_centre = centre;
     int rc = DDTK_OK;
     for (int k = 0; !rc && k < s->nw; k++)
-        rc = boxcar(s, dm, k, n, prefix + s->nhist + 1, thr);
+        if (cross[k] || s->inrun[k]) {
+            const int64_t w = s->width[k], t0 = s->done + 1 >= w ? 0 : w - 1 - s->done;
+            rc = boxcar_runs(s, dm, k, t0, n, prefix + s->nhist + 1, thr);
+        }
     /* The history: the last widest - 1 normalised samples. */
     int64_t widest = s->width[s->nw - 1], keep = widest - 1;
     int64_t total = s->nhist + n;

@@ -3,8 +3,9 @@
  * known matched-filter S/N found once each at their time, with at least 90%
  * of that S/N; the same candidates whatever pieces the series come in;
  * several DMs clustered into one event; short series and tails searched;
- * pure noise within the Gaussian tail's bound; downsampled series in finest
- * samples; the Heimdall file read back.
+ * pure noise within the Gaussian tail's bound; the threshold exact at a
+ * peak's own S/N; downsampled series in finest samples; the Heimdall file
+ * read back.
  */
 #include "check.h"
 #include "sps.h"
@@ -245,6 +246,40 @@ static void test_noise(void)
     free(x);
 }
 
+/* The threshold is exact: a noise peak's own S/N as the threshold finds it
+ * (S/N >= thr), and the next float above it does not; for the brightest
+ * peak of each width range (the narrowest boxcars to the widest), which
+ * the search's quick test of each boxcar must not drop. */
+static void test_threshold(void)
+{
+    const int64_t n = 100000;
+    float *x = malloc(n * sizeof *x);
+    ddtk_sps_params par;
+    ddtk_sps_params_init(&par);
+    noise(x, n, 50.0);
+    const int widths[] = { 1, 8, 1024 };
+    for (int i = 0; i < 3; i++) {
+        par.max_width = widths[i];
+        par.snr = 3.0;
+        int64_t nc, na, nb;
+        ddtk_sps_cand *c = search(x, 1, n, NULL, n, &par, &nc);
+        double top = 0;
+        for (int64_t j = 0; j < nc; j++)
+            top = c[j].snr > top ? c[j].snr : top;
+        par.snr = top;
+        ddtk_sps_cand *a = search(x, 1, n, NULL, n, &par, &na);
+        par.snr = nextafterf((float)top, INFINITY);
+        ddtk_sps_cand *b = search(x, 1, n, NULL, n, &par, &nb);
+        CHECK(nc > 1 && top > 3.0);
+        CHECK(na == 1 && a[0].snr == top);
+        CHECK(nb == 0);
+        free(a);
+        free(b);
+        free(c);
+    }
+    free(x);
+}
+
 /* A series downsampled by 4: its samples and widths count finest samples. */
 static void test_downsampled(void)
 {
@@ -337,6 +372,7 @@ int main(void)
     test_cluster_dm_reach();
     test_short();
     test_noise();
+    test_threshold();
     test_downsampled();
     test_file();
     test_bad();
