@@ -181,16 +181,8 @@ void ddtk_sps_destroy(ddtk_sps *s)
 
 /* ---- one block: statistics, boxcars, runs ---------------------------------------- */
 
-/* Median and robust sigma of x[0..n), with scratch of n keys. A block
- * whose MAD is 0 (mostly one value: quantised or padded data) takes the
- * RMS about the median instead; 0 means nothing to search. The order
- * statistics are exact (radix selection on float keys): the same values as
- * any exact selection, Hoare's that the search used before included, but for
- * the sign of a median of zero where the block holds both -0.0 and +0.0
- * (Hoare's gives either, by position; the keys give -0.0 at the rank of
- * the last -0.0). Nothing downstream sees that sign: the MAD takes |x - m|,
- * and a zero z that it might turn negative only adds to prefix sums that
- * start at +0.0, which a -0.0 term never changes. */
+/* The k-th smallest key, searched first between the keys of lo and hi
+ * when there is a guess (exact wherever it lies). */
 static uint32_t select_near(uint32_t *key, int64_t n, int64_t k, int guess, double lo, double hi)
 {
     return guess ? ddtk_select_key_near(key, n, k, ddtk_float_key((float)lo),
@@ -198,20 +190,35 @@ static uint32_t select_near(uint32_t *key, int64_t n, int64_t k, int guess, doub
                  : ddtk_select_key(key, n, k);
 }
 
+/*
+ * Median and robust sigma of x[0..n), with scratch of n keys. A block
+ * whose MAD is 0 (mostly one value: quantised or padded data) takes the
+ * RMS about the median instead; 0 means nothing to search.
+ * The order statistics are exact (radix selection on float keys, first
+ * tried within 8 / sqrt(n) of the previous block's, about 4.5 times their
+ * spread between blocks of stationary noise): the same values as any exact
+ * selection, Hoare's that the search used before included, but for the
+ * sign of a median of zero where the block holds both -0.0 and +0.0
+ * (Hoare's gives either, by position; the keys give -0.0 at the rank of the
+ * last -0.0). Nothing downstream sees that sign: the MAD takes |x - m|, and
+ * a zero z that it might turn negative only adds to prefix sums that start
+ * at +0.0, which a -0.0 term never changes.
+ */
 static void block_stats(const sps_series *s, const float *x, int64_t n, uint32_t *key,
                         double *median, double *sigma)
 {
     const int guess = s->have_prev && s->prev_sigma > 0;
     const double pm = s->prev_median, ps = s->prev_sigma, mad = ps / MAD_TO_SIGMA;
     const double e = 8.0 / sqrt((double)n);
+    const int64_t k = (n - 1) / 2;
     for (int64_t t = 0; t < n; t++)
         key[t] = ddtk_float_key(x[t]);
-    const float m = ddtk_key_float(select_near(key, n, (n - 1) / 2, guess, pm - e * ps, pm + e * ps));
+    const float m = ddtk_key_float(select_near(key, n, k, guess, pm - e * ps, pm + e * ps));
     *median = m;
     for (int64_t t = 0; t < n; t++)
         key[t] = ddtk_float_key(fabsf(x[t] - m));
-    *sigma = MAD_TO_SIGMA * ddtk_key_float(select_near(key, n, (n - 1) / 2, guess,
-                                                       mad * (1 - e), mad * (1 + e)));
+    *sigma = MAD_TO_SIGMA
+             * ddtk_key_float(select_near(key, n, k, guess, mad * (1 - e), mad * (1 + e)));
     if (*sigma > 0)
         return;
     double ss = 0;

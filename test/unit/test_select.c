@@ -42,7 +42,9 @@ static void fill(float *x, int64_t n, int kind)
         case GAUSS: x[i] = (float)g; break;
         case OFFSET: x[i] = (float)(1500 + 30 * g); break;
         case TIES: x[i] = (float)round(1.5 * g); break;
-        case ZEROS: x[i] = erand48(rng) < 0.8 ? (erand48(rng) < 0.5 ? -0.0f : 0.0f) : (float)g; break;
+        case ZEROS:
+            x[i] = erand48(rng) < 0.8 ? (erand48(rng) < 0.5 ? -0.0f : 0.0f) : (float)g;
+            break;
         case OUTLIERS: x[i] = erand48(rng) < 0.01 ? (float)(g * 1e30) : (float)(g * 1e-3); break;
         case CONSTANT: x[i] = -2.5f; break;
         case TINY: x[i] = (float)(g * 1e-42); break;     /* subnormals */
