@@ -1,9 +1,10 @@
 /*
  * select.c - the k-th smallest of an array: Hoare's selection in place
- * (the .tim baseline and integer output's noise), and an exact radix
- * selection on order-preserving float keys, optionally tried first within
- * a guessed range (the single-pulse search's block median and MAD, where
- * Hoare's selection was most of the search's time).
+ * (the .tim baseline, integer output's noise, the RFI cleaning's
+ * statistics), and an exact radix selection on order-preserving float keys,
+ * optionally tried first within a guessed range (the single-pulse search's
+ * block median and MAD, where Hoare's selection was most of the search's
+ * time).
  */
 #include "internal.h"
 
