@@ -10,65 +10,48 @@
 
 #include <string.h>
 
+/* Hoare's selection of the k-th smallest of x[0..n), in place: one body
+ * for floats (ddtk_select_kth) and for the radix selection's keys. */
+#define DEFINE_HOARE(name, T)                                                   \
+    static T name(T *x, int64_t n, int64_t k)                                   \
+    {                                                                           \
+        int64_t lo = 0, hi = n - 1;                                             \
+        while (lo < hi) {                                                       \
+            T pivot = x[lo + (hi - lo) / 2];                                    \
+            int64_t i = lo, j = hi;                                             \
+            while (i <= j) {                                                    \
+                while (x[i] < pivot)                                            \
+                    i++;                                                        \
+                while (x[j] > pivot)                                            \
+                    j--;                                                        \
+                if (i <= j) {                                                   \
+                    T t = x[i];                                                 \
+                    x[i++] = x[j];                                              \
+                    x[j--] = t;                                                 \
+                }                                                               \
+            }                                                                   \
+            if (k <= j)                                                         \
+                hi = j;                                                         \
+            else if (k >= i)                                                    \
+                lo = i;                                                         \
+            else                                                                \
+                return x[k];                                                    \
+        }                                                                       \
+        return x[k];                                                            \
+    }
+
+DEFINE_HOARE(hoare_float, float)
+DEFINE_HOARE(hoare_key, uint32_t)
+
 float ddtk_select_kth(float *x, int64_t n, int64_t k)
 {
-    int64_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        float pivot = x[lo + (hi - lo) / 2];
-        int64_t i = lo, j = hi;
-        while (i <= j) {
-            while (x[i] < pivot)
-                i++;
-            while (x[j] > pivot)
-                j--;
-            if (i <= j) {
-                float t = x[i];
-                x[i++] = x[j];
-                x[j--] = t;
-            }
-        }
-        if (k <= j)
-            hi = j;
-        else if (k >= i)
-            lo = i;
-        else
-            return x[k];
-    }
-    return x[k];
+    return hoare_float(x, n, k);
 }
 
 /* ---- radix selection on keys ---------------------------------------------------------- */
 
 #define RADIX_BITS 11                 /* 2048 bins: 16 kB of counts, in L1 */
 #define RADIX_SMALL 256               /* fewer keys: Hoare's selection */
-
-/* Hoare's selection on keys (ddtk_select_kth's, for uint32). */
-static uint32_t hoare_key(uint32_t *x, int64_t n, int64_t k)
-{
-    int64_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        uint32_t pivot = x[lo + (hi - lo) / 2];
-        int64_t i = lo, j = hi;
-        while (i <= j) {
-            while (x[i] < pivot)
-                i++;
-            while (x[j] > pivot)
-                j--;
-            if (i <= j) {
-                uint32_t t = x[i];
-                x[i++] = x[j];
-                x[j--] = t;
-            }
-        }
-        if (k <= j)
-            hi = j;
-        else if (k >= i)
-            lo = i;
-        else
-            return x[k];
-    }
-    return x[k];
-}
 
 /* The keys first .. first + width packed to the front of key[] (a write
  * never passes the read), their count returned. They are a small share of

@@ -284,17 +284,13 @@ static void robust(const float *x, int64_t n, float *tmp, float *med, float *sig
     *sig = 1.4826f * median_of(tmp, m);
 }
 
-/* x[0..n-1] in ascending order: a radix sort of their bits as unsigned keys
- * (positives with the sign bit set, negatives with every bit flipped), in
- * tmp (2n keys). */
+/* x[0..n-1] in ascending order: a radix sort of their keys (ddtk_float_key),
+ * in tmp (2n keys). */
 static void sort_floats(float *x, uint32_t *tmp, int n)
 {
     uint32_t *a = tmp, *b = tmp + n;
-    for (int i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &x[i], sizeof u);
-        a[i] = u >> 31 ? ~u : u | 0x80000000u;
-    }
+    for (int i = 0; i < n; i++)
+        a[i] = ddtk_float_key(x[i]);
     for (int shift = 0; shift < 32; shift += 8) {
         int at[257] = { 0 };
         for (int i = 0; i < n; i++)
@@ -307,10 +303,8 @@ static void sort_floats(float *x, uint32_t *tmp, int n)
         a = b;
         b = t;
     }
-    for (int i = 0; i < n; i++) {
-        uint32_t u = a[i] >> 31 ? a[i] & 0x7fffffffu : ~a[i];
-        memcpy(&x[i], &u, sizeof u);
-    }
+    for (int i = 0; i < n; i++)
+        x[i] = ddtk_key_float(a[i]);
 }
 
 /* IQRM on the per-channel statistic s (only high outliers count): for each
