@@ -38,7 +38,9 @@
  * are threads is cleaned in place in the caller's buffer; a smaller one (the
  * GPU's gulps: 4 blocks of htru) is served from a read-ahead of a few
  * blocks per thread (AHEAD_PER_THREAD, within AHEAD_BYTES; at least one
- * block), read and cleaned at once and copied out on several threads. On
+ * block), read and cleaned at once and copied out on several threads (not
+ * on an input of unknown length, a pipe that may be live: there a read
+ * waits for no more than its own whole blocks, or one). On
  * this project's 2-core machine (with the cleaning's cost before the sort and
  * the vectorised replacement), reading htru (4 s) through the cleaner in
  * reads of one block took 0.044 s on 2 threads before (one block a read,
@@ -777,8 +779,11 @@ static int refill(ddtk_cleaner *k, ddtk_input *in, uint8_t *dst, int64_t n, int6
     *got = 0;
     k->first += k->have;
     k->have = k->used = 0;
-    const int64_t whole = n / k->block, direct = whole >= ahead(k, in, 1);
-    const int64_t nb = direct ? whole : ahead(k, in, AHEAD_PER_THREAD);
+    /* An input of unknown length (a pipe) may be a live stream: no reading
+     * past the caller's read there, whose spectra would wait for the next. */
+    const int live = in->nsamples < 0;
+    const int64_t whole = n / k->block, direct = whole >= (live ? 1 : ahead(k, in, 1));
+    const int64_t nb = direct ? whole : live ? 1 : ahead(k, in, AHEAD_PER_THREAD);
     int64_t have;
     if (!direct && nb > k->room) {
         free(k->raw);

@@ -7,7 +7,8 @@
  * counted as they are delivered, through a last partial block and to
  * reads that end exactly at the end. The same for
  * sub-byte samples with two IFs, for a PRESTO mask's blocks (its interval,
- * not a power of two) and for stdin through a pipe (no seeking).
+ * not a power of two) and for stdin through a pipe (no seeking), where a
+ * live stream's first block comes out before the next is sent.
  */
 #include "ddtk.h"
 #include "internal.h"
@@ -180,6 +181,67 @@ static void check_stdin(const char *path, const ddtk_clean_opts *o)
     free(ref.bytes);
 }
 
+/* A live stream on stdin: the first block's cleaned spectra come out as
+ * soon as that block is in, not after a read-ahead of several threads'
+ * blocks that have not been sent yet (the writer waits for a go between the
+ * two blocks it sends and the rest; the alarm fails a read that waits). */
+static void check_live(const char *path, const ddtk_clean_opts *o)
+{
+    cleaned ref = clean(path, o, 4 * NSAMP, 1);
+    ddtk_input probe;
+    CHECK(ddtk_input_open(&probe, path) == DDTK_OK);
+    const size_t first = (size_t)probe.hdr.header_bytes
+                         + (size_t)ddtk_input_bytes(&probe, 2 * DDTK_RFI_BLOCK);
+    ddtk_input_close(&probe);
+    int fd[2], go[2];
+    CHECK(pipe(fd) == 0 && pipe(go) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        FILE *fp = fopen(path, "rb");
+        char buf[65536], c;
+        size_t n, sent = 0;
+        close(fd[0]);
+        close(go[1]);
+        while (fp && (n = fread(buf, 1, sizeof buf, fp)) > 0) {
+            for (size_t at = 0; at < n;) {
+                size_t part = sent < first && first - sent < n - at ? first - sent : n - at;
+                if (write(fd[1], buf + at, part) != (ssize_t)part)
+                    _exit(1);
+                sent += part;
+                at += part;
+                if (sent == first && read(go[0], &c, 1) != 1)
+                    _exit(1);
+            }
+        }
+        _exit(0);
+    }
+    close(fd[1]);
+    close(go[0]);
+    CHECK(dup2(fd[0], 0) == 0);
+    close(fd[0]);
+    clearerr(stdin);              /* check_stdin read its pipe to the end */
+    ddtk_input in;
+    CHECK(ddtk_input_open(&in, "-") == DDTK_OK);
+    CHECK(ddtk_input_clean(&in, o) == DDTK_OK);
+    ddtk_threads_set(7);
+    uint8_t *bytes = malloc((size_t)ref.nbytes);
+    int64_t got, total = 0;
+    alarm(20);
+    CHECK(ddtk_input_read(&in, bytes, DDTK_RFI_BLOCK, &got) == DDTK_OK && got == DDTK_RFI_BLOCK);
+    alarm(0);
+    CHECK(write(go[1], "g", 1) == 1);
+    for (total = got; got > 0; total += got)
+        CHECK(ddtk_input_read(&in, bytes + ddtk_input_bytes(&in, total), 3000, &got) == DDTK_OK);
+    CHECK(total == NSAMP && memcmp(bytes, ref.bytes, (size_t)ref.nbytes) == 0);
+    ddtk_input_close(&in);
+    ddtk_threads_set(0);
+    int st;
+    CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    close(go[1]);
+    free(bytes);
+    free(ref.bytes);
+}
+
 int main(void)
 {
     char fil8[256], fil2[256], mask[256];
@@ -200,6 +262,7 @@ int main(void)
     o.auto_rfi = 1;
     o.mask = NULL;
     check_stdin(fil8, &o);
+    check_live(fil8, &o);
     unlink(fil8);
     unlink(fil2);
     unlink(mask);
