@@ -454,6 +454,7 @@ _protos = {
     "ddtk_sps_widest": (i64, [P(SpsParams), dbl, cint]),
     "ddtk_sps_create": (cint, [P(vp), P(SpsParams), cint, P(dbl), P(cint), dbl]),
     "ddtk_sps_feed": (cint, [vp, cint, P(ctypes.c_float), i64]),
+    "ddtk_sps_end": (cint, [vp, cint]),
     "ddtk_sps_finish": (cint, [vp, P(P(SpsCand)), P(i64)]),
     "ddtk_sps_giants": (i64, [vp]),
     "ddtk_sps_destroy": (None, [vp]),

@@ -82,7 +82,8 @@ class SinglePulseSearch(_lib.Closing):
     """A searcher of ``len(dms)`` series fed in pieces of any length (the
     same candidates whatever the pieces), for series too long to hold:
     ``feed(i, x)`` gives the next samples of series i (float32), in time
-    order; ``finish()`` ends every series and returns the candidates;
+    order; ``end(i)`` ends series i early (its memory freed); ``finish()``
+    ends every series and returns the candidates;
     ``giants`` counts the runs above the threshold.
 
     ``dms``: each series' DM; ``tsamp``: the finest sample time (s);
@@ -132,6 +133,14 @@ class SinglePulseSearch(_lib.Closing):
         _lib.check(lib.ddtk_sps_feed(self._handle(), int(self.rank[i]),
                                      x.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
                                      x.size))
+
+    def end(self, i):
+        """End series i now: its last block is searched and its samples are
+        freed, so a search of series that come one after another (files)
+        holds only those in flight; feeding it again is an error."""
+        if not 0 <= i < self.dms.size:
+            raise IndexError(f"series {i}: the search has {self.dms.size}")
+        _lib.check(lib.ddtk_sps_end(self._handle(), int(self.rank[i])))
 
     @property
     def giants(self):

@@ -70,6 +70,14 @@ def test_fed_in_pieces_or_on_threads_the_same_candidates(tmp, bursts):
         pieces = s.finish()
         assert s.giants >= pieces.size
     assert np.array_equal(pieces, whole)
+    # one series after another, each ended when it is whole, as spsearch does with files
+    with ddtk.SinglePulseSearch(dms, tsamp) as s:
+        for i in range(dms.size):
+            s.feed(i, series[i])
+            s.end(i)
+        with pytest.raises(ddtk.UsageError, match="after its end"):
+            s.feed(0, series[0, :10])
+        assert np.array_equal(s.finish(), whole)
 
 
 @pytest.mark.parametrize("gulp", [2048, 10240])
