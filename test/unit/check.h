@@ -1,12 +1,14 @@
 /*
  * check.h - the smallest unit-test harness: CHECK(cond) records a failure
- * with its line; main returns check_result().
+ * with its line; main returns check_result(). Also the tests' normal
+ * deviates (check_gauss).
  */
 #ifndef DDTK_CHECK_H
 #define DDTK_CHECK_H
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static int check_failures;
 
@@ -25,6 +27,19 @@ static int check_failures;
             check_failures++; \
         } \
     } while (0)
+
+/* A standard normal deviate (Marsaglia's polar method) from the erand48
+ * state rng. */
+static inline double check_gauss(unsigned short rng[3])
+{
+    double u, v, q;
+    do {
+        u = 2 * erand48(rng) - 1;
+        v = 2 * erand48(rng) - 1;
+        q = u * u + v * v;
+    } while (q >= 1 || q == 0);
+    return u * sqrt(-2 * log(q) / q);
+}
 
 static int check_result(void)
 {

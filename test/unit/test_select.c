@@ -15,17 +15,6 @@
 
 static unsigned short rng[3] = { 3, 5, 8 };
 
-static double gauss(void)
-{
-    double u, v, q;
-    do {
-        u = 2 * erand48(rng) - 1;
-        v = 2 * erand48(rng) - 1;
-        q = u * u + v * v;
-    } while (q >= 1 || q == 0);
-    return u * sqrt(-2 * log(q) / q);
-}
-
 static int by_key(const void *a, const void *b)
 {
     uint32_t x = ddtk_float_key(*(const float *)a), y = ddtk_float_key(*(const float *)b);
@@ -37,7 +26,7 @@ enum { GAUSS, OFFSET, TIES, ZEROS, OUTLIERS, CONSTANT, TINY, NKINDS };
 static void fill(float *x, int64_t n, int kind)
 {
     for (int64_t i = 0; i < n; i++) {
-        double g = gauss();
+        double g = check_gauss(rng);
         switch (kind) {
         case GAUSS: x[i] = (float)g; break;
         case OFFSET: x[i] = (float)(1500 + 30 * g); break;

@@ -17,21 +17,10 @@
 
 static unsigned short rng[3] = { 7, 11, 13 };
 
-static double gauss(void)
-{
-    double u, v, q;
-    do {
-        u = 2 * erand48(rng) - 1;
-        v = 2 * erand48(rng) - 1;
-        q = u * u + v * v;
-    } while (q >= 1 || q == 0);
-    return u * sqrt(-2 * log(q) / q);
-}
-
 static void noise(float *x, int64_t n, double mean)
 {
     for (int64_t i = 0; i < n; i++)
-        x[i] = (float)(mean + gauss());
+        x[i] = (float)(mean + check_gauss(rng));
 }
 
 /* A Gaussian of FWHM fwhm samples centred at c, averaged over each sample,
