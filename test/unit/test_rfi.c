@@ -13,6 +13,7 @@
 #include "ddtk.h"
 #include "internal.h"
 #include "check.h"
+#include "sim_file.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -35,34 +36,14 @@ static void write_input(const char *path, int nchans, int nbits, int nifs)
         { .t = 0.4, .dm = 0, .width = 0.0003, .amp = 50 },
         { .t = 2.2, .dm = 0, .width = 0.0003, .amp = 50 },
     };
-    memset(&s, 0, sizeof s);
-    ddtk_header_init(&s.hdr);
-    s.hdr.nchans = nchans;
-    s.hdr.nbits = nbits;
-    s.hdr.nifs = nifs;
-    s.hdr.tsamp = 0.000256;
-    s.hdr.fch1 = 1500;
-    s.hdr.foff = -1;
-    s.hdr.data_type = 1;
-    s.hdr.nbeams = 1;
-    static const char *keys[] = { "source_name", "data_type", "fch1", "foff", "nchans",
-                                  "nbeams", "nbits", "tstart", "tsamp", "nifs" };
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        ddtk_header_mark(&s.hdr, keys[i]);
-    s.nsamples = NSAMP;
-    s.mean = s.sigma = NAN;
-    s.seed = 11;
-    s.kdm = DDTK_KDM_DEFAULT;
+    sim_file_init(&s, nchans, nbits, nifs, -1, NSAMP, 11);
     s.pulses = pulse;
     s.npulses = 3;
     s.rfi_chan_frac = 0.1;
     s.rfi_chan_amp = 5;
     s.dropout_rate = 1;
     s.dropout_len = 0.01;
-    FILE *fp = fopen(path, "wb");
-    CHECK(fp && ddtk_sim_write(&s, fp, path) == DDTK_OK);
-    fclose(fp);
-    ddtk_header_free(&s.hdr);
+    sim_file_write(&s, path);
 }
 
 /* A PRESTO rfifind mask (mask.c's layout) of intervals of MASK_PTS spectra

@@ -11,6 +11,7 @@
 #include "ddtk.h"
 #include "internal.h"
 #include "check.h"
+#include "sim_file.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -29,31 +30,11 @@ static void write_input(void)
 {
     ddtk_sim s;
     ddtk_sim_pulse pulse = { .t = 2.0, .dm = 55.5, .width = 0.002, .amp = 20 };
-    memset(&s, 0, sizeof s);
-    ddtk_header_init(&s.hdr);
-    s.hdr.nchans = NCHANS;
-    s.hdr.nbits = 8;
-    s.hdr.nifs = 1;
-    s.hdr.tsamp = 0.000256;
-    s.hdr.fch1 = 1500;
-    s.hdr.foff = -4;
-    s.hdr.data_type = 1;
-    s.hdr.nbeams = 1;
-    static const char *keys[] = { "source_name", "data_type", "fch1", "foff", "nchans",
-                                  "nbeams", "nbits", "tstart", "tsamp", "nifs" };
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        ddtk_header_mark(&s.hdr, keys[i]);
-    s.nsamples = NSAMP;
-    s.mean = s.sigma = NAN;
-    s.seed = 7;
-    s.kdm = DDTK_KDM_DEFAULT;
+    sim_file_init(&s, NCHANS, 8, 1, -4, NSAMP, 7);
     s.pulses = &pulse;
     s.npulses = 1;
     snprintf(path, sizeof path, "%s/in.fil", dir);
-    FILE *fp = fopen(path, "wb");
-    CHECK(fp && ddtk_sim_write(&s, fp, path) == DDTK_OK);
-    fclose(fp);
-    ddtk_header_free(&s.hdr);
+    sim_file_write(&s, path);
 }
 
 static ddtk_plan *make_plan_q(const ddtk_input *in, double **freqs, int quiet)
