@@ -10,6 +10,7 @@
 #include "engine.h"
 #include "dmplan.h"
 #include "check.h"
+#include "htru_plan.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -53,34 +54,11 @@ static void test_measured(void)
     CHECK(ddtk_gpu_choose(&m, 2, NULL, 0) == 1);
 }
 
-static ddtk_plan *htru_plan(ddtk_dmlist *l)
-{
-    ddtk_obs o;
-    static double f[1024];
-    CHECK(!ddtk_obs_init(&o, 1024, 1581.8, -0.390625, 64e-6, 0, DDTK_KDM_DEFAULT));
-    CHECK(!ddtk_dmlist_tol(l, 0, 1000, o.tsamp, 40, 1.25, o.fctr, o.chan_bw, o.nchans));
-    for (int c = 0; c < 1024; c++)
-        f[c] = 1581.8 - 0.390625 * c;
-    ddtk_plan_desc d;
-    ddtk_plan *p = NULL;
-    ddtk_plan_desc_init(&d);
-    d.nchans = 1024;
-    d.tsamp = o.tsamp;
-    d.chan_bw = 0.390625;
-    d.nbits = 2;
-    d.freqs = f;
-    d.dms = l->dm;
-    d.ndm = l->n;
-    d.backend = DDTK_BACKEND_CPU;
-    d.quiet = 1;
-    CHECK(ddtk_plan_create(&p, &d) == DDTK_OK);
-    return p;
-}
-
 static void test_htru_plan(void)
 {
     ddtk_dmlist l = { 0 };
-    ddtk_plan *p = htru_plan(&l);
+    int *ds = NULL;
+    ddtk_plan *p = htru_plan(0, &l, &ds);
     if (!p)
         return;
     const int64_t n60 = 937500;        /* 60 s of 64 us */
@@ -100,6 +78,7 @@ static void test_htru_plan(void)
     CHECK(ddtk_gpu_choose(&files, 2, NULL, 0) == 1);
     ddtk_plan_destroy(p);
     ddtk_dmlist_free(&l);
+    free(ds);
 }
 
 int main(void)
