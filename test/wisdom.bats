@@ -175,14 +175,21 @@ as_options() { printf '%s\n' "$1" |
     sed -E 's/^(cpu tile [0-9]+ dms [0-9]+ chans [0-9]+|gpu lane -?[0-9]+ float -?[0-9]+|defaults) ?//' |
     awk '{ for (i = 1; i < NF; i += 2) { o = $i; gsub(/_/, "-", o); printf "--%s %s ", o, $(i + 1) } }'; }
 
+# tuned ALG BACKEND BUDGET: ddtune --algorithm ALG over 0-60 (the sub-band
+# one on a DM list); $dms its DM options, $output its table, $best what it kept
+tuned() {
+    dms=(--dm-max 60) && [ "$1" != subband ] || dms=(--dm-min 0 --dm-max 60 --dm-step 1)
+    run ddtune --algorithm "$1" a.fil "${dms[@]}" --budget "$3" --backend "$2"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"set-up: $2 "*" | $1 nchans 64 "* ]]
+    best=$(kept "$output")
+    [ -n "$best" ] && fastest "$output" "$best"
+}
+
 @test "ddtune --algorithm subband|tree|fdmt keeps its table's fastest; the tool reads it back, bytes as the options" {
     for alg in subband tree fdmt; do
-        dms=(--dm-max 60) && [ $alg != subband ] || dms=(--dm-min 0 --dm-max 60 --dm-step 1)
-        run ddtune --algorithm $alg a.fil "${dms[@]}" --budget 2 --backend cpu
-        [ "$status" -eq 0 ]
+        tuned $alg cpu 2
         [[ "$output" == *"set-up: cpu "*" | $alg nchans 64 nbits 8 "* ]]
-        best=$(kept "$output")
-        [ -n "$best" ] && fastest "$output" "$best"
         [ "$(grep -F "| $alg " cache/wisdom | cut -f2)" = "$best" ]
         rm -rf w e && mkdir w e
         run dd_$alg a.fil "${dms[@]}" --backend cpu --prefix w/x -v
@@ -240,12 +247,7 @@ as_options() { printf '%s\n' "$1" |
 @test "gpu: ddtune --algorithm subband|tree keeps its table's fastest; the tool runs it with the CPU's bytes" {
     dd_direct --list-gpus 2>/dev/null | grep -q "compute capability" || skip "no GPU"
     for alg in subband tree; do
-        dms=(--dm-max 60) && [ $alg != subband ] || dms=(--dm-min 0 --dm-max 60 --dm-step 1)
-        run ddtune --algorithm $alg a.fil "${dms[@]}" --budget 10 --backend gpu
-        [ "$status" -eq 0 ]
-        [[ "$output" == *"set-up: gpu "*" | $alg nchans 64 "* ]]
-        best=$(kept "$output")
-        [ -n "$best" ] && fastest "$output" "$best"
+        tuned $alg gpu 10
         rm -rf g c && mkdir g c
         run dd_$alg a.fil "${dms[@]}" --backend gpu --prefix g/x -v
         [[ "$output" == *"kernel configuration: $best (wisdom)"* ]]
