@@ -8,16 +8,21 @@
 
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 static __thread char errbuf[1024];
 
+/* Formatted apart first, so that a message may quote the one it replaces
+ * (ddtk_fail(..., "line %d: %s", n, ddtk_errmsg())). */
 int ddtk_fail(int code, const char *fmt, ...)
 {
+    char msg[sizeof errbuf];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(errbuf, msg, sizeof errbuf);
     return code;
 }
 

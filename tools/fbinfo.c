@@ -80,11 +80,8 @@ static int show(const char *path, const args *a, int several)
         rc = count_stream(&in);
     if (!rc && !a->quiet) {
         if (key) {
-            if ((rc = ddtk_header_print_key(stdout, &in.hdr, key, in.nsamples))) {
-                char why[512];
-                snprintf(why, sizeof why, "%s", ddtk_errmsg());
-                rc = ddtk_fail(rc, "%s: %s", in.name, why);
-            }
+            if ((rc = ddtk_header_print_key(stdout, &in.hdr, key, in.nsamples)))
+                rc = ddtk_fail(rc, "%s: %s", in.name, ddtk_errmsg());
         } else {
             if (several)
                 printf("\n");

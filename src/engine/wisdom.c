@@ -247,12 +247,8 @@ static int set_tuned(ddtk_plan_desc *d, const char *name, double v)
                          name, d->algorithm ? d->algorithm : "direct");
     if (d->param_set & (1u << i))
         return DDTK_OK;
-    if (ddtk_plan_desc_set_param(d, name, v)) {
-        char why[256];            /* ddtk_fail rewrites the message it is given */
-        snprintf(why, sizeof why, "%s", ddtk_errmsg());
-        return ddtk_fail(DDTK_EDATA, "%s", why);
-    }
-    return DDTK_OK;
+    /* a value out of range is the file's error: its message as it is */
+    return ddtk_plan_desc_set_param(d, name, v) ? DDTK_EDATA : DDTK_OK;
 }
 
 /*
@@ -407,9 +403,7 @@ static int wisdom_read(const char *path, wisdom *w)
             else if (strcmp(buf, magic) != 0)
                 rc = ddtk_fail(DDTK_EDATA, "not a ddtk wisdom file");
         } else if (entry_check(buf)) {
-            char why[256];        /* ddtk_fail rewrites the message it is given */
-            snprintf(why, sizeof why, "%s", ddtk_errmsg());
-            rc = ddtk_fail(DDTK_EDATA, "line %d: %s", lineno, why);
+            rc = ddtk_fail(DDTK_EDATA, "line %d: %s", lineno, ddtk_errmsg());
         } else {
             char **grown = realloc(w->line, (size_t)(w->n + 1) * sizeof *grown);
             if (!grown || !(grown[w->n] = strdup(buf)))
@@ -452,9 +446,7 @@ int ddtk_wisdom_lookup(const char *path, const char *key, ddtk_plan_desc *d, int
         rc = !copy ? ddtk_fail(DDTK_ESYS, "out of memory")
                    : split_entry(copy, &k, &config, &rate);
         if (!rc && (rc = parse_config(config, d))) {
-            char why[256];        /* ddtk_fail rewrites the message it is given */
-            snprintf(why, sizeof why, "%s", ddtk_errmsg());
-            rc = ddtk_fail(DDTK_EDATA, "line %d: %s", i + 2, why);
+            rc = ddtk_fail(DDTK_EDATA, "line %d: %s", i + 2, ddtk_errmsg());
         }
         *found = !rc;
         free(copy);
