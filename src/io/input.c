@@ -199,6 +199,15 @@ static int read_parallel(ddtk_input *in, uint8_t *raw, size_t want, size_t *have
     return rc;
 }
 
+/* After a PSRFITS read of got of the n spectra asked for: the end, the
+ * count, and the reader's code. */
+static int counted(ddtk_input *in, int64_t n, int64_t got, int rc)
+{
+    in->eof = !rc && got < n;
+    in->samples_read += got;
+    return rc;
+}
+
 static int read_raw(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)
 {
     *got = 0;
@@ -206,9 +215,7 @@ static int read_raw(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)
         return DDTK_OK;
     if (in->psrfits) {
         int rc = ddtk_psrfits_read(in->psrfits, raw, n, got);
-        in->eof = !rc && *got < n;
-        in->samples_read += *got;
-        return rc;
+        return counted(in, n, *got, rc);
     }
     size_t want = (size_t)ddtk_input_bytes(in, n), have;
     if (want >= PREAD_MIN && in->nsamples >= 0 && fileno(in->fp) >= 0) {
@@ -242,9 +249,7 @@ int ddtk_input_read_rows(ddtk_input *in, int64_t n, const int *row, int pol, flo
     if (in->eof || n <= 0)
         return DDTK_OK;
     int rc = ddtk_psrfits_read_rows(in->psrfits, n, row, pol, out, stride, got);
-    in->eof = !rc && *got < n;
-    in->samples_read += *got;
-    return rc;
+    return counted(in, n, *got, rc);
 }
 
 int ddtk_input_scaled_bytes(const ddtk_input *in, int *sgn)
@@ -256,15 +261,14 @@ int ddtk_input_scaled_bytes(const ddtk_input *in, int *sgn)
 int ddtk_input_read_scaled(ddtk_input *in, int64_t n, uint8_t *out, int32_t *seg, float *tab,
                            int maxseg, int *nseg, int64_t *got)
 {
-    *got = 0;
-    *nseg = 1;
-    memset(tab, 0, (size_t)(2 * in->hdr.nifs * in->hdr.nchans) * sizeof *tab);
-    if (in->eof || n <= 0)
+    if (in->eof || n <= 0) {      /* else the reader clears them */
+        *got = 0;
+        *nseg = 1;
+        memset(tab, 0, (size_t)(2 * in->hdr.nifs * in->hdr.nchans) * sizeof *tab);
         return DDTK_OK;
+    }
     int rc = ddtk_psrfits_read_scaled(in->psrfits, n, out, seg, tab, maxseg, nseg, got);
-    in->eof = !rc && *got < n;
-    in->samples_read += *got;
-    return rc;
+    return counted(in, n, *got, rc);
 }
 
 /* With RFI excision the cleaner reads whole blocks ahead: what was delivered
