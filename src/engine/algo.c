@@ -80,15 +80,22 @@ int ddtk_plan_desc_set_algorithm(ddtk_plan_desc *d, const char *name)
     return DDTK_OK;
 }
 
+int ddtk_algo_param(const ddtk_algo *a, const char *name)
+{
+    for (int i = 0; i < a->nparams; i++)
+        if (strcmp(a->params[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
 /* The index of d's algorithm's parameter `name`. */
 static int param_index(const ddtk_plan_desc *d, const char *name, const ddtk_algo **a, int *i)
 {
     int rc = find_algo(d->algorithm, a);
     if (rc)
         return rc;
-    for (*i = 0; *i < (*a)->nparams; ++*i)
-        if (strcmp((*a)->params[*i].name, name) == 0)
-            return DDTK_OK;
+    if ((*i = ddtk_algo_param(*a, name)) >= 0)
+        return DDTK_OK;
     return ddtk_fail(DDTK_EUSAGE, "the %s algorithm has no parameter '%s'", (*a)->name, name);
 }
 

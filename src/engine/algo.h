@@ -150,6 +150,8 @@ typedef struct ddtk_algo {
 
 /* The descriptor of an algorithm by name (NULL: "direct"), or NULL. */
 const ddtk_algo *ddtk_algo_find(const char *name);
+/* The index of a's parameter `name` in a->params, or -1. */
+int ddtk_algo_param(const ddtk_algo *a, const char *name);
 
 /* Parameter i of the plan's algorithm (its index in the descriptor's list):
  * the value set in the description, else the default; and its per-DM

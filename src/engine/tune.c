@@ -231,10 +231,7 @@ static int tune_params(bench *b, ddtk_plan_desc *best_d, double *best)
         if (!(tp->backends & (b->use_gpu ? DDTK_TUNE_GPU : DDTK_TUNE_CPU))
             || ddtk_plan_desc_get_param(best_d, tp->param, &now))
             continue;
-        int i = 0;
-        while (i < b->algo->nparams && strcmp(b->algo->params[i].name, tp->param) != 0)
-            i++;
-        if (b->given & (1u << i))
+        if (b->given & (1u << ddtk_algo_param(b->algo, tp->param)))
             continue;
         for (int v = 0; v < tp->nvalues && !rc; v++) {
             b->d = *best_d;

@@ -158,10 +158,8 @@ static void tuned_params(const ddtk_plan_desc *d, char *s, size_t n)
     double v;
     for (int t = 0; a && t < a->ntunables; t++) {
         const char *name = a->tunables[t].param;
-        int i = 0;
-        while (i < a->nparams && strcmp(a->params[i].name, name) != 0)
-            i++;
-        if (i == a->nparams || !(d->param_set & (1u << i)) || d->param_per_dm[i]
+        int i = ddtk_algo_param(a, name);
+        if (i < 0 || !(d->param_set & (1u << i)) || d->param_per_dm[i]
             || ddtk_plan_desc_get_param(d, name, &v))
             continue;
         size_t used = strlen(s);
@@ -232,9 +230,8 @@ static int tunable_index(const ddtk_plan_desc *d, const char *name)
 {
     const ddtk_algo *a = ddtk_algo_find(d->algorithm);
     for (int t = 0; a && t < a->ntunables; t++)
-        for (int i = 0; strcmp(a->tunables[t].param, name) == 0 && i < a->nparams; i++)
-            if (strcmp(a->params[i].name, name) == 0)
-                return i;
+        if (strcmp(a->tunables[t].param, name) == 0)
+            return ddtk_algo_param(a, name);
     return -1;
 }
 
