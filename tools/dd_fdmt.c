@@ -28,8 +28,7 @@ static void help(void)
            "  --chunk N                CPU: output samples a thread computes at once (2048;\n"
            "                           speed only; ddtune --algorithm fdmt tunes it)\n"
            "  --list-dms               print the DMs and scrunch factors and exit\n\n"
-           "--dm-min (default 0) and --dm-max select the transform's DMs; --dm, --dm-list,\n"
-           "--plan, --dm-step and --tol do not apply.\n\n%s", ddtk_ddcli_help);
+           "%s", ddtk_ddcli_own_dms_help);
 }
 
 static int fdmt_option(int code, const char *arg, void *ctx)

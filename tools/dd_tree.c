@@ -46,7 +46,7 @@ static void help(void)
            "  --chunk N                CPU: output samples per stage-1 task (2048; speed\n"
            "                           only; ddtune --algorithm tree tunes it and --gpu-group)\n"
            "  --list-dms               print the DMs and scrunch factors and exit\n\n"
-           "%s", ddtk_ddcli_tree_help);
+           "%s", ddtk_ddcli_own_dms_help);
 }
 
 static int tree_option(int code, const char *arg, void *ctx)

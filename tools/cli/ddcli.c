@@ -127,7 +127,7 @@ static const struct option common_options[] = {
     "  --search-window T        running baseline window in seconds (default 2)\n" \
     "\n"
 #define HELP_KERNEL \
-    "Kernel configuration (speed only: outputs never change):\n" \
+    "Tuned configuration (the wisdom: speed only, but for dd_subband's layout):\n" \
     "  --wisdom FILE            tuned configurations (default $DDTK_WISDOM, else\n" \
     "                           $XDG_CACHE_HOME/ddtk/wisdom or ~/.cache/ddtk/wisdom)\n" \
     "  --no-wisdom              built-in defaults, no wisdom file\n" \
@@ -169,8 +169,8 @@ static const struct option common_options[] = {
     "  -h, --help               this help                 --version      print the version\n"
 
 const char ddtk_ddcli_help[] = HELP_DMS HELP_OUTPUT HELP_KERNEL HELP_REST;
-const char ddtk_ddcli_tree_help[] = HELP_INPUT
-    "DM trials: the tree's own (eq. 9), from --dm-min A (default 0) to --dm-max B\n"
+const char ddtk_ddcli_own_dms_help[] = HELP_INPUT
+    "DM trials: the algorithm's own (above), from --dm-min A (default 0) to --dm-max B\n"
     "  --scrunch auto|none      auto (default): halve the time resolution per doubling\n"
     "                           of the DM past the diagonal DM; none: full resolution\n"
     "\n"

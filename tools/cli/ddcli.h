@@ -41,7 +41,7 @@ typedef struct ddtk_ddargs {
 
 /* The options' help: every one; without output options (ddtune); without
  * the DM-trial options the tree does not take (dd_tree). */
-extern const char ddtk_ddcli_help[], ddtk_ddcli_tune_help[], ddtk_ddcli_tree_help[];
+extern const char ddtk_ddcli_help[], ddtk_ddcli_tune_help[], ddtk_ddcli_own_dms_help[];
 
 void ddtk_ddargs_init(ddtk_ddargs *a);
 void ddtk_ddargs_free(ddtk_ddargs *a);
