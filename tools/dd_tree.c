@@ -59,17 +59,12 @@ static int tree_option(int code, const char *arg, void *ctx)
     }
 }
 
-/* A parameter's value in a description (set, else its default). */
-static double param_of(const ddtk_plan_desc *d, const char *name)
-{
-    double v = 0;
-    ddtk_plan_desc_get_param(d, name, &v);
-    return v;
-}
-
+/* A parameter's value in the description (set, else its default). */
 static double param(const ddtk_ddargs *a, const char *name)
 {
-    return param_of(&a->desc, name);
+    double v = 0;
+    ddtk_plan_desc_get_param(&a->desc, name, &v);
+    return v;
 }
 
 static int check_args(const ddtk_ddargs *a, const tree_args *t)
@@ -116,7 +111,8 @@ static void report(const ddtk_ddargs *a, const ddtk_tree_setup *s, const ddtk_in
 }
 
 /* The tree's DMs for the input (the algorithm's own list) into a->dms and
- * a->downsamp, and its sub-band size into a->desc; s: the set-up for report. */
+ * a->downsamp, and its sub-band size into a->desc (ddtk_ddargs_own_dms copies
+ * what the list resolved); s: the set-up for report. */
 static int tree_dms(ddtk_ddargs *a, const tree_args *t, const ddtk_input *in,
                     ddtk_tree_setup *s)
 {
@@ -131,7 +127,7 @@ static int tree_dms(ddtk_ddargs *a, const tree_args *t, const ddtk_input *in,
         .dm_max = a->dm_max, .width = a->pulse_width * 1e-6, .kdm = a->desc.kdm,
         .max_smear = param(a, "max_smear"),
     };
-    return rc ? rc : ddtk_plan_desc_set_param(&a->desc, "sub_chans", s->cps);
+    return rc;
 }
 
 static int dedisperse(ddtk_ddargs *a, ddtk_input *in, void *ctx)
