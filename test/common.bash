@@ -27,3 +27,13 @@ run_err() {
     [ "$(printf '%s\n' "$output" | wc -l)" -eq 1 ] || { echo "not one line: $output"; return 1; }
     [[ "$output" == *"$name"* ]] || { echo "message does not name $name: $output"; return 1; }
 }
+
+# Whether a GPU is usable here (dd_direct --list-gpus finds one), and the
+# GPU tests' skip when none is, with the reason the tools give.
+gpu_usable() {
+    dd_direct --list-gpus 2>/dev/null | grep -q "compute capability"
+}
+
+need_gpu() {
+    gpu_usable || skip "no GPU: $(dd_direct --list-gpus 2>&1 | head -1)"
+}

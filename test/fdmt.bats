@@ -176,10 +176,6 @@ compare() {
 
 # ---- GPU (skipped without one) ----------------------------------------------
 
-gpu_needed() {
-    dd_fdmt --list-gpus 2>/dev/null | grep -q "compute capability" \
-        || skip "no GPU: $(dd_fdmt --list-gpus 2>&1 | head -1)"
-}
 
 # same_on_gpu FILE ARGS...: CPU and GPU series identical byte for byte
 same_on_gpu() {
@@ -194,7 +190,7 @@ same_on_gpu() {
 }
 
 @test "GPU: 8-bit output equals the CPU's byte for byte, scrunched and not, any gulp" {
-    gpu_needed
+    need_gpu
     make_sweep
     same_on_gpu s.fil --dm-max 450
     same_on_gpu s.fil --dm-min 30 --dm-max 120 --scrunch none --gulp 4096
@@ -203,7 +199,7 @@ same_on_gpu() {
 }
 
 @test "GPU: 1-, 2-, 4-, 16-bit and float input with killed channels equal the CPU's" {
-    gpu_needed
+    need_gpu
     echo "0:9,100" > kill.txt
     for nbits in 1 2 4 16 32; do
         fbsim -o p$nbits.fil --nchans 200 --nbits $nbits --tsamp 0.000128 --tobs 3 \
@@ -213,7 +209,7 @@ same_on_gpu() {
 }
 
 @test "GPU: two pipelines on one GPU (--gpu 0,0: the DMs split) give one GPU's bytes" {
-    gpu_needed
+    need_gpu
     make_sweep
     rm -rf one two && mkdir one two
     dd_fdmt s.fil --dm-max 450 --backend gpu --gpu 0 --prefix one/x -q

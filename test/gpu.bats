@@ -8,14 +8,6 @@
 
 load common
 
-gpu_usable() {
-    dd_direct --list-gpus 2>/dev/null | grep -q "compute capability"
-}
-
-need_gpu() {
-    gpu_usable || skip "no GPU: $(dd_direct --list-gpus 2>&1 | head -1)"
-}
-
 # same_output TOL FILE DM-OPTIONS...: CPU and GPU runs, every series compared
 # (TOL "exact" for bit-identical).
 same_output() {

@@ -15,10 +15,6 @@ gpu_count() {
     dd_direct --list-gpus 2>/dev/null | grep -c "compute capability"
 }
 
-need_gpu() {
-    [ "$(gpu_count)" -ge 1 ] || skip "no GPU: $(dd_direct --list-gpus 2>&1 | head -1)"
-}
-
 need_gpus() {
     [ "$(gpu_count)" -ge 2 ] || skip "fewer than 2 GPUs ($(gpu_count) usable)"
 }

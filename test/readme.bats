@@ -38,10 +38,6 @@ missing_for() {
     echo "${miss[*]}"
 }
 
-gpu_usable() {
-    dd_direct --list-gpus 2>/dev/null | grep -q "compute capability"
-}
-
 @test "README: the pipelines run one after another as printed, each with its own outputs" {
     export DDTK_WISDOM=$PWD/wisdom
     local n=0 ran=0 p miss

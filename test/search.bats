@@ -7,10 +7,6 @@ load common
 
 REAL=$BATS_TEST_DIRNAME/../../shared/data/real
 
-gpu_usable() {
-    dd_direct --list-gpus 2>/dev/null | grep -q "compute capability"
-}
-
 # Bursts at DM 100 (0.2 s, 1 ms), 400 (0.655 s = output sample 10240, a gulp
 # boundary of --gulp 2048 and 10240, 4 ms) and 700 (1.1 s, 0.3 ms).
 setup_file() {
@@ -74,7 +70,7 @@ DMS=(--dm-min 0 --dm-max 800 --dm-step 8)
 }
 
 @test "--search: the GPU's candidates are the CPU's" {
-    gpu_usable || skip "no GPU: $(dd_direct --list-gpus 2>&1 | head -1)"
+    need_gpu
     dd_direct "$B" "${DMS[@]}" --backend cpu --prefix c --search --discard -q
     dd_direct "$B" "${DMS[@]}" --backend gpu --prefix g --search --discard -q
     diff c.cand g.cand

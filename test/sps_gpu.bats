@@ -8,14 +8,6 @@
 # than a gulp brings back. Every test skips without a GPU.
 load common
 
-gpu_usable() {
-    dd_direct --list-gpus 2>/dev/null | grep -q "compute capability"
-}
-
-need_gpu() {
-    gpu_usable || skip "no GPU: $(dd_direct --list-gpus 2>&1 | head -1)"
-}
-
 # Bursts over DM 60-780, widths 0.2-20 ms and S/N 9-80; the DM 400 one is
 # at output sample 10240 (gulps of 2048 and 10240 end there), the DM 250 one
 # at sample 6250, where the 0.1 s baseline blocks 4 and 5 meet (6252).

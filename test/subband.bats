@@ -172,12 +172,8 @@ same_start() {
     [ ! -e x.tim ] && [ -z "$(ls x_* 2>/dev/null)" ]
 }
 
-gpu_usable() {
-    dd_direct --list-gpus 2>/dev/null | grep -q "compute capability"
-}
-
 @test "GPU: output equals the CPU's byte for byte on integer input" {
-    gpu_usable || skip "no GPU: $(dd_direct --list-gpus 2>&1 | head -1)"
+    need_gpu
     make_burst
     mkdir c g
     dd_subband burst.fil --dm-min 0 --dm-max 400 --scrunch auto --prefix c/x -q --backend cpu
@@ -186,7 +182,7 @@ gpu_usable() {
 }
 
 @test "GPU: equals the brute-force two-stage reference" {
-    gpu_usable || skip "no GPU: $(dd_direct --list-gpus 2>&1 | head -1)"
+    need_gpu
     make_burst
     dd_subband burst.fil --dm 60 --sub-dm 40 --nsub 24 --backend gpu -o x.tim -q --no-baseline
     sbref burst.fil 24 40 60 nearest subtop > ref.f32
@@ -194,7 +190,7 @@ gpu_usable() {
 }
 
 @test "GPU: equals the CPU byte for byte on float, 16-bit, signed, 2-bit sum-of-pols and --zerodm input" {
-    gpu_usable || skip "no GPU: $(dd_direct --list-gpus 2>&1 | head -1)"
+    need_gpu
     while IFS='|' read -r name sim opts; do
         make_burst $sim -o "$name.fil"
         mkdir "c$name" "g$name"
@@ -214,7 +210,7 @@ LIST
 }
 
 @test "GPU: the sub-band series count against device memory (DDTK_GPU_MEM): a smaller gulp, same bytes" {
-    gpu_usable || skip "no GPU: $(dd_direct --list-gpus 2>&1 | head -1)"
+    need_gpu
     make_burst
     mkdir d s
     # 143 DMs: direct needs ~26 MiB for its whole-file gulp; one 8-bit series per

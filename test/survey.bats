@@ -182,8 +182,7 @@ EOF
 
 @test "with GPUs: --gpus all on the GPU backend equals serial runs, every GPU used" {
     need_parallel
-    dd_direct --list-gpus 2>/dev/null | grep -q "compute capability" ||
-        skip "no GPU: $(dd_direct --list-gpus 2>&1 | head -n 1)"
+    need_gpu
     make_survey
     local n
     n=$(dd_direct --list-gpus | grep -c "compute capability")

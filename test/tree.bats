@@ -104,10 +104,6 @@ compare() {
 
 # ---- GPU (skipped without one) ----------------------------------------------
 
-gpu_needed() {
-    dd_tree --list-gpus 2>/dev/null | grep -q "compute capability" \
-        || skip "no GPU: $(dd_tree --list-gpus 2>&1 | head -1)"
-}
 
 # same_on_gpu ARGS...: CPU and GPU series identical byte for byte
 same_on_gpu() {
@@ -120,21 +116,21 @@ same_on_gpu() {
 }
 
 @test "GPU: piecewise output equals the CPU's byte for byte (8-bit input)" {
-    gpu_needed
+    need_gpu
     make_pulses
     same_on_gpu --dm-max 450
     same_on_gpu --dm-min 30 --dm-max 120 --sub-chans 64 --gulp 4096
 }
 
 @test "GPU: padded and unscrunched output equal the CPU's byte for byte" {
-    gpu_needed
+    need_gpu
     make_pulses
     same_on_gpu --dm-max 120 --method padded
     same_on_gpu --dm-max 60 --scrunch none --sub-chans 8
 }
 
 @test "GPU: 2-bit input with killed channels equal the CPU's" {
-    gpu_needed
+    need_gpu
     fbsim -o p.fil --nchans 200 --nbits 2 --tsamp 0.000128 --tobs 4 --fch1 1500 \
         --foff -1 --seed 5 --pulse 2,150,0.002,8
     echo "0:9,100" > kill.txt
@@ -142,7 +138,7 @@ same_on_gpu() {
 }
 
 @test "GPU: passes of fewer rows, a sub-band wider than one pass, small gulps equal the CPU's" {
-    gpu_needed
+    need_gpu
     make_pulses
     # 256 channels a sub-band: two shared-memory passes (16 x 16 rows), the
     # second on rows 16 apart pre-shifted by their bit-reversed residue
@@ -154,7 +150,7 @@ same_on_gpu() {
 }
 
 @test "GPU: 32-bit float input equals the CPU's byte for byte (the sums keep its order)" {
-    gpu_needed
+    need_gpu
     fbsim -o p.fil --nchans 120 --nbits 32 --tsamp 0.000128 --tobs 3 --fch1 1500 \
         --foff -2 --seed 9 --pulse 1,200,0.002,10
     echo "7,40:47" > kill.txt
@@ -163,7 +159,7 @@ same_on_gpu() {
 }
 
 @test "GPU: -v names the shared-memory passes and times both stages; DDTK_TREE_GROUP is checked" {
-    gpu_needed
+    need_gpu
     make_pulses
     run dd_tree p.fil --dm-max 200 --sub-chans 256 --backend gpu --discard -v
     [ "$status" -eq 0 ]

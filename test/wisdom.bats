@@ -99,7 +99,7 @@ setup() {
 }
 
 @test "gpu: ddtune times every lane-kernel variant; dd_direct runs the kept one, with the CPU's bytes" {
-    dd_direct --list-gpus 2>/dev/null | grep -q "compute capability" || skip "no GPU"
+    need_gpu
     run ddtune a.fil --dm-min 0 --dm-max 60 --dm-step 1 --backend gpu --budget 30
     [ "$status" -eq 0 ]
     # the device's default (-1), then the 20 compiled configurations and the cached kernel's 8 shapes
@@ -245,7 +245,7 @@ tuned() {
 }
 
 @test "gpu: ddtune --algorithm subband|tree keeps its table's fastest; the tool runs it with the CPU's bytes" {
-    dd_direct --list-gpus 2>/dev/null | grep -q "compute capability" || skip "no GPU"
+    need_gpu
     for alg in subband tree; do
         tuned $alg gpu 10
         rm -rf g c && mkdir g c
