@@ -17,8 +17,14 @@ from conftest import REPO, fbsim, read_tim, same_bytes, tool
 DMS = [0.0, 12.5, 50.0, 77.7, 120.0]
 
 
+def write_dms(path, dms):
+    """A --dm-list file of dms, as Python floats (NumPy 2 writes np.float64(...))."""
+    path.write_text("".join(f"{float(d)!r}\n" for d in dms))
+    return path
+
+
 def dd_direct_series(tmp, fil, dms, *extra):
-    (tmp / "dms.txt").write_text("".join(f"{float(d)!r}\n" for d in dms))
+    write_dms(tmp / "dms.txt", dms)
     out = tmp / "ref"
     out.mkdir(exist_ok=True)
     tool("dd_direct", "--no-baseline", fil, "--dm-list", tmp / "dms.txt", "--prefix", out / "x", "-q", *extra)
@@ -112,7 +118,7 @@ def test_subband_equals_dd_subband(tmp):
     fil = fbsim(tmp / "a.fil", nchans=128, nbits=8, tsamp=0.000256, nsamples=8000,
                 pulse="1,60,0.002,25")
     dms = list(np.arange(0, 100, 2.0))
-    (tmp / "dms.txt").write_text("".join(f"{float(d)!r}\n" for d in dms))
+    write_dms(tmp / "dms.txt", dms)
     (tmp / "sb").mkdir()
     tool("dd_subband", "--no-baseline", fil, "--dm-list", tmp / "dms.txt", "--nsub", 16, "--prefix",
          tmp / "sb" / "x", "-q")
@@ -236,11 +242,7 @@ def test_header_variants_equal_dd_direct(tmp, variant):
 def test_killed_channels_equal_dd_direct_killfile(tmp):
     fil = fbsim(tmp / "a.fil", nchans=64, nbits=8, nsamples=4000, pulse="0.5,30,0.002,25")
     (tmp / "kill.txt").write_text("0:9,30,50:63\n")
-    (tmp / "k").mkdir()
-    (tmp / "dms.txt").write_text("".join(f"{float(d)!r}\n" for d in DMS))
-    tool("dd_direct", "--no-baseline", fil, "--dm-list", tmp / "dms.txt", "--killfile", tmp / "kill.txt",
-         "--prefix", tmp / "k" / "x", "-q")
-    ref = np.stack([read_tim(tmp / "k" / f"x_DM{d:.2f}.tim")[1] for d in DMS])
+    ref = np.stack(dd_direct_series(tmp, fil, DMS, "--killfile", tmp / "kill.txt"))
     by_file = ddtk.dedisperse(fil, DMS, kill=str(tmp / "kill.txt"))
     mask = np.zeros(64, bool)
     mask[0:10], mask[30], mask[50:64] = True, True, True
