@@ -43,8 +43,9 @@ static void help(void)
            "  --pulse-width W          intrinsic pulse width in us (default 40)\n"
            "  --gpu-group G            GPU: rows per shared-memory pass of stage 1, a power of\n"
            "                           two 2..1024 (default 128, or $DDTK_TREE_GROUP)\n"
-           "  --chunk N                CPU: output samples per stage-1 task (2048; speed\n"
-           "                           only; ddtune --algorithm tree tunes it and --gpu-group)\n"
+           "  --chunk N                CPU: output samples per stage-1 task (2048, raised to\n"
+           "                           4 x the channels per sub-band; speed only; ddtune\n"
+           "                           --algorithm tree tunes it and --gpu-group)\n"
            "  --list-dms               print the DMs and scrunch factors and exit\n\n"
            "%s", ddtk_ddcli_own_dms_help);
 }

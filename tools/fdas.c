@@ -69,7 +69,8 @@ static void help(void)
 "  --no-harm-remove      keep harmonically related candidates\n"
 "  --backend cpu|gpu|auto  (default auto: GPU when usable)\n"
 "  --gpu N|LIST|all      GPU index (default 0), or GPUs sharing a batch of inputs:\n"
-"                        0,1,... or all (each input searched on one of them)\n"
+"                        0,1,... or all: every visible GPU (each input searched on\n"
+"                        one of them; no cost model, unlike the dd_* tools')\n"
 "  --threads N           CPU threads (default: all)\n"
 "  --force               overwrite existing outputs\n"
 "  --list-gpus  -q, --quiet  -v, --verbose  -h, --help  --version\n");

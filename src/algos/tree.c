@@ -282,7 +282,8 @@ static const ddtk_param_info params[] = {
       INFINITY, 0, NULL, 0 },
     { "gpu_group", "GPU: rows per shared-memory pass of stage 1, a power of two (default 128, "
       "halved while a pass does not fit the device)", DDTK_PARAM_INT, 0, 2, 1024, 0, NULL, 0 },
-    { "chunk", "CPU: stage-1 output samples per task (at least 4 channels per sub-band)",
+    { "chunk", "CPU: stage-1 output samples per task (raised to 4 x the channels per "
+      "sub-band)",
       DDTK_PARAM_INT, 2048, 16, 1 << 20, 0, NULL, 0 },
 };
 
