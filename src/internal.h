@@ -201,6 +201,31 @@ static inline float ddtk_key_float(uint32_t u)
     return f;
 }
 
+/* Element e of SIGPROC raw data (1/2/4-bit packed from the low bits, 8/16-bit
+ * signed or not, 32-bit float) as a float: unpack.c's, and the RFI
+ * cleaner's for the widths it has no faster loop for. */
+static inline float ddtk_sample(const uint8_t *raw, int64_t e, int nbits, int sgn)
+{
+    switch (nbits) {
+    case 1: case 2: case 4: {
+        int64_t bit = e * nbits;
+        return (float)((raw[bit >> 3] >> (bit & 7)) & ((1u << nbits) - 1u));
+    }
+    case 8:
+        return sgn ? (float)(int8_t)raw[e] : (float)raw[e];
+    case 16: {
+        uint16_t v;
+        memcpy(&v, raw + 2 * e, 2);
+        return sgn ? (float)(int16_t)v : (float)v;
+    }
+    default: {
+        float v;
+        memcpy(&v, raw + 4 * e, 4);
+        return v;
+    }
+    }
+}
+
 /* SIGPROC dedisperse's baseline block: 32 * nchans output samples. */
 int64_t ddtk_baseline_block(int nchans);
 /* The median of x[0..n) (the ((n+1)/2)-th smallest: dedisperse's for even n),

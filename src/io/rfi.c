@@ -497,19 +497,11 @@ static void spectrum(const ddtk_header *h, const uint8_t *raw, int64_t t, float 
         const int8_t *restrict r = (const int8_t *)raw + e0;
         for (int64_t v = 0; v < nv; v++)
             x[v] = (float)r[v];
-    } else if (nbits == 16) {
-        for (int64_t v = 0; v < nv; v++) {
-            uint16_t u;
-            memcpy(&u, raw + 2 * (e0 + v), 2);
-            x[v] = sgn ? (float)(int16_t)u : (float)u;
-        }
     } else if (nbits == 32)
         memcpy(x, raw + 4 * e0, (size_t)nv * sizeof *x);
     else
-        for (int64_t v = 0; v < nv; v++) {
-            int64_t bit = (e0 + v) * nbits;
-            x[v] = (float)((raw[bit >> 3] >> (bit & 7)) & ((1u << nbits) - 1u));
-        }
+        for (int64_t v = 0; v < nv; v++)
+            x[v] = ddtk_sample(raw, e0 + v, nbits, sgn);
 }
 
 /* The detected value of spectrum x's channel c: IF 0, or IFs 0 and 1 summed

@@ -13,28 +13,6 @@
 /* Spectra transposed together: their raw bytes stay in L1 while the rows are written. */
 #define UNPACK_BLOCK 32
 
-static inline float element(const uint8_t *raw, int64_t e, int nbits, int sgn)
-{
-    switch (nbits) {
-    case 1: case 2: case 4: {
-        int64_t bit = e * nbits;
-        return (float)((raw[bit >> 3] >> (bit & 7)) & ((1u << nbits) - 1u));
-    }
-    case 8:
-        return sgn ? (float)(int8_t)raw[e] : (float)raw[e];
-    case 16: {
-        uint16_t v;
-        memcpy(&v, raw + 2 * e, 2);
-        return sgn ? (float)(int16_t)v : (float)v;
-    }
-    default: {
-        float v;
-        memcpy(&v, raw + 4 * e, 4);
-        return v;
-    }
-    }
-}
-
 /* 8-bit unsigned, the common case, with the width and the IFs fixed so that
  * the compiler keeps no per-sample branch: about twice the rate of the
  * general loop. */
@@ -77,9 +55,9 @@ void ddtk_unpack(const ddtk_header *h, const uint8_t *raw, int64_t n,
             for (int64_t s = s0; s < s1; s++) {
                 int64_t e = s * per_spectrum + c;
                 if (pol == DDTK_POL_SUM)
-                    dst[s] = element(raw, e, nbits, sgn) + element(raw, e + nchans, nbits, sgn);
+                    dst[s] = ddtk_sample(raw, e, nbits, sgn) + ddtk_sample(raw, e + nchans, nbits, sgn);
                 else
-                    dst[s] = element(raw, e + pol * nchans, nbits, sgn);
+                    dst[s] = ddtk_sample(raw, e + pol * nchans, nbits, sgn);
             }
         }
     }
