@@ -7,30 +7,7 @@
 # backend-selection tests at the end run everywhere.
 
 load common
-
-# same_output TOL FILE DM-OPTIONS...: CPU and GPU runs, every series compared
-# (TOL "exact" for bit-identical).
-same_output() {
-    local tol=$1 file=$2; shift 2
-    mkdir -p cpu gpu
-    dd_direct "$file" --backend cpu --prefix cpu/x -q "$@"
-    dd_direct "$file" --backend gpu --prefix gpu/x -q "$@"
-    local n=0 f
-    for f in cpu/*.tim; do
-        if [ "$tol" = exact ]; then
-            timcmp "$f" "gpu/${f#cpu/}"
-        else
-            timcmp --tol "$tol" "$f" "gpu/${f#cpu/}"
-        fi
-        n=$((n + 1))
-    done
-    [ "$n" -gt 0 ]
-    [ "$(ls gpu | wc -l)" -eq "$n" ]
-}
-
-sim() {
-    fbsim -q --force -o in.fil --tsamp 64e-6 --nsamples 5000 --pulse 0.1,60,0.002,20 "$@"
-}
+load gpu_common
 
 @test "gpu: 1/2/4/8-bit input, descending band, bit-identical" {
     need_gpu
@@ -159,58 +136,6 @@ sim() {
     grep -q "gpu backend" dg/x_DM20.00.inf
 }
 
-# each_variant DM-OPTIONS...: in.fil on the CPU, then with each compiled
-# variant (DDTK_GPU_CONFIG, until the one past the last is refused) on the
-# GPU, every series with the CPU's samples; the count in nvariants. Call it
-# from a test's body: inside $(...) a failed comparison would not fail the test.
-each_variant() {
-    rm -rf c g && mkdir c g
-    dd_direct in.fil --backend cpu "$@" --prefix c/x -q
-    local f v=0
-    while DDTK_GPU_CONFIG=$v dd_direct in.fil --backend gpu "$@" --prefix g/x -q --force \
-            2> err.txt; do
-        for f in c/*.tim; do timcmp "$f" "g/${f#c/}"; done
-        v=$((v + 1))
-    done
-    grep -q "kernel variant $v: expected 0\.\.$((v - 1))" err.txt
-    nvariants=$v
-}
-
-# every_variant NBITS [FBSIM OPTIONS]: each_variant of a 96-channel input on
-# 3 and on 37 DMs.
-every_variant() {
-    sim --nbits "$1" --nchans 96 "${@:2}"
-    each_variant --dm 10,50,90
-    local three=$nvariants
-    each_variant --dm-min 0 --dm-max 72 --dm-step 2
-    [ "$nvariants" -eq "$three" ]
-}
-
-@test "gpu: every kernel variant, the small-block and cached ones too, gives the CPU's bytes" {
-    need_gpu
-    every_variant 8
-    [ "$nvariants" -ge 28 ]
-    every_variant 16
-    [ "$nvariants" -ge 20 ]
-}
-
-@test "gpu: every lane variant spills its 16-bit lanes in time (1100 channels near full scale)" {
-    need_gpu
-    # 256 channels of 235 +- 12 pass 65535: a lane not spilled wraps
-    every_variant 8 --nchans 1100 --foff -0.1 --mean 235 --sigma 12
-    [ "$nvariants" -ge 28 ]
-}
-
-@test "gpu: every lane variant on scrunched levels (16-bit-lane rows, spills near full scale)" {
-    need_gpu
-    { printf 'dm_lo\tdm_hi\tdm_step\tdownsamp\tndm\n'
-      printf '0\t60\t2\t1\t30\n60\t120\t2\t2\t30\n120\t240\t4\t4\t30\n240\t480\t8\t8\t30\n'; } > p.tsv
-    # sums of 8 samples near 1880 pass 65535 within 35 channels: a lane not spilled wraps
-    sim --nbits 8 --nchans 600 --fch1 1500 --foff -0.25 --mean 235 --sigma 12 --nsamples 20000
-    each_variant --plan p.tsv
-    [ "$nvariants" -ge 28 ]
-}
-
 @test "gpu: a pulse is found at its DM" {
     need_gpu
     fbsim -q -o p.fil --nbits 8 --nchans 512 --fch1 1500 --foff -0.5 --tsamp 64e-6 \
@@ -220,119 +145,6 @@ every_variant() {
     [ "$status" -eq 0 ]
     echo "$output"
     awk '{ exit !($2 >= 15620 && $2 <= 15630 && $4 > 20) }' <<< "$output"
-}
-
-# ---- time scrunching (--plan with downsampling, --scrunch auto) ----
-
-plan3() {   # 3 rows at factors 1, 2, 4
-    printf 'dm_lo\tdm_hi\tdm_step\tdownsamp\tndm\n'
-    printf '0\t100\t10\t1\t10\n100\t300\t20\t2\t10\n300\t600\t30\t4\t10\n'
-}
-
-# same_files: the CPU and GPU series are the same files, headers (tsamp) included.
-same_files() {
-    local f
-    for f in cpu/*.tim; do cmp "$f" "gpu/${f#cpu/}"; done
-}
-
-@test "gpu: scrunched plan (factors 1, 2, 4), 2- and 8-bit, several gulps, bit-identical" {
-    need_gpu
-    plan3 > p.tsv
-    for nbits in 2 8; do
-        sim --nbits $nbits --nchans 128 --fch1 1500 --foff -2 --nsamples 20000
-        for gulp in 8 100 1000 4096 0; do
-            rm -rf cpu gpu
-            local g=(--gulp $gulp); [ "$gulp" = 0 ] && g=()
-            same_output exact in.fil --plan p.tsv "${g[@]}"
-            same_files
-        done
-    done
-    approx "$(fbinfo gpu/x_DM300.00.tim -k tsamp)" 0.000256 1e-12
-    approx "$(fbinfo gpu/x_DM100.00.tim -k tsamp)" 0.000128 1e-12
-}
-
-@test "gpu: --scrunch auto, 2- and 8-bit, several gulps, bit-identical" {
-    need_gpu
-    for nbits in 2 8; do
-        sim --nbits $nbits --nchans 64 --fch1 1500 --foff -4 --nsamples 30000
-        for gulp in 512 3000 0; do
-            rm -rf cpu gpu
-            local g=(--gulp $gulp); [ "$gulp" = 0 ] && g=()
-            same_output exact in.fil --dm-min 0 --dm-max 400 --dm-step 5 --scrunch auto "${g[@]}"
-            same_files
-        done
-    done
-    [ "$(fbinfo gpu/x_DM400.00.tim -k tsamp)" != "$(fbinfo gpu/x_DM0.00.tim -k tsamp)" ]
-}
-
-@test "gpu: DDTK_GPU_SERIAL=1 (gulps one at a time) gives the pipelined run's bytes, levels and all" {
-    need_gpu
-    sim --nbits 8 --nchans 64 --fch1 1500 --foff -4 --nsamples 30000
-    same_output exact in.fil --dm-min 0 --dm-max 400 --dm-step 5 --scrunch auto --gulp 3000
-    mkdir ser
-    DDTK_GPU_SERIAL=1 dd_direct in.fil --backend gpu --prefix ser/x -q --dm-min 0 --dm-max 400 \
-        --dm-step 5 --scrunch auto --gulp 3000
-    local f n=0
-    for f in gpu/*.tim; do cmp "$f" "ser/${f#gpu/}"; n=$((n + 1)); done
-    [ "$n" -eq 81 ]
-}
-
-@test "gpu: scrunched levels past the 16-bit lanes (factors to 64), IF sums, 16-bit" {
-    need_gpu
-    { printf 'dm_lo\tdm_hi\tdm_step\tdownsamp\tndm\n'
-      printf '0\t40\t10\t1\t4\n40\t200\t40\t8\t4\n200\t600\t100\t64\t4\n'; } > p.tsv
-    sim --nbits 8 --signed --nifs 2 --nchans 96 --fch1 1500 --foff -2 --nsamples 40000
-    same_output exact in.fil --plan p.tsv --gulp 5000
-    same_files
-    rm -rf cpu gpu
-    same_output exact in.fil --plan p.tsv --pol 1
-    rm -rf cpu gpu
-    sim --nbits 16 --nchans 64 --fch1 1500 --foff -2 --nsamples 40000
-    same_output exact in.fil --plan p.tsv --gulp 7000
-}
-
-@test "gpu: scrunched --zerodm, --pad, float input and stdin" {
-    need_gpu
-    plan3 > p.tsv
-    sim --nbits 8 --nchans 64 --fch1 1500 --foff -2 --nsamples 20000
-    same_output 1e-6 in.fil --plan p.tsv --zerodm --pad --gulp 3000
-    rm -rf cpu gpu
-    sim --nbits 32 --nchans 70 --fch1 1500 --foff -2 --nsamples 20000
-    same_output 1e-6 in.fil --plan p.tsv
-    printf 'dm_lo\tdm_hi\tdm_step\tdownsamp\tndm\n300\t301\t1\t4\t1\n' > one.tsv
-    dd_direct in.fil --backend cpu --plan one.tsv -q > cpu.tim
-    dd_direct - --backend gpu --plan one.tsv --gulp 512 -q < in.fil > gpu.tim
-    cmp cpu.tim gpu.tim
-}
-
-@test "gpu: scrunched run says which levels run where (-v)" {
-    need_gpu
-    plan3 > p.tsv
-    sim --nbits 2 --nchans 128 --fch1 1500 --foff -2 --nsamples 20000
-    run dd_direct in.fil --backend gpu --plan p.tsv --discard -v
-    [ "$status" -eq 0 ]
-    [[ "$output" == *"scrunched x2 (10 DMs)"* && "$output" == *"scrunched x4 (10 DMs)"* ]]
-    [[ "$output" == *"backend gpu"* || "$output" == *", gpu;"* ]]
-}
-
-# gulp_of ARGS...: the GPU gulp dd_direct -v reports
-gulp_of() {
-    dd_direct "$@" --backend gpu --dm-min 0 --dm-max 4 --dm-step 1 --discard -v 2>&1 \
-        | grep -oE "gulp [0-9]+ spectra" | cut -d' ' -f2
-}
-
-@test "gpu: the automatic gulp grows with the file's length (pinning against gulps), stdin 131072" {
-    need_gpu
-    # 8 channels, 5 DMs: 28 bytes a spectrum, so the balanced set is
-    # sqrt(1e6 * 28 * n) bytes: 1.2 MB (n 50000), 2.4 MB, 5.3 MB.
-    local n
-    for n in 50000 200000 1000000; do
-        fbsim -q --force -o n$n.fil --nchans 8 --fch1 1500 --foff -2 --tsamp 64e-6 --nsamples $n
-    done
-    [ "$(gulp_of n50000.fil)" -eq 32768 ]
-    [ "$(gulp_of n200000.fil)" -eq 65536 ]
-    [ "$(gulp_of n1000000.fil)" -eq 131072 ]
-    [ "$(gulp_of - < n50000.fil)" -eq 131072 ]
 }
 
 # ---- backend selection: runs with or without a GPU ----
@@ -371,51 +183,6 @@ gulp_of() {
     [ "$status" -eq 0 ]
     [ ! -e out ]
     [[ "$output" == *"real-time"* || "$output" == *"DMs"* ]]
-}
-
-@test "gpu: RFI excision (--rfi auto, filterbank and scaled PSRFITS) runs on the host: the GPU's series equal the CPU's" {
-    need_gpu
-    fbsim -q -o rfi.fil --nchans 128 --nbits 8 --tsamp 0.000256 --tobs 4 --fch1 1500 --foff -1 \
-        --pulse 2.3,120,0.002,20 --rfi chans:0.1:5 --rfi impulses:1:50
-    same_output exact rfi.fil --dm-min 0 --dm-max 200 --dm-step 10 --rfi auto
-    rm -r cpu gpu
-    fbsim -q -o rfi4.fits --format psrfits --nsblk 512 --nchans 64 --nbits 4 --tsamp 0.000256 \
-        --tobs 2 --pulse 1.1,60,0.002,20 --rfi impulses:0.5:40 --dat-scl 2 --zero-off 1
-    same_output 1e-6 rfi4.fits --dm 0,30,60 --rfi auto
-}
-
-@test "gpu: scaled PSRFITS (raw bytes and row tables to the GPU; rows decoded on the CPU) gives the CPU's series" {
-    need_gpu
-    # NPOL 2, missing rows, zero weights, several files; whole-row reads on
-    # several threads and reads that end inside rows
-    echo 3:5,20 > kill.txt
-    fbsim -q -o s.fits --format psrfits --nsblk 300 --nifs 2 --rows-per-file 20 --drop-rows 4,30 \
-        --dat-scl 1.5 --dat-offs -2 --zero-off 0.5 --zero-weight kill.txt --nchans 64 \
-        --tsamp 64e-6 --nsamples 15000 --pulse 0.5,60,0.002,20
-    same_output 1e-6 s_0001.fits s_0002.fits s_0003.fits --dm-min 0 --dm-max 120 --dm-step 3
-    rm -r cpu gpu
-    same_output 1e-6 s_0001.fits s_0002.fits s_0003.fits --dm 0,60 --gulp 1000 --pol 1
-}
-
-@test "gpu: scaled 8-bit and 4-bit PSRFITS as raw bytes with each row's multiply-add on the GPU give the CPU's series" {
-    need_gpu
-    # several rows a gulp and gulps ending inside rows, a gap, signed 8-bit
-    fbsim -q -o s8.fits --format psrfits --nsblk 256 --nchans 64 --dat-scl 1.5 --dat-offs -2 \
-        --zero-off 0.5 --tsamp 64e-6 --nsamples 20000 --drop-rows 7 --pulse 0.5,60,0.002,20
-    same_output 1e-6 s8.fits --dm-min 0 --dm-max 120 --dm-step 3
-    rm -r cpu gpu
-    same_output 1e-6 s8.fits --dm 0,60 --gulp 1000
-    rm -r cpu gpu
-    fbsim -q -o s4.fits --format psrfits --nsblk 200 --nbits 4 --nifs 2 --nchans 64 --dat-scl 2 \
-        --zero-off 1 --dat-offs 3 --tsamp 64e-6 --nsamples 12000 --pulse 0.4,60,0.002,20
-    same_output 1e-6 s4.fits --dm-min 0 --dm-max 120 --dm-step 3
-    rm -r cpu gpu
-    same_output 1e-6 s4.fits --dm 0,60 --gulp 999 --pol 1
-    rm -r cpu gpu
-    fbsim -q -o sg.fits --format psrfits --nsblk 300 --signed --nchans 64 --dat-scl 0.5 \
-        --dat-offs 1 --tsamp 64e-6 --nsamples 10000 --pulse 0.3,60,0.002,20
-    same_output 1e-6 sg.fits --dm 0,30,60 --gulp 1234
-    dd_direct sg.fits --backend gpu -v --dm 0 -o v.tim 2>&1 | grep -q "scaled PSRFITS as raw bytes"
 }
 
 @test "gpu: DDTK_GPU_MEM and DDTK_FDAS_GPU_MEM out of range are usage errors naming them (issue 32)" {

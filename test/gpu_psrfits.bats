@@ -1,0 +1,52 @@
+#!/usr/bin/env bats
+# gpu_psrfits.bats - PSRFITS input and RFI excision under --backend gpu: the
+# GPU's series equal the CPU's (within 1e-6 of the scale where rows are
+# scaled). Skips with "no GPU" elsewhere.
+
+load common
+load gpu_common
+
+@test "gpu: RFI excision (--rfi auto, filterbank and scaled PSRFITS) runs on the host: the GPU's series equal the CPU's" {
+    need_gpu
+    fbsim -q -o rfi.fil --nchans 128 --nbits 8 --tsamp 0.000256 --tobs 4 --fch1 1500 --foff -1 \
+        --pulse 2.3,120,0.002,20 --rfi chans:0.1:5 --rfi impulses:1:50
+    same_output exact rfi.fil --dm-min 0 --dm-max 200 --dm-step 10 --rfi auto
+    rm -r cpu gpu
+    fbsim -q -o rfi4.fits --format psrfits --nsblk 512 --nchans 64 --nbits 4 --tsamp 0.000256 \
+        --tobs 2 --pulse 1.1,60,0.002,20 --rfi impulses:0.5:40 --dat-scl 2 --zero-off 1
+    same_output 1e-6 rfi4.fits --dm 0,30,60 --rfi auto
+}
+
+@test "gpu: scaled PSRFITS (raw bytes and row tables to the GPU; rows decoded on the CPU) gives the CPU's series" {
+    need_gpu
+    # NPOL 2, missing rows, zero weights, several files; whole-row reads on
+    # several threads and reads that end inside rows
+    echo 3:5,20 > kill.txt
+    fbsim -q -o s.fits --format psrfits --nsblk 300 --nifs 2 --rows-per-file 20 --drop-rows 4,30 \
+        --dat-scl 1.5 --dat-offs -2 --zero-off 0.5 --zero-weight kill.txt --nchans 64 \
+        --tsamp 64e-6 --nsamples 15000 --pulse 0.5,60,0.002,20
+    same_output 1e-6 s_0001.fits s_0002.fits s_0003.fits --dm-min 0 --dm-max 120 --dm-step 3
+    rm -r cpu gpu
+    same_output 1e-6 s_0001.fits s_0002.fits s_0003.fits --dm 0,60 --gulp 1000 --pol 1
+}
+
+@test "gpu: scaled 8-bit and 4-bit PSRFITS as raw bytes with each row's multiply-add on the GPU give the CPU's series" {
+    need_gpu
+    # several rows a gulp and gulps ending inside rows, a gap, signed 8-bit
+    fbsim -q -o s8.fits --format psrfits --nsblk 256 --nchans 64 --dat-scl 1.5 --dat-offs -2 \
+        --zero-off 0.5 --tsamp 64e-6 --nsamples 20000 --drop-rows 7 --pulse 0.5,60,0.002,20
+    same_output 1e-6 s8.fits --dm-min 0 --dm-max 120 --dm-step 3
+    rm -r cpu gpu
+    same_output 1e-6 s8.fits --dm 0,60 --gulp 1000
+    rm -r cpu gpu
+    fbsim -q -o s4.fits --format psrfits --nsblk 200 --nbits 4 --nifs 2 --nchans 64 --dat-scl 2 \
+        --zero-off 1 --dat-offs 3 --tsamp 64e-6 --nsamples 12000 --pulse 0.4,60,0.002,20
+    same_output 1e-6 s4.fits --dm-min 0 --dm-max 120 --dm-step 3
+    rm -r cpu gpu
+    same_output 1e-6 s4.fits --dm 0,60 --gulp 999 --pol 1
+    rm -r cpu gpu
+    fbsim -q -o sg.fits --format psrfits --nsblk 300 --signed --nchans 64 --dat-scl 0.5 \
+        --dat-offs 1 --tsamp 64e-6 --nsamples 10000 --pulse 0.3,60,0.002,20
+    same_output 1e-6 sg.fits --dm 0,30,60 --gulp 1234
+    dd_direct sg.fits --backend gpu -v --dm 0 -o v.tim 2>&1 | grep -q "scaled PSRFITS as raw bytes"
+}
