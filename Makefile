@@ -160,8 +160,8 @@ $(CLI_LIB): $(CLI_C:%.c=build/%.o)
 
 # spplot draws with cairo (and the test helper that decodes its PNGs reads
 # them with cairo): only those two link it.
-CAIRO_CFLAGS = $(shell pkg-config --cflags cairo 2>/dev/null)
-CAIRO_LIBS = $(shell pkg-config --libs cairo 2>/dev/null || echo -lcairo)
+CAIRO_CFLAGS ?= $(shell pkg-config --cflags cairo 2>/dev/null)
+CAIRO_LIBS ?= $(shell pkg-config --libs cairo 2>/dev/null || echo -lcairo)
 bin/spplot build/test/pngpeak: CFLAGS += $(CAIRO_CFLAGS)
 bin/spplot build/test/pngpeak: LDLIBS += $(CAIRO_LIBS)
 
