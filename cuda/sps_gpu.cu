@@ -26,10 +26,11 @@
  *           takes the RMS about the median, summed in order by one thread as
  *           sps.c sums;
  *   norm    the normalised samples, interpolated as sps.c interpolates;
- *   prefix  the double prefix sums of history and block, one thread per DM
- *           in sample order: sps.c's sequential rounding, which no parallel
- *           scan reproduces (nhist + n dependent adds per DM and block: the
- *           search's critical path);
+ *   prefix  the double prefix sums of history and block as sps.c sums them:
+ *           chunks of DDTK_SPS_CHUNK samples, each in order by a lane of its
+ *           own (the chunks' totals, then each DM's chunk bases in order, then
+ *           the sums written), so that a block's critical path is one chunk's
+ *           adds, not nhist + n of them;
  *   flags   every boxcar's S/N over tiles of TILE samples: a flag per DM and
  *           tile where any boxcar reaches the threshold;
  *   runs    one thread per DM and boxcar carries sps.c's run state through
@@ -105,6 +106,7 @@ struct sps_level {
     int ps, have_prev;
     double prev_centre;
     RunState *run;
+    double *tot, *base;         /* ndm x the chunks of a block's prefix sums */
     int64_t prow, frow, maxblk;
     int64_t smem;               /* the most block bytes the statistics read from shared memory */
     cudaStream_t st;            /* the level's own: levels are searched side by side */
@@ -280,53 +282,82 @@ __global__ static void norm_kernel(NormArgs a)
     a.z[(size_t)dm * a.zcap + a.nhist + t] = sd > 0 ? (float)((xv - m) / sd) : 0.0f;
 }
 
-/* P[0] = 0, P[i + 1] = P[i] + z[i]: in order, as sps.c sums, one lane per
- * DM of a warp's 32. Chunks of 32 samples of the 32 rows pass through
- * shared memory, so that the loads and stores are whole rows' (coalesced)
- * while each lane adds its own row in order; the next chunk's loads are in
- * flight while a chunk is added. */
+/* The prefix sums as sps.c's prefix_sums makes them: chunk c of DM dm (rows
+ * of CHUNK samples of the history then the block) summed in order from 0, one
+ * lane per chunk of a warp's 32. Chunks of 32 samples of the 32 rows pass
+ * through shared memory, so that the loads and stores are whole rows'
+ * (coalesced) while each lane adds its own row in order; the next 32 samples'
+ * loads are in flight while these are added. Without base, each chunk's total
+ * to tot[dm * nch + c]; with it, P[c * CHUNK + j + 1] = base[dm * nch + c] +
+ * the chunk's first j + 1 samples, and P[0] = 0. */
 #define PT 32
-__global__ static void prefix_kernel(const float *z, int64_t zcap, int64_t len, double *P,
-                                     int64_t prow, int ndm)
+#define CHUNK DDTK_SPS_CHUNK
+__global__ static void chunk_kernel(const float *z, int64_t zcap, int64_t len, int nch, int ndm,
+                                    double *tot, const double *base, double *P, int64_t prow)
 {
     __shared__ float zs[PT][PT + 1];
     __shared__ double ps[PT][PT + 1];
-    const int lane = threadIdx.x, dm0 = blockIdx.x * PT;
-    const int rows = ndm - dm0 < PT ? ndm - dm0 : PT;
-    const float *zr = z + (size_t)dm0 * zcap;
+    __shared__ const float *zr[PT];
+    __shared__ double *pr[PT];
+    __shared__ int rl[PT];
+    const int lane = threadIdx.x;
+    const int64_t r = (int64_t)blockIdx.x * PT + lane;
+    const int dm = (int)(r / nch), c = (int)(r % nch), mine = dm < ndm;
+    const int64_t at = (int64_t)c * CHUNK;
+    zr[lane] = mine ? z + (size_t)dm * zcap + at : z;
+    pr[lane] = mine ? P + (size_t)dm * prow + at + 1 : P;
+    rl[lane] = mine ? (int)(len - at < CHUNK ? len - at : CHUNK) : 0;
+    double acc = 0, b = mine && base ? base[r] : 0;
+    if (mine && base && c == 0)
+        P[(size_t)dm * prow] = 0;
+    __syncwarp();
     float next[PT];
-    double acc = 0;
-    if (lane < rows)
-        P[(size_t)(dm0 + lane) * prow] = 0;
 #pragma unroll
-    for (int r = 0; r < PT; r++)
-        next[r] = r < rows && lane < len ? zr[(size_t)r * zcap + lane] : 0.0f;
-    for (int64_t c = 0; c < len; c += PT) {
-        const int64_t i = c + lane, j = i + PT;
-        const int m = len - c < PT ? (int)(len - c) : PT;
+    for (int q = 0; q < PT; q++)
+        next[q] = lane < rl[q] ? zr[q][lane] : 0.0f;
+    for (int c0 = 0; c0 < CHUNK; c0 += PT) {
+        const int i = c0 + lane, j = i + PT;
 #pragma unroll
-        for (int r = 0; r < PT; r++)
-            zs[r][lane] = next[r];
+        for (int q = 0; q < PT; q++)
+            zs[q][lane] = next[q];
         __syncwarp();
 #pragma unroll
-        for (int r = 0; r < PT; r++)
-            next[r] = r < rows && j < len ? zr[(size_t)r * zcap + j] : 0.0f;
-        if (lane < rows && m == PT) {
+        for (int q = 0; q < PT; q++)
+            next[q] = j < rl[q] ? zr[q][j] : 0.0f;
+        const int m = rl[lane] - c0 < PT ? rl[lane] - c0 : PT;
+        if (m == PT) {
 #pragma unroll
             for (int k = 0; k < PT; k++) {
                 acc = acc + (double)zs[lane][k];
-                ps[lane][k] = acc;
+                ps[lane][k] = b + acc;
             }
-        } else if (lane < rows) {
+        } else {
             for (int k = 0; k < m; k++) {
                 acc = acc + (double)zs[lane][k];
-                ps[lane][k] = acc;
+                ps[lane][k] = b + acc;
             }
         }
         __syncwarp();
-        for (int r = 0; r < rows && i < len; r++)
-            P[(size_t)(dm0 + r) * prow + i + 1] = ps[r][lane];
+        if (base)
+            for (int q = 0; q < PT; q++)
+                if (i < rl[q])
+                    pr[q][i] = ps[q][lane];
         __syncwarp();
+    }
+    if (mine && !base)
+        tot[r] = acc;
+}
+
+/* base[dm * nch + c]: the sum of chunks 0 .. c-1 of DM dm, in order. */
+__global__ static void base_kernel(const double *tot, double *base, int nch, int ndm)
+{
+    const int dm = blockIdx.x * blockDim.x + threadIdx.x;
+    if (dm >= ndm)
+        return;
+    double b = 0;
+    for (int c = 0; c < nch; c++) {
+        base[(size_t)dm * nch + c] = b;
+        b = b + tot[(size_t)dm * nch + c];
     }
 }
 
@@ -490,8 +521,16 @@ static int search_block(sps_level *L, sps_set *s, int64_t off, int64_t n, unsign
                     centre, L->prev_centre, L->z[L->zc] };
     norm_kernel<<<dim3(grid_of(n, 256), L->ndm), 256, 0, st>>>(na);
     LAUNCHED("single-pulse search: normalisation");
-    prefix_kernel<<<grid_of(L->ndm, PT), PT, 0, st>>>(L->z[L->zc], L->zcap, L->nhist + n,
-                                                      s->P + b->poff, L->prow, L->ndm);
+    const int64_t len = L->nhist + n;
+    const int nch = (int)((len + CHUNK - 1) / CHUNK);
+    const unsigned rows = grid_of((int64_t)L->ndm * nch, PT);
+    chunk_kernel<<<rows, PT, 0, st>>>(L->z[L->zc], L->zcap, len, nch, L->ndm, L->tot, NULL,
+                                      NULL, 0);
+    LAUNCHED("single-pulse search: prefix sums");
+    base_kernel<<<grid_of(L->ndm, 128), 128, 0, st>>>(L->tot, L->base, nch, L->ndm);
+    LAUNCHED("single-pulse search: prefix sums");
+    chunk_kernel<<<rows, PT, 0, st>>>(L->z[L->zc], L->zcap, len, nch, L->ndm, NULL, L->base,
+                                      s->P + b->poff, L->prow);
     LAUNCHED("single-pulse search: prefix sums");
     BlockArgs a = { s->P + b->poff, L->prow, b->nhist, n, L->done, s->flags + b->foff, L->frow };
     flags_kernel<<<dim3(grid_of(n, TILE), L->ndm), 256, 0, st>>>(a, L->box);
@@ -674,6 +713,11 @@ static int level_create(sps_gpu *g, sps_level *L, int k, const ddtk_level *v, in
     }
     if (!rc)
         rc = dev_alloc((void **)&L->run, nd * L->box.nw * sizeof(RunState), "run state");
+    const size_t nch = (size_t)(L->zcap + CHUNK - 1) / CHUNK;
+    if (!rc)
+        rc = dev_alloc((void **)&L->tot, nd * nch * sizeof(double), "prefix sums");
+    if (!rc)
+        rc = dev_alloc((void **)&L->base, nd * nch * sizeof(double), "prefix sums");
     if (!rc)
         DDTK_CUDA(cudaStreamCreateWithFlags(&L->st, cudaStreamNonBlocking),
                   "single-pulse search: creating a stream");
@@ -713,6 +757,8 @@ static void level_free(sps_level *L)
         free_set(&L->set[i]);
     }
     cudaFree(L->run);
+    cudaFree(L->tot);
+    cudaFree(L->base);
     if (L->st)
         cudaStreamDestroy(L->st);
     if (L->joined)

@@ -296,7 +296,7 @@ int ddtk_psrfits_write(ddtk_input *in, const ddtk_psrfits_layout *l, const char 
                        int *nfiles)
 {
     writer w;
-    const char *pol_type;
+    const char *pol_type = NULL;
     int rc = setup(&w, in, l, &pol_type);
     *nfiles = 0;
     if (!rc && w.nrows < 0)

@@ -382,6 +382,33 @@ static void crossings(const sps_series *s, int64_t n, const double *hi, float *f
     }
 }
 
+/* x[0 .. n) into the sums P from sample *i on: within its chunk in order
+ * from 0 (*acc), then added to the sum of the chunks before (*base). */
+static void chunk_sums(const float *x, int64_t n, int64_t *i, double *base, double *acc,
+                       double *P)
+{
+    for (int64_t j = 0; j < n; j++, ++*i) {
+        if (*i % DDTK_SPS_CHUNK == 0) {
+            *base = *base + *acc;
+            *acc = 0;
+        }
+        *acc = *acc + x[j];
+        P[*i + 1] = *base + *acc;
+    }
+}
+
+/* P[i], i = 0 .. nhist + n: the sum of the first i samples of hist then z,
+ * summed DDTK_SPS_CHUNK at a time (sps_dev.h): one sum in order over the whole
+ * would leave the GPU one thread per series, the search's critical path. */
+static void prefix_sums(const float *hist, int64_t nhist, const float *z, int64_t n, double *P)
+{
+    double base = 0, acc = 0;
+    int64_t i = 0;
+    P[0] = 0;
+    chunk_sums(hist, nhist, &i, &base, &acc, P);
+    chunk_sums(z, n, &i, &base, &acc, P);
+}
+
 /*
  * Search the first n samples of the buffer (series samples done ..
  * done + n): normalise them, prefix-sum them behind the history, and run
@@ -397,12 +424,7 @@ static int search_block(sps_series *s, int dm, int64_t n, double thr, double *wo
     double centre = (double)s->done + 0.5 * (double)(n - 1);
     normalise(s, n, median, sigma, centre, z);
     double *prefix = work;        /* prefix[i]: sum of the first i of hist, block */
-    double p = 0;
-    prefix[0] = p;
-    for (int64_t i = 0; i < s->nhist; i++)
-        prefix[i + 1] = p = p + s->hist[i];
-    for (int64_t t = 0; t < n; t++)
-        prefix[s->nhist + t + 1] = p = p + z[t];
+    prefix_sums(s->hist, s->nhist, z, n, prefix);
     int cross[DDTK_SPS_MAX_BOXCARS];
     crossings(s, n, prefix + s->nhist + 1, z + n, thr, cross);
     s->have_prev = 1;

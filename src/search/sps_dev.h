@@ -13,6 +13,10 @@
 DDTK_BEGIN_DECLS
 
 #define DDTK_SPS_MAX_BOXCARS 50
+/* The boxcars' prefix sums are summed DDTK_SPS_CHUNK samples at a time, then
+ * each chunk's sums added to the sum of the chunks before (sps.c's
+ * prefix_sums): the device sums the chunks side by side, in the same order. */
+#define DDTK_SPS_CHUNK 1024
 
 /* Series `series` as the host searches it: f finest samples per sample,
  * blocks of `block` samples, boxcars width[0 .. nw-1] samples (widest the
