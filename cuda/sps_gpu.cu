@@ -31,8 +31,9 @@
  *           own (the chunks' totals, then each DM's chunk bases in order, then
  *           the sums written), so that a block's critical path is one chunk's
  *           adds, not nhist + n of them;
- *   flags   every boxcar's S/N over tiles of TILE samples: a flag per DM and
- *           tile where any boxcar reaches the threshold;
+ *   flags   every boxcar over tiles of TILE samples: a flag per DM and tile
+ *           where any boxcar may reach the threshold (a float screen of the
+ *           sums, as sps.c's crossings);
  *   runs    one thread per DM and boxcar carries sps.c's run state through
  *           the block, visiting only flagged tiles (an unflagged tile ends an
  *           open run at its first sample), and appends each run's giant.
@@ -222,9 +223,11 @@ __device__ static float select_kth(const float *x, int64_t n, int64_t k, float m
 }
 
 /* sps.c's block_stats for the block of DM blockIdx.x: stat[dm] = median,
- * sigma. */
-__global__ static void stats_kernel(const float *pend, int64_t pitch, int64_t n, int staged,
-                                    double *stat)
+ * sigma. A staged block of samples fills most of an SM's shared memory, so
+ * one block is all an SM runs: as many threads as a block may have. */
+#define STATS_THREADS 1024
+__global__ static void __launch_bounds__(STATS_THREADS)
+stats_kernel(const float *pend, int64_t pitch, int64_t n, int staged, double *stat)
 {
     extern __shared__ float sx[];
     __shared__ unsigned hist[256];
@@ -380,18 +383,69 @@ __device__ static float boxcar_snr(const double *hi, int64_t t, int64_t w, doubl
     return (float)((hi[t] - hi[t - w]) * norm);
 }
 
-/* flags[dm][tile]: some boxcar ending in the tile reaches the threshold. */
-__global__ static void flags_kernel(BlockArgs a, Boxcars box)
+/* flags[dm][tile]: some boxcar ending in the tile may reach the threshold.
+ * A flag need only be set where one does: the runs test every sample of a
+ * flagged tile exactly. Where the widest boxcar reaches back at most
+ * FLAG_BACK samples, the tile's sums come to shared memory as floats and each
+ * boxcar's sum is compared with a float threshold set low enough to pass every
+ * sum that may cross, as sps.c's crossings does (its bound, with M the
+ * largest |sum| read here); a sum not finite flags the tile. Two float
+ * operations a boxcar where the exact test takes double ones and two
+ * conversions: the flags took as long as the statistics (33 ms of htru 60 s's
+ * search, ncu, H200). Wider boxcars take the exact test throughout. */
+#define FLAG_BACK 3072
+__global__ static void flags_kernel(BlockArgs a, Boxcars box, int screened)
 {
+    extern __shared__ float fs[];      /* (float)hi[a0 - widest .. a0 + TILE) */
+    __shared__ float near[DDTK_SPS_MAX_BOXCARS];
+    __shared__ int wk[DDTK_SPS_MAX_BOXCARS], fe[DDTK_SPS_MAX_BOXCARS];
+    __shared__ unsigned most;
     const int dm = blockIdx.y;
-    const int64_t a0 = (int64_t)blockIdx.x * TILE;
+    const int64_t a0 = (int64_t)blockIdx.x * TILE, widest = box.width[box.nw - 1];
+    const int64_t end = a0 + TILE < a.n ? a0 + TILE : a.n;
     const double *hi = a.P + (size_t)dm * a.prow + a.nhist + 1;
     int any = 0;
-    for (int64_t t = a0 + threadIdx.x; t < a0 + TILE && t < a.n; t += blockDim.x)
-        for (int k = 0; k < box.nw; k++)
-            if (t >= first_end(box.width[k], a.done)
-                && (double)boxcar_snr(hi, t, box.width[k], box.norm[k]) >= box.thr)
-                any = 1;
+    if (screened) {
+        const int64_t lo = a0 - widest > -a.nhist - 1 ? a0 - widest : -a.nhist - 1;
+        const float *f = fs + (widest - a0);
+        unsigned mine = 0;
+        if (threadIdx.x == 0)
+            most = 0;
+        __syncthreads();
+        for (int64_t i = lo + threadIdx.x; i < end; i += blockDim.x) {
+            const float v = (float)hi[i];
+            fs[i - (a0 - widest)] = v;
+            mine = max(mine, __float_as_uint(v) & 0x7fffffffu);
+        }
+        atomicMax(&most, mine);
+        __syncthreads();
+        const float m = __uint_as_float(most);
+        if (threadIdx.x < box.nw) {
+            const int k = threadIdx.x;
+            const double bound = box.thr * sqrt((double)box.width[k]) * (1 - 2e-5)
+                                 - 5.0 * m * 0x1p-24;
+            float nf = (float)bound;
+            near[k] = nf > bound ? nextafterf(nf, -INFINITY) : nf;
+            wk[k] = (int)box.width[k];
+            fe[k] = (int)first_end(box.width[k], a.done);
+        }
+        __syncthreads();
+        if (most >= 0x7f800000u)
+            any = 1;
+        else   /* block offsets (int: blocks are under 2^30 samples), no branches: a
+                * sum before the series' start is in the staged span, and masked */
+            for (int t = (int)a0 + threadIdx.x; t < (int)end; t += blockDim.x) {
+                const float here = f[t];
+                for (int k = 0; k < box.nw; k++)
+                    any |= (t >= fe[k]) & (here - f[t - wk[k]] >= near[k]);
+            }
+    } else {
+        for (int64_t t = a0 + threadIdx.x; t < end; t += blockDim.x)
+            for (int k = 0; k < box.nw; k++)
+                if (t >= first_end(box.width[k], a.done)
+                    && (double)boxcar_snr(hi, t, box.width[k], box.norm[k]) >= box.thr)
+                    any = 1;
+    }
     any = __syncthreads_or(any);
     if (threadIdx.x == 0)
         a.flags[(size_t)dm * a.frow + blockIdx.x] = (unsigned char)any;
@@ -514,7 +568,8 @@ static int search_block(sps_level *L, sps_set *s, int64_t off, int64_t n, unsign
     const float *x = L->pend[L->pc] + off;
     double *cur = L->stat[!L->ps];
     const int staged = (int64_t)(n * sizeof(float)) <= L->smem;
-    stats_kernel<<<L->ndm, 512, staged ? n * sizeof(float) : 0, st>>>(x, L->pcap, n, staged, cur);
+    stats_kernel<<<L->ndm, STATS_THREADS, staged ? n * sizeof(float) : 0, st>>>(x, L->pcap, n,
+                                                                              staged, cur);
     LAUNCHED("single-pulse search: block statistics");
     const double centre = (double)L->done + 0.5 * (double)(n - 1);
     NormArgs na = { x, L->pcap, n, L->done, L->nhist, L->zcap, cur, L->stat[L->ps], L->have_prev,
@@ -533,7 +588,9 @@ static int search_block(sps_level *L, sps_set *s, int64_t off, int64_t n, unsign
                                       s->P + b->poff, L->prow);
     LAUNCHED("single-pulse search: prefix sums");
     BlockArgs a = { s->P + b->poff, L->prow, b->nhist, n, L->done, s->flags + b->foff, L->frow };
-    flags_kernel<<<dim3(grid_of(n, TILE), L->ndm), 256, 0, st>>>(a, L->box);
+    const int screened = L->widest <= FLAG_BACK;
+    flags_kernel<<<dim3(grid_of(n, TILE), L->ndm), 256,
+                   screened ? (TILE + L->widest) * sizeof(float) : 0, st>>>(a, L->box, screened);
     LAUNCHED("single-pulse search: boxcars");
     int rc = runs(L, b, s, L->run, s->giants, s->count, cap, st);
     if (rc)
