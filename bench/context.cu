@@ -12,7 +12,7 @@
 #include <chrono>
 static double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 __global__ void k(int *x) { if (x) *x = 1; }
-int main(int argc, char **argv)
+int main(int argc, char **)
 {
     int n = 0; double t = now();
     cudaGetDeviceCount(&n);
