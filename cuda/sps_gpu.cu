@@ -44,13 +44,13 @@
  * replays that gulp's runs from them into a buffer of the size counted.
  */
 #include "check.cuh"
+#include "sps_arith.h"
 #include "sps_gpu.cuh"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAD_TO_SIGMA 1.482602218505602   /* sps.c's */
 #define TILE 1024                        /* samples per flag */
 #define DEFAULT_GIANTS 4096              /* giants a gulp brings back with its count */
 
@@ -245,7 +245,7 @@ stats_kernel(const float *pend, int64_t pitch, int64_t n, int staged, double *st
     const float mad = select_kth<true>(x, n, (n - 1) / 2, median, hist, &sk, &sd);
     if (threadIdx.x != 0)
         return;
-    double sigma = MAD_TO_SIGMA * (double)mad;
+    double sigma = DDTK_SPS_MAD_TO_SIGMA * (double)mad;
     if (!(sigma > 0)) {
         double ss = 0;
         for (int64_t t = 0; t < n; t++)
@@ -278,8 +278,8 @@ __global__ static void norm_kernel(NormArgs a)
     if (a.have_prev && at < a.centre) {
         const double pm = a.prev[2 * dm], psd = a.prev[2 * dm + 1];
         double f = (at - a.prev_centre) / (a.centre - a.prev_centre);
-        m = pm + f * (median - pm);
-        sd = psd + f * (sigma - psd);
+        m = ddtk_sps_lerp(pm, median, f);
+        sd = ddtk_sps_lerp(psd, sigma, f);
     }
     const double xv = (double)a.x[(size_t)dm * a.pitch + t];
     a.z[(size_t)dm * a.zcap + a.nhist + t] = sd > 0 ? (float)((xv - m) / sd) : 0.0f;
@@ -371,13 +371,6 @@ struct BlockArgs {
     int64_t frow;
 };
 
-/* The first sample (of the block) a boxcar of w samples may end at: it
- * starts at the series' first sample or later. */
-__device__ static int64_t first_end(int64_t w, int64_t done)
-{
-    return done + 1 >= w ? 0 : w - 1 - done;
-}
-
 __device__ static float boxcar_snr(const double *hi, int64_t t, int64_t w, double norm)
 {
     return (float)((hi[t] - hi[t - w]) * norm);
@@ -422,12 +415,9 @@ __global__ static void flags_kernel(BlockArgs a, Boxcars box, int screened)
         const float m = __uint_as_float(most);
         if (threadIdx.x < box.nw) {
             const int k = threadIdx.x;
-            const double bound = box.thr * sqrt((double)box.width[k]) * (1 - 2e-5)
-                                 - 5.0 * m * 0x1p-24;
-            float nf = (float)bound;
-            near[k] = nf > bound ? nextafterf(nf, -INFINITY) : nf;
+            near[k] = ddtk_sps_near(box.thr, box.width[k], m);
             wk[k] = (int)box.width[k];
-            fe[k] = (int)first_end(box.width[k], a.done);
+            fe[k] = (int)ddtk_sps_first_end(box.width[k], a.done);
         }
         __syncthreads();
         if (most >= 0x7f800000u)
@@ -442,7 +432,7 @@ __global__ static void flags_kernel(BlockArgs a, Boxcars box, int screened)
     } else {
         for (int64_t t = a0 + threadIdx.x; t < end; t += blockDim.x)
             for (int k = 0; k < box.nw; k++)
-                if (t >= first_end(box.width[k], a.done)
+                if (t >= ddtk_sps_first_end(box.width[k], a.done)
                     && (double)boxcar_snr(hi, t, box.width[k], box.norm[k]) >= box.thr)
                     any = 1;
     }
@@ -470,7 +460,7 @@ __global__ static void runs_kernel(BlockArgs a, Boxcars box, int ndm, RunState *
     if (i >= ndm * box.nw)
         return;
     const int dm = i / box.nw, k = i % box.nw;
-    const int64_t w = box.width[k], t0 = first_end(w, a.done);
+    const int64_t w = box.width[k], t0 = ddtk_sps_first_end(w, a.done);
     const double *hi = a.P + (size_t)dm * a.prow + a.nhist + 1;
     const unsigned char *fl = a.flags + (size_t)dm * a.frow;
     RunState s = state[i];

@@ -20,14 +20,13 @@
  * block moves its median by about that fraction of its own amplitude, and
  * baseline wander on the scale of the window is not taken for a pulse.
  */
+#include "sps_arith.h"
 #include "sps_dev.h"
 #include "internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MAD_TO_SIGMA 1.482602218505602   /* sigma of a Gaussian / its MAD */
 
 typedef struct giant {
     float snr;
@@ -208,7 +207,7 @@ static void block_stats(const sps_series *s, const float *x, int64_t n, uint32_t
                         double *median, double *sigma)
 {
     const int guess = s->have_prev && s->prev_sigma > 0;
-    const double pm = s->prev_median, ps = s->prev_sigma, mad = ps / MAD_TO_SIGMA;
+    const double pm = s->prev_median, ps = s->prev_sigma, mad = ps / DDTK_SPS_MAD_TO_SIGMA;
     const double e = 8.0 / sqrt((double)n);
     const int64_t k = (n - 1) / 2;
     for (int64_t t = 0; t < n; t++)
@@ -217,7 +216,7 @@ static void block_stats(const sps_series *s, const float *x, int64_t n, uint32_t
     *median = m;
     for (int64_t t = 0; t < n; t++)
         key[t] = ddtk_float_key(fabsf(x[t] - m));
-    *sigma = MAD_TO_SIGMA
+    *sigma = DDTK_SPS_MAD_TO_SIGMA
              * ddtk_key_float(select_near(key, n, k, guess, mad * (1 - e), mad * (1 + e)));
     if (*sigma > 0)
         return;
@@ -304,8 +303,8 @@ static void normalise(const sps_series *s, int64_t n, double median, double sigm
     for (int64_t t = 0; t < tc; t++) {
         double at = (double)(s->done + t);
         double f = (at - pc) / (centre - pc);
-        double m = pm + f * (median - pm);
-        double sd = ps + f * (sigma - ps);
+        double m = ddtk_sps_lerp(pm, median, f);
+        double sd = ddtk_sps_lerp(ps, sigma, f);
         double q = ((double)x[t] - m) / (sd > 0 ? sd : 1.0);
         z[t] = sd > 0 ? (float)q : 0.0f;
     }
@@ -344,13 +343,8 @@ static int may_cross(const float *f, int64_t w, float near, int64_t from, int64_
 /*
  * Which boxcars may reach thr in the block (cross[k]), tested on the prefix
  * sums P (hi[-nhist - 1 .. n)) rounded to float (f, the same span), twice
- * the samples per vector of the doubles. The S/N is float((P[t] - P[t - w])
- * * norm), which never decreases with the sum, so a sum below thr * sqrt(w)
- * less 2e-5 of it cannot reach thr (the roundings of norm, of the S/N and of
- * this bound are 2^-24 and less). A float sum is within M 2^-24 of its
- * double (M: the largest |P|), a difference of two within 2 M 2^-24, and its
- * own rounding adds at most 2 M 2^-24: a float threshold 5 M 2^-24 lower,
- * rounded down, passes every sum that may cross. Where some sum is not
+ * the samples per vector of the doubles, against ddtk_sps_near's threshold
+ * (sps_arith.h: it passes every sum that may cross). Where some sum is not
  * finite every boxcar takes the exact path.
  */
 static void crossings(const sps_series *s, int64_t n, const double *hi, float *f, double thr,
@@ -372,13 +366,8 @@ static void crossings(const sps_series *s, int64_t n, const double *hi, float *f
     f += s->nhist + 1;
     for (int k = 0; k < s->nw; k++) {
         const int64_t w = s->width[k];
-        const double near = thr * sqrt((double)w) * (1 - 2e-5) - 5.0 * m * 0x1p-24;
-        float nf = (float)near;
-        if (nf > near)
-            nf = nextafterf(nf, -INFINITY);
-        /* A boxcar starts at the first sample of the series or later. */
-        const int64_t t0 = s->done + 1 >= w ? 0 : w - 1 - s->done;
-        cross[k] = !finite || may_cross(f, w, nf, t0, n);
+        cross[k] = !finite || may_cross(f, w, ddtk_sps_near(thr, w, m),
+                                        ddtk_sps_first_end(w, s->done), n);
     }
 }
 
@@ -434,7 +423,7 @@ static int search_block(sps_series *s, int dm, int64_t n, double thr, double *wo
     int rc = DDTK_OK;
     for (int k = 0; !rc && k < s->nw; k++)
         if (cross[k] || s->inrun[k]) {
-            const int64_t w = s->width[k], t0 = s->done + 1 >= w ? 0 : w - 1 - s->done;
+            const int64_t w = s->width[k], t0 = ddtk_sps_first_end(w, s->done);
             rc = boxcar_runs(s, dm, k, t0, n, prefix + s->nhist + 1, thr);
         }
     /* The history: the last widest - 1 normalised samples. */
