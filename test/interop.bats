@@ -124,23 +124,11 @@ burst_sweep() {
     need single_pulse_search.py
     burst_sweep
     single_pulse_search.py -p -b -t 6 b_DM*.dat > sps.log 2>&1 || { tail -5 sps.log; false; }
-    # PRESTO reports each series' events on its own (DM Sigma Time Sample
-    # Downfact); spsearch with --dm-tol 0 clusters within each series only,
-    # so its candidates are per series too. Each of PRESTO's events needs a
-    # candidate within one DM step (1) and, in time, within the wider of the
-    # two boxcars; at the same threshold, 6.
+    # every event PRESTO reports among spsearch's per-series candidates, at
+    # the same threshold, 6 (DM step 1)
     spsearch -q --dm-tol 0 --snr 6 b_DM*.dat -o b.cand
-    cat b_DM*.singlepulse | awk -v dt=0.000128 -v step=1 '
-        NR == FNR { s[++n] = $1; t[n] = $3; w[n] = 2 ^ $4 * dt; d[n] = $6; next }
-        /^#/ { next }
-        {   events++; hit = 0
-            for (i = 1; i <= n; i++) {
-                ww = $5 * dt > w[i] ? $5 * dt : w[i]
-                if ((d[i] - $1)^2 <= step^2 * 1.0001 && (t[i] - $3)^2 <= ww^2) hit = i
-            }
-            if (!hit) { print "missed:", $0; bad++ }
-        }
-        END { print events, "PRESTO events,", bad + 0, "missed"; exit bad || events < 100 }' b.cand -
+    cat b_DM*.singlepulse | awk -v dt=0.000128 -v step=1 -v least=100 \
+        -f "$BATS_TEST_DIRNAME/helpers/presto_covered.awk" b.cand -
     # and the bursts themselves, clustered across DM: one candidate each
     spsearch -q b_DM*.dat > c.cand
     cat c.cand
