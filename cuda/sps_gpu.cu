@@ -17,14 +17,14 @@
  * history, at the front of z), the previous block's median and sigma, and
  * each boxcar's run state. A block of n samples is searched by
  *   stats   one CUDA block per DM: the median and the MAD by exact radix
- *           selection, four passes of 8 bits over the block's keys each (the
- *           order statistic is sps.c's ddtk_select_kth value, whatever the
- *           method): 8 reads of the block, from shared memory where it fits
- *           (blocks up to about 57000 samples on an H100: the default 2 s
- *           window up to 35 us samples), else from global memory, and 8
- *           scans of 256 bins; O(n) per DM and block, no sort; a MAD of 0
- *           takes the RMS about the median, summed in order by one thread as
- *           sps.c sums;
+ *           selection (the order statistic is sps.c's value, whatever the
+ *           method), first among the values near the previous block's (one
+ *           read of the block, as sps.c guesses), else four passes of 8 bits
+ *           over the block's keys; the block from shared memory where it fits
+ *           (blocks up to about 52000 samples on an H100: the default 2 s
+ *           window up to 38 us samples), else from global memory; O(n) per DM
+ *           and block, no sort; a MAD of 0 takes the RMS about the median,
+ *           summed in order by one thread as sps.c sums;
  *   norm    the normalised samples, interpolated as sps.c interpolates;
  *   prefix  the double prefix sums of history and block as sps.c sums them:
  *           chunks of DDTK_SPS_CHUNK samples, each in order by a lane of its
@@ -222,14 +222,56 @@ __device__ static float select_kth(const float *x, int64_t n, int64_t k, float m
     return float_of(prefix);
 }
 
+/* select_kth tried first among the keys glo .. ghi (sps.c's select_near and
+ * ddtk_select_key_near): one pass counts the keys below and copies the values
+ * inside to win; where the k-th is among them and they fit, it is selected
+ * from them alone. The block's four passes become one and four over a few
+ * per cent of it; the value is the same wherever it lies. */
+#define WINDOW 4096               /* values a window holds in shared memory */
+template <bool mad>
+__device__ static float select_near(const float *x, int64_t n, int64_t k, float m, int guess,
+                                    unsigned glo, unsigned ghi, float *win, unsigned *cnt,
+                                    unsigned *hist, long long *shared_k, unsigned *shared_d)
+{
+    if (guess && glo <= ghi) {
+        if (threadIdx.x == 0)
+            cnt[0] = cnt[1] = 0;
+        __syncthreads();
+        unsigned below = 0;        /* (blocks are under 2^30 samples) */
+        for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+            const float v = mad ? fabsf(x[i] - m) : x[i];
+            const unsigned u = key_of(v);
+            below += u < glo;
+            if (u - glo <= ghi - glo) {
+                const unsigned j = atomicAdd(&cnt[1], 1u);
+                if (j < WINDOW)
+                    win[j] = v;
+            }
+        }
+        for (int o = 16; o > 0; o >>= 1)
+            below += __shfl_down_sync(0xffffffffu, below, o);
+        if ((threadIdx.x & 31) == 0)
+            atomicAdd(&cnt[0], below);
+        __syncthreads();
+        const long long nb = cnt[0], ni = cnt[1];
+        __syncthreads();
+        if (k >= nb && k < nb + ni && ni <= WINDOW)
+            return select_kth<false>(win, ni, k - nb, 0.0f, hist, shared_k, shared_d);
+    }
+    return select_kth<mad>(x, n, k, m, hist, shared_k, shared_d);
+}
+
 /* sps.c's block_stats for the block of DM blockIdx.x: stat[dm] = median,
  * sigma. A staged block of samples fills most of an SM's shared memory, so
  * one block is all an SM runs: as many threads as a block may have. */
 #define STATS_THREADS 1024
 __global__ static void __launch_bounds__(STATS_THREADS)
-stats_kernel(const float *pend, int64_t pitch, int64_t n, int staged, double *stat)
+stats_kernel(const float *pend, int64_t pitch, int64_t n, int staged, const double *prev,
+             int have_prev, double *stat)
 {
     extern __shared__ float sx[];
+    __shared__ float win[WINDOW];
+    __shared__ unsigned cnt[2];
     __shared__ unsigned hist[256];
     __shared__ long long sk;
     __shared__ unsigned sd;
@@ -241,8 +283,17 @@ stats_kernel(const float *pend, int64_t pitch, int64_t n, int staged, double *st
         __syncthreads();
         x = sx;
     }
-    const float median = select_kth<false>(x, n, (n - 1) / 2, 0.0f, hist, &sk, &sd);
-    const float mad = select_kth<true>(x, n, (n - 1) / 2, median, hist, &sk, &sd);
+    /* the windows sps.c's block_stats guesses from the previous block's */
+    const double pm = have_prev ? prev[2 * dm] : 0, ps = have_prev ? prev[2 * dm + 1] : 0;
+    const double pmad = ps / DDTK_SPS_MAD_TO_SIGMA, e = 8.0 / sqrt((double)n);
+    const int guess = have_prev && ps > 0;
+    const int64_t k = (n - 1) / 2;
+    const float median = select_near<false>(x, n, k, 0.0f, guess, key_of((float)(pm - e * ps)),
+                                            key_of((float)(pm + e * ps)), win, cnt, hist, &sk,
+                                            &sd);
+    const float mad = select_near<true>(x, n, k, median, guess, key_of((float)(pmad * (1 - e))),
+                                        key_of((float)(pmad * (1 + e))), win, cnt, hist, &sk,
+                                        &sd);
     if (threadIdx.x != 0)
         return;
     double sigma = DDTK_SPS_MAD_TO_SIGMA * (double)mad;
@@ -558,8 +609,8 @@ static int search_block(sps_level *L, sps_set *s, int64_t off, int64_t n, unsign
     const float *x = L->pend[L->pc] + off;
     double *cur = L->stat[!L->ps];
     const int staged = (int64_t)(n * sizeof(float)) <= L->smem;
-    stats_kernel<<<L->ndm, STATS_THREADS, staged ? n * sizeof(float) : 0, st>>>(x, L->pcap, n,
-                                                                              staged, cur);
+    stats_kernel<<<L->ndm, STATS_THREADS, staged ? n * sizeof(float) : 0, st>>>(
+        x, L->pcap, n, staged, L->stat[L->ps], L->have_prev, cur);
     LAUNCHED("single-pulse search: block statistics");
     const double centre = (double)L->done + 0.5 * (double)(n - 1);
     NormArgs na = { x, L->pcap, n, L->done, L->nhist, L->zcap, cur, L->stat[L->ps], L->have_prev,
@@ -689,17 +740,19 @@ static int alloc_set(sps_level *L, sps_set *s, int64_t cap)
     return s->blk ? DDTK_OK : DDTK_ESYS;
 }
 
-/* Blocks that fit the device's shared memory (beside the histogram) are read
- * once from global memory, then the eight selection passes read them there. */
+/* Blocks that fit the device's shared memory (beside the histogram and the
+ * window) are read once from global memory, then the selection's passes read
+ * them there. */
 static int stage_blocks(sps_level *L)
 {
     int dev = 0, optin = 0;
     DDTK_CUDA(cudaGetDevice(&dev), "single-pulse search: the device");
     DDTK_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
               "single-pulse search: shared memory");
-    const int64_t most = (L->B + L->B / 2) * (int64_t)sizeof(float), room = optin - 4096;
+    const int64_t most = (L->B + L->B / 2) * (int64_t)sizeof(float),
+                  room = optin - 4096 - WINDOW * (int64_t)sizeof(float);
     L->smem = most < room ? most : room;
-    if (room > 48 * 1024)      /* every level's launches: the same bound */
+    if (room > 0)              /* every level's launches: the same bound */
         DDTK_CUDA(cudaFuncSetAttribute(stats_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        (int)room), "single-pulse search: shared memory");
     return DDTK_OK;
