@@ -4,8 +4,9 @@
 # for byte, for dd_direct, dd_subband, dd_tree and dd_fdmt, with --scrunch
 # auto (several resolutions), with --discard (the series never leave the
 # GPU) and with files, over gulps and baseline blocks that cut through the
-# bursts, blocks whose MAD is 0 (dropouts), and the path for more giants
-# than a gulp brings back. Every test skips without a GPU.
+# bursts, blocks whose MAD is 0 (dropouts), boxcars too wide for the flags'
+# float screen, blocks too long for the statistics' guess, and the path for
+# more giants than a gulp brings back. Every test skips without a GPU.
 load common
 
 # Bursts over DM 60-780, widths 0.2-20 ms and S/N 9-80; the DM 400 one is
@@ -96,6 +97,18 @@ same() {
     same dd_direct "$BATS_FILE_TMPDIR/drop.fil" --dm-min 0 --dm-max 300 --dm-step 5 \
         --search-window 0.05 --snr 5
     same dd_tree "$BATS_FILE_TMPDIR/drop.fil" --dm-max 300 --search-window 0.05 --snr 5
+}
+
+@test "sps gpu: boxcars past the flags' shared span, blocks past the guess's window = CPU" {
+    need_gpu
+    # boxcars to 4096 samples: past FLAG_BACK (3072), the flags test every sum exactly
+    same dd_direct "$B" "${DMS[@]}" --max-width 4096 --snr 5
+    # 16 us samples and blocks of 10 s: 625000 samples (in global memory), of
+    # which about 6.4 sqrt(n) = 5000 lie in the median's guessed window, past
+    # the 4096 it holds in shared memory: the full selection
+    fbsim -q -o long.fil --nchans 16 --fch1 1500 --foff -4 --tsamp 0.000016 --tobs 25 \
+        --seed 5 --pulse 12,100,0.002,25
+    same dd_direct long.fil --dm 0,100,200 --search-window 10
 }
 
 @test "sps gpu: more giants than a gulp brings back (replayed) = CPU" {
