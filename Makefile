@@ -120,6 +120,9 @@ $(LIB_OBJ): CFLAGS += -fPIC -fno-semantic-interposition
 # Clamped before they are converted, the quantised samples never trap: without
 # traps to keep, GCC vectorises the conversion (output.c's quantise).
 build/src/io/output.o: CFLAGS += -fno-trapping-math
+# The same for the RFI cleaner's replacement of flagged 8-bit samples (put8:
+# the dither, the floor and the clamp of each, a third of the cleaning).
+build/src/io/rfi.o: CFLAGS += -fno-trapping-math
 
 # The search's arithmetic is rounded operation by operation (no fused
 # multiply-adds where -march offers them), so its candidates do not depend on
