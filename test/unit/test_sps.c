@@ -23,6 +23,15 @@ static void noise(float *x, int64_t n, double mean)
         x[i] = (float)(mean + check_gauss(rng));
 }
 
+/* ndm rows of n samples of unit Gaussian noise, one after another. */
+static float *noise_rows(int ndm, int64_t n)
+{
+    float *x = malloc((size_t)ndm * n * sizeof *x);
+    for (int d = 0; d < ndm; d++)
+        noise(x + d * n, n, 0.0);
+    return x;
+}
+
 /* A Gaussian of FWHM fwhm samples centred at c, averaged over each sample,
  * scaled so that its matched filter S/N (root of the sum of squares, noise
  * sigma 1) is snr. */
@@ -130,13 +139,11 @@ static void test_cluster(void)
 {
     const int64_t n = 20000;
     const int ndm = 5;
-    float *x = malloc((size_t)ndm * n * sizeof *x);
+    float *x = noise_rows(ndm, n);
     ddtk_sps_params par;
     ddtk_sps_params_init(&par);
-    for (int d = 0; d < ndm; d++) {
-        noise(x + d * n, n, 0.0);
+    for (int d = 0; d < ndm; d++)
         add_pulse(x + d * n, n, 12000.0 + d, 4.0, 40.0 - 6.0 * abs(d - 2));
-    }
     int64_t nc;
     ddtk_sps_cand *c = search(x, ndm, n, NULL, 1000, &par, &nc);
     CHECK(nc == 1);
@@ -158,11 +165,9 @@ static void test_cluster_dm_reach(void)
 {
     const int64_t n = 30000;
     const int ndm = 13;
-    float *x = malloc((size_t)ndm * n * sizeof *x);
+    float *x = noise_rows(ndm, n);
     ddtk_sps_params par;
     ddtk_sps_params_init(&par);
-    for (int d = 0; d < ndm; d++)
-        noise(x + d * n, n, 0.0);
     const int chain[] = { 0, 5, 10 }, apart[] = { 0, 6 }, top[] = { 7, 12 };
     for (int i = 0; i < 3; i++)
         add_pulse(x + chain[i] * n, n, 6000.0, 2.0, 30.0);
