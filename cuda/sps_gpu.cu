@@ -285,15 +285,14 @@ stats_kernel(const float *pend, int64_t pitch, int64_t n, int staged, const doub
     }
     /* the windows sps.c's block_stats guesses from the previous block's */
     const double pm = have_prev ? prev[2 * dm] : 0, ps = have_prev ? prev[2 * dm + 1] : 0;
-    const double pmad = ps / DDTK_SPS_MAD_TO_SIGMA, e = 8.0 / sqrt((double)n);
     const int guess = have_prev && ps > 0;
     const int64_t k = (n - 1) / 2;
-    const float median = select_near<false>(x, n, k, 0.0f, guess, key_of((float)(pm - e * ps)),
-                                            key_of((float)(pm + e * ps)), win, cnt, hist, &sk,
-                                            &sd);
-    const float mad = select_near<true>(x, n, k, median, guess, key_of((float)(pmad * (1 - e))),
-                                        key_of((float)(pmad * (1 + e))), win, cnt, hist, &sk,
-                                        &sd);
+    double lo[2], hi[2];
+    ddtk_sps_guess(pm, ps, n, lo, hi);
+    const float median = select_near<false>(x, n, k, 0.0f, guess, key_of((float)lo[0]),
+                                            key_of((float)hi[0]), win, cnt, hist, &sk, &sd);
+    const float mad = select_near<true>(x, n, k, median, guess, key_of((float)lo[1]),
+                                        key_of((float)hi[1]), win, cnt, hist, &sk, &sd);
     if (threadIdx.x != 0)
         return;
     double sigma = DDTK_SPS_MAD_TO_SIGMA * (double)mad;

@@ -194,30 +194,28 @@ static uint32_t select_near(uint32_t *key, int64_t n, int64_t k, int guess, doub
  * whose MAD is 0 (mostly one value: quantised or padded data) takes the
  * RMS about the median instead; 0 means nothing to search.
  * The order statistics are exact (radix selection on float keys, first
- * tried within 8 / sqrt(n) of the previous block's, about 4.5 times their
- * spread between blocks of stationary noise): the same values as any exact
- * selection, Hoare's that the search used before included, but for the
- * sign of a median of zero where the block holds both -0.0 and +0.0
- * (Hoare's gives either, by position; the keys give -0.0 at the rank of the
- * last -0.0). Nothing downstream sees that sign: the MAD takes |x - m|, and
- * a zero z that it might turn negative only adds to prefix sums that start
- * at +0.0, which a -0.0 term never changes.
+ * tried within ddtk_sps_guess's windows about the previous block's): the
+ * same values as any exact selection, Hoare's that the search used before
+ * included, but for the sign of a median of zero where the block holds both
+ * -0.0 and +0.0 (Hoare's gives either, by position; the keys give -0.0 at
+ * the rank of the last -0.0). Nothing downstream sees that sign: the MAD
+ * takes |x - m|, and a zero z that it might turn negative only adds to
+ * prefix sums that start at +0.0, which a -0.0 term never changes.
  */
 static void block_stats(const sps_series *s, const float *x, int64_t n, uint32_t *key,
                         double *median, double *sigma)
 {
     const int guess = s->have_prev && s->prev_sigma > 0;
-    const double pm = s->prev_median, ps = s->prev_sigma, mad = ps / DDTK_SPS_MAD_TO_SIGMA;
-    const double e = 8.0 / sqrt((double)n);
+    double lo[2], hi[2];
+    ddtk_sps_guess(s->prev_median, s->prev_sigma, n, lo, hi);
     const int64_t k = (n - 1) / 2;
     for (int64_t t = 0; t < n; t++)
         key[t] = ddtk_float_key(x[t]);
-    const float m = ddtk_key_float(select_near(key, n, k, guess, pm - e * ps, pm + e * ps));
+    const float m = ddtk_key_float(select_near(key, n, k, guess, lo[0], hi[0]));
     *median = m;
     for (int64_t t = 0; t < n; t++)
         key[t] = ddtk_float_key(fabsf(x[t] - m));
-    *sigma = DDTK_SPS_MAD_TO_SIGMA
-             * ddtk_key_float(select_near(key, n, k, guess, mad * (1 - e), mad * (1 + e)));
+    *sigma = DDTK_SPS_MAD_TO_SIGMA * ddtk_key_float(select_near(key, n, k, guess, lo[1], hi[1]));
     if (*sigma > 0)
         return;
     double ss = 0;
@@ -372,17 +370,27 @@ static void crossings(const sps_series *s, int64_t n, const double *hi, float *f
 }
 
 /* x[0 .. n) into the sums P from sample *i on: within its chunk in order
- * from 0 (*acc), then added to the sum of the chunks before (*base). */
+ * from 0 (*acc), then added to the sum of the chunks before (*base); a loop
+ * per run of samples up to a chunk's end, with no test per sample. */
 static void chunk_sums(const float *x, int64_t n, int64_t *i, double *base, double *acc,
                        double *P)
 {
-    for (int64_t j = 0; j < n; j++, ++*i) {
-        if (*i % DDTK_SPS_CHUNK == 0) {
+    while (n > 0) {
+        const int64_t into = *i % DDTK_SPS_CHUNK;
+        const int64_t run = n < DDTK_SPS_CHUNK - into ? n : DDTK_SPS_CHUNK - into;
+        if (into == 0) {
             *base = *base + *acc;
             *acc = 0;
         }
-        *acc = *acc + x[j];
-        P[*i + 1] = *base + *acc;
+        double a = *acc;
+        for (int64_t j = 0; j < run; j++) {
+            a = a + x[j];
+            P[*i + 1 + j] = *base + a;
+        }
+        *acc = a;
+        x += run;
+        n -= run;
+        *i += run;
     }
 }
 

@@ -1,9 +1,10 @@
 /*
  * sps_arith.h - the single-pulse search's arithmetic that the host's search
  * (sps.c) and the device's (cuda/sps_gpu.cu) both do, written once so that
- * the two stay the same to the bit: the MAD's scale to sigma, the first
- * sample a boxcar may end at, the baseline's interpolation between blocks,
- * and the float threshold that screens boxcar sums. Functions are inline for
+ * the two stay the same to the bit: the MAD's scale to sigma, the windows
+ * the block statistics are sought in first, the first sample a boxcar may
+ * end at, the baseline's interpolation between blocks, and the float
+ * threshold that screens boxcar sums. Functions are inline for
  * both compilers (host and device under nvcc); both files are built without
  * contracted multiply-adds, so these give the same doubles on either side.
  * Internal to libddtk.
@@ -35,6 +36,20 @@ SPS_FN int64_t ddtk_sps_first_end(int64_t w, int64_t done)
 SPS_FN double ddtk_sps_lerp(double p, double c, double f)
 {
     return p + f * (c - p);
+}
+
+/* The windows a block's order statistics are sought in first, from the
+ * previous block's median pm and sigma ps: within 8 / sqrt(n) of them (about
+ * 4.5 times their spread between blocks of n samples of stationary noise),
+ * the median's lo[0] .. hi[0] and the MAD's lo[1] .. hi[1]. The selection is
+ * exact wherever the statistic lies; the window only saves passes. */
+SPS_FN void ddtk_sps_guess(double pm, double ps, int64_t n, double *lo, double *hi)
+{
+    const double mad = ps / DDTK_SPS_MAD_TO_SIGMA, e = 8.0 / sqrt((double)n);
+    lo[0] = pm - e * ps;
+    hi[0] = pm + e * ps;
+    lo[1] = mad * (1 - e);
+    hi[1] = mad * (1 + e);
 }
 
 /*
