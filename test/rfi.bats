@@ -223,3 +223,23 @@ assert abs(a.mean() - 24.5) > 1, a[:4]"
     [ "$status" -eq 1 ]
     [ ! -e x.dat ]
 }
+
+@test "rfi: a dropout of a quarter of a block leaves the burst alone at its clean S/N (the levels from the unclipped spectra)" {
+    # 0.15 s of zeros (586 spectra of a 2048-spectrum block) under 10% RFI
+    # channels: with the block's levels taken over the zeros too, the
+    # replaced samples stepped at the block's edges and the search found
+    # eight S/N 6 events beside the burst, whose S/N fell from 43 to 37
+    local o="--nchans 128 --nbits 8 --tsamp 0.000256 --tobs 8.747008 --fch1 1500 --foff -1
+             --seed 5 --pulse 4.3,120,0.002,20 --rfi chans:0.1:5 -q --force"
+    fbsim -o a.fil $o
+    fbsim -o d.fil $o --rfi dropouts:0.125:0.15
+    dd_direct a.fil --dm-max 300 --rfi auto --search --discard --prefix a -q
+    dd_direct d.fil --dm-max 300 --rfi auto --search --discard --prefix d -q -v 2> d.err
+    cat a.cand d.cand
+    grep -q "586 spectra clipped" d.err
+    [ "$(wc -l < d.cand)" -eq 1 ]
+    read -r as _ at _ < a.cand
+    read -r ds _ dt _ < d.cand
+    [ "$at" = "$dt" ]
+    awk -v a="$as" -v d="$ds" 'BEGIN { exit !(d >= 0.97 * a) }'
+}

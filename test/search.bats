@@ -69,6 +69,17 @@ DMS=(--dm-min 0 --dm-max 800 --dm-step 8)
                                        exit !(d * d <= w * w) }'
 }
 
+@test "--search --rfi auto: your_28.fits (its last row padded with 403 zero spectra) gives the .fil's one candidate" {
+    [ -f "$REAL/your_28.fits" ] || skip "no $REAL/your_28.fits"
+    dd_direct "$REAL/your_28.fil" --dm-min 400 --dm-max 550 --rfi auto --search --discard \
+        --prefix l -q
+    dd_direct "$REAL/your_28.fits" --dm-min 400 --dm-max 550 --rfi auto --search --discard \
+        --prefix s -q
+    cat l.cand s.cand
+    [ "$(wc -l < l.cand)" -eq 1 ]
+    cmp l.cand s.cand
+}
+
 @test "--search: the GPU's candidates are the CPU's" {
     need_gpu
     dd_direct "$B" "${DMS[@]}" --backend cpu --prefix c --search --discard -q

@@ -514,8 +514,10 @@ static inline float detected(const float *x, int nc, int ni, int c)
 /* Per-IF means of every channel (the level of replaced samples: a block's
  * few outliers move it little, and integer data's median is biased by up to
  * half a step), the detection rows' mean and standard deviation, from every
- * step-th spectrum of the block (at least STATS_SPECTRA of them). */
-static void block_stats(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *raw, int64_t n)
+ * step-th spectrum of the block (at least STATS_SPECTRA of them) but those
+ * clipped (skip: NULL for none). */
+static void block_stats(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *raw, int64_t n,
+                        const uint8_t *skip)
 {
     const int nc = h->nchans, ni = h->nifs;
     const int64_t step = n / STATS_SPECTRA > 1 ? n / STATS_SPECTRA : 1;
@@ -524,7 +526,10 @@ static void block_stats(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *ra
     memset(sum, 0, (size_t)ni * nc * sizeof *sum);
     memset(dsum, 0, (size_t)nc * sizeof *dsum);
     memset(dsq, 0, (size_t)nc * sizeof *dsq);
-    for (int64_t t = 0; t < n; t += step, m++) {
+    for (int64_t t = 0; t < n; t += step) {
+        if (skip && skip[t])
+            continue;
+        m++;
         spectrum(h, raw, t, k->spec);
         const float *restrict x = k->spec;
         for (int64_t v = 0; v < (int64_t)ni * nc; v++)
@@ -535,6 +540,8 @@ static void block_stats(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *ra
             dsq[c] += d * d;
         }
     }
+    if (m == 0)
+        return;
     for (int64_t v = 0; v < (int64_t)ni * nc; v++)
         k->med[v] = (float)(sum[v] / (double)m);
     for (int c = 0; c < nc; c++) {
@@ -550,8 +557,9 @@ static void block_stats(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *ra
 
 /* Zero-DM outliers among the spectra of the block, over unflagged channels:
  * each spectrum's sum of (x - mean) / std is one weighted sum of its values
- * (LANES partial sums, so that it vectorises) less a constant. */
-static void clip_spectra(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *raw, int64_t n)
+ * (LANES partial sums, so that it vectorises) less a constant. Returns how
+ * many are clipped. */
+static int64_t clip_spectra(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *raw, int64_t n)
 {
     const int nc = h->nchans, ni = h->nifs;
     float *restrict w = k->wts, *z = k->scratch, med, sig;
@@ -564,7 +572,7 @@ static void clip_spectra(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *r
     }
     memset(k->clip, 0, (size_t)n);
     if (live < 1)
-        return;
+        return 0;
     for (int64_t t = 0; t < n; t++) {
         float acc[LANES] = { 0 };
         int c = 0;
@@ -585,9 +593,11 @@ static void clip_spectra(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *r
     }
     robust(z, n, k->scratch + k->block, &med, &sig);
     if (!(sig > 0))
-        return;
+        return 0;
+    int64_t clipped = 0;
     for (int64_t t = 0; t < n; t++)
-        k->clip[t] = fabsf(z[t] - med) > (float)k->o.clip_sigma * sig;
+        clipped += k->clip[t] = fabsf(z[t] - med) > (float)k->o.clip_sigma * sig;
+    return clipped;
 }
 
 /* The level a replaced sample takes: the channel's mean over the block, or
@@ -682,18 +692,35 @@ static void replace(ddtk_cleaner *k, const ddtk_header *h, uint8_t *raw, int64_t
     }
 }
 
+/* IQRM's flags of the block's channels: outliers of deviation or mean. */
+static void flag_channels(ddtk_cleaner *k, int nc)
+{
+    memset(k->flag, 0, (size_t)nc);
+    iqrm(k, nc, k->stat, k->flag);
+    iqrm(k, nc, k->mean, k->flag);
+}
+
 /* Clean the n spectra of a block in place. */
 static void clean_block(ddtk_cleaner *k, const ddtk_input *in, uint8_t *raw, int64_t n)
 {
     const ddtk_header *h = &in->hdr;
     const int nc = h->nchans;
-    block_stats(k, h, raw, n);
+    if (n <= 0)                   /* (never: it tells GCC the sizes below are positive) */
+        return;
+    block_stats(k, h, raw, n, NULL);
     memset(k->flag, 0, (size_t)nc);
     memset(k->clip, 0, (size_t)n);
     if (k->o.auto_rfi && n >= MIN_STATS) {
-        iqrm(k, nc, k->stat, k->flag);
-        iqrm(k, nc, k->mean, k->flag);
-        clip_spectra(k, h, raw, n);
+        flag_channels(k, nc);
+        const int64_t clipped = clip_spectra(k, h, raw, n);
+        /* Statistics again without the clipped spectra: a dropout's zeros
+         * (a quarter of a block) would otherwise pull the channels' levels
+         * down and their deviations up, and the replaced samples' level
+         * would step at the block's edges. */
+        if (clipped) {
+            block_stats(k, h, raw, n, k->clip);
+            flag_channels(k, nc);
+        }
     }
     for (int c = 0; c < nc; c++) {
         k->rep.chan_blocks += k->flag[c];
