@@ -316,7 +316,8 @@ $(SAN_DIR)/test/fault.so: test/fault/fault.c
 
 # ---- fuzzing ----------------------------------------------------------------------
 # make fuzz: libFuzzer harnesses (clang, with ASan+UBSan) for the header,
-# killfile, DM-list, plan, .inf and wisdom parsers (test/fuzz/), each run for
+# killfile, DM-list, plan, .inf and wisdom parsers, PSRFITS files, .cand files
+# and rfifind masks (test/fuzz/), each run for
 # FUZZ_SECONDS from its seed corpus (in FUZZ_JOBS processes); test/fuzz/run
 # says how many inputs each parser got and fails on a crash.
 FUZZ_CC ?= clang
@@ -329,7 +330,7 @@ FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 # algorithm registry (and through it every descriptor), and the wisdom
 # harness runs the CPU kernel.
 FUZZ_ALL_OBJ := $(SAN_LIB_C:%.c=$(FUZZ_DIR)/obj/%.o)
-FUZZ_TARGETS := header killfile dmlist plan inf wisdom
+FUZZ_TARGETS := header killfile dmlist plan inf wisdom psrfits cand mask
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 
 .PHONY: fuzz fuzz-build

@@ -257,6 +257,23 @@ assert np.array_equal(a, g), 'differ'"
     ls -A | grep -v -e '\.fits$' && false || true
 }
 
+@test "psrfits: a TTYPEn card whose unquoted value fills its 70 columns: one line, exit 1 (cfitsio would overflow a buffer)" {
+    # found by fuzz_psrfits: cfitsio 4.2's ffgtbp copies such a value into a
+    # 70-byte column name and aborts the process
+    sim -o a.fits --format psrfits --nsblk 256
+    "$PYTHON" - <<'EOF'
+d = open('a.fits', 'rb').read()
+i = d.index(b"TTYPE7  = ")
+open('b.fits', 'wb').write(d[:i] + b"TTYPE7  = " + b"x" * 70 + d[i + 80:])
+EOF
+    run_err b.fits dd_direct --dm 30 -o x.tim b.fits
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"TTYPE7"* ]]
+    [ ! -e x.tim ]
+    run_err b.fits fbinfo b.fits
+    [ "$status" -eq 1 ]
+}
+
 @test "psrfits: real: your_28.fits has your_28.fil's samples and its burst at its DM and t 2.029 s" {
     [ -f "$REAL/your_28.fits" ] || skip "no $REAL (real telescope files)"
     tscrunch -q -n 1 --nbits-out 8 "$REAL/your_28.fits" -o y.fil

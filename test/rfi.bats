@@ -243,3 +243,31 @@ assert abs(a.mean() - 24.5) > 1, a[:4]"
     [ "$at" = "$dt" ]
     awk -v a="$as" -v d="$ds" 'BEGIN { exit !(d >= 0.97 * a) }'
 }
+
+@test "rfi: a mask claiming more intervals than its bytes hold: one line, exit 1, nothing allocated for them" {
+    # found by fuzz_mask: 2^28 intervals in a 68-byte mask asked for 4 GB
+    fbsim -o f.fil --nchans 16 --nbits 8 --tsamp 0.000256 --nsamples 4096 --fch1 1500 --foff -1 \
+        -q --force
+    "$PYTHON" -c "
+import struct
+with open('big.mask', 'wb') as f:
+    f.write(struct.pack('6d', 6.0, 10.0, 60000.0, 0.26, 1373.0, 1.0))
+    f.write(struct.pack('4i', 16, 1 << 28, 1024, 0))
+    f.write(struct.pack('i', 0))"
+    # within 2 GB of address space: 4 GB asked for would fail as out of memory
+    run_err big.mask bash -c 'ulimit -v 2000000 && dd_direct f.fil --dm 0 --mask big.mask -o x.tim'
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"truncated rfifind mask (268435456 intervals in 68 bytes)"* ]]
+    [ ! -e x.tim ]
+    # one interval of 2^30 spectra: longer than the input's 4096 (12 GB of workspace)
+    "$PYTHON" -c "
+import struct
+with open('long.mask', 'wb') as f:
+    f.write(struct.pack('6d', 6.0, 10.0, 60000.0, 0.26, 1373.0, 1.0))
+    f.write(struct.pack('4i', 16, 1, 1 << 30, 0))
+    f.write(struct.pack('2i', 0, 0))"
+    run_err long.mask bash -c 'ulimit -v 2000000 && dd_direct f.fil --dm 0 --mask long.mask -o x.tim'
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"intervals of 1073741824 spectra, longer than f.fil (4096)"* ]]
+    [ ! -e x.tim ]
+}

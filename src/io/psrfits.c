@@ -42,6 +42,7 @@ enum { OUT_RAW, OUT_BYTES, OUT_FLOAT };
 /* Whole rows scaled to float32 are read and converted on several threads
  * this many raw bytes at a time (64 MiB: 256 MiB of float32). */
 #define BATCH_BYTES ((int64_t)64 << 20)
+#define FITS_BLOCK 2880
 
 typedef struct fits_file {
     fitsfile *fp;
@@ -220,9 +221,12 @@ static int read_keys(fitsfile *fp, const char *path, obs_keys *k)
     const char *ints[] = { "NCHAN", "NPOL", "NBITS", "NSBLK" };
     int *dst[] = { &k->nchan, &k->npol, &k->nbits, &k->nsblk };
     for (int i = 0; i < 4 && !status; i++) {
-        if (!key_double(fp, ints[i], &d, &status) && !status)
+        const int found = key_double(fp, ints[i], &d, &status);
+        if (status)
+            break;
+        if (!found)
             return ddtk_fail(DDTK_EDATA, "%s: the SUBINT table has no %s", path, ints[i]);
-        if (!status && !(d >= 1 && d <= DDTK_MAX_NCHANS && d == floor(d)))
+        if (!(d >= 1 && d <= DDTK_MAX_NCHANS && d == floor(d)))
             return ddtk_fail(DDTK_EDATA, "%s: %s %g is not a positive integer", path, ints[i], d);
         *dst[i] = (int)d;
     }
@@ -382,7 +386,14 @@ static int place_rows(ddtk_psrfits *p, fits_file *f, const obs_keys *k, int firs
         free(offs);
         return fits_error(f->path, status, "reading OFFS_SUB");
     }
-    long start_subint = (long)((offs[0] - 0.5 * tsub) / tsub + 1e-7);
+    const double sub0 = (offs[0] - 0.5 * tsub) / tsub + 1e-7;
+    if (!isfinite(sub0) || fabs(sub0) > 1e15) {
+        const double o = offs[0];
+        free(offs);
+        return ddtk_fail(DDTK_EDATA, "%s: row 1: OFFS_SUB %g is not a time in the file",
+                         f->path, o);
+    }
+    long start_subint = (long)sub0;
     long double mjd = k->mjd + (long double)tsub * start_subint / 86400.0L;
     if (first)
         *mjd0 = mjd;
@@ -391,6 +402,9 @@ static int place_rows(ddtk_psrfits *p, fits_file *f, const obs_keys *k, int firs
     if (start < -0.5L)
         rc = ddtk_fail(DDTK_EDATA, "%s: starts before the first file: give the files of an "
                        "observation in time order", f->path);
+    else if (!(start < 1e15L))
+        rc = ddtk_fail(DDTK_EDATA, "%s: starts %.3Lg s after the first file: not one "
+                       "observation", f->path, start * dt);
     int64_t file_spec = (int64_t)(start + 0.5L);
     for (long r = 0; r < f->nrows && !rc; r++) {
         double at = (offs[r] - ((double)start_subint + 0.5) * tsub) / dt;
@@ -528,19 +542,79 @@ static void choose_output(ddtk_psrfits *p, int trivial)
     }
 }
 
+/* cfitsio 4.2 (Debian's libcfitsio10) copies a TTYPEn value into a 70-byte
+ * column name with strcpy: an unquoted value filling a card's value
+ * columns overflows it and the process aborts (fuzz_psrfits found it). FITS
+ * never writes one (a string is quoted; a number or logical is short), so
+ * the headers cfitsio walks to reach the SUBINT table are read here first
+ * and such a card refused, as is a TFIELDS past FITS's 999 (cfitsio
+ * allocates that many columns first). Anything else amiss is left to
+ * cfitsio to say. */
+static int check_cards(int fd, const char *path, off_t size)
+{
+    char blk[FITS_BLOCK], v[72];
+    off_t at = 0;
+    for (int hdu = 0; hdu < 64 && at < size; hdu++) {
+        long long bitpix = 8, naxis = 0, prod = 1, pcount = 0, gcount = 1;
+        int end = 0, subint = 0;
+        while (!end) {
+            if (pread(fd, blk, FITS_BLOCK, at) != FITS_BLOCK)
+                return DDTK_OK;
+            at += FITS_BLOCK;
+            for (const char *c = blk; c < blk + FITS_BLOCK && !end; c += 80) {
+                end = strncmp(c, "END     ", 8) == 0;
+                if (c[8] != '=')  /* cfitsio takes a value without the blank after it */
+                    continue;
+                memcpy(v, c + 9, 71);
+                v[71] = '\0';
+                const char *t = v + strspn(v, " ");
+                if (*t != '\'' && strcspn(t, " /") >= 69)
+                    return ddtk_fail(DDTK_EDATA, "%s: header card %.8s: a value of %zu unquoted "
+                                     "characters (not FITS)", path, c, strcspn(t, " /"));
+                const long long x = strtoll(t, NULL, 10);
+                if (!strncmp(c, "BITPIX  ", 8))
+                    bitpix = x;
+                else if (!strncmp(c, "NAXIS   ", 8))
+                    naxis = x;
+                else if (!strncmp(c, "NAXIS", 5) && c[5] >= '0' && c[5] <= '9')
+                    prod = x >= 0 && prod <= size && x <= size ? prod * x : size + 1;
+                else if (!strncmp(c, "PCOUNT  ", 8))
+                    pcount = x;
+                else if (!strncmp(c, "GCOUNT  ", 8))
+                    gcount = x;
+                else if (!strncmp(c, "EXTNAME ", 8))
+                    subint = strncmp(t, "'SUBINT", 7) == 0;
+                else if (!strncmp(c, "TFIELDS ", 8) && (x < 0 || x > 999))
+                    /* cfitsio allocates the columns before it checks them */
+                    return ddtk_fail(DDTK_EDATA, "%s: TFIELDS %lld (not FITS: 0 to 999)", path,
+                                     x);
+            }
+        }
+        const long long bytes = (bitpix < 0 ? -bitpix : bitpix) / 8 * gcount
+                                * (pcount + (naxis > 0 ? prod : 0));
+        if (subint || bytes < 0 || bytes > size)
+            return DDTK_OK;
+        at += (bytes + FITS_BLOCK - 1) / FITS_BLOCK * FITS_BLOCK;
+    }
+    return DDTK_OK;
+}
+
 static int open_file(fits_file *f, const char *path, obs_keys *k)
 {
     int status = 0;
-    long long head, data, end;
+    long long head = 0, data = 0, end = 0;
     long naxis1 = 0;
     struct stat st;
     f->path = path;
     if ((f->fd = open(path, O_RDONLY)) < 0 || fstat(f->fd, &st) != 0)
         return ddtk_fail(DDTK_ESYS, "%s: cannot open: %s", path, strerror(errno));
+    int rc = check_cards(f->fd, path, st.st_size);
+    if (rc)
+        return rc;
     fits_open_file(&f->fp, path, READONLY, &status);
     if (status)
         return fits_error(path, status, "cannot open as FITS");
-    int rc = read_keys(f->fp, path, k);
+    rc = read_keys(f->fp, path, k);
     if (!rc) {
         fits_get_num_rows(f->fp, &f->nrows, &status);
         fits_get_hduaddrll(f->fp, &head, &data, &end, &status);

@@ -59,6 +59,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define IQRM_THRESHOLD 3.0        /* robust sigmas of a lagged difference */
 #define CLIP_THRESHOLD 5.0        /* robust sigmas of the zero-DM series */
@@ -73,6 +74,8 @@
 #define AHEAD_BYTES ((int64_t)64 << 20)
 #define AHEAD_PER_THREAD 4        /* blocks read ahead for each thread */
 #define COPY_CHUNK ((size_t)1 << 20)  /* bytes of the read-ahead a thread copies out */
+#define MASK_MOST_STREAMED (1 << 24)  /* spectra of a mask's interval on an input of unknown
+                                         length (rfifind's default 2 s at 0.12 us) */
 
 /* A PRESTO rfifind mask (mask.c's layout: native doubles and ints). */
 typedef struct rfi_mask {
@@ -213,6 +216,7 @@ static int read_mask(rfi_mask *m, const char *path, const ddtk_header *h)
 {
     double head[6];
     int n[4], rc = DDTK_OK;
+    struct stat st;
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return ddtk_fail(DDTK_ESYS, "%s: cannot open the mask", path);
@@ -231,6 +235,10 @@ static int read_mask(rfi_mask *m, const char *path, const ddtk_header *h)
              || n[3] < 0 || n[3] > m->numchan)
         rc = ddtk_fail(DDTK_EDATA, "%s: not an rfifind mask (intervals %d of %d spectra)",
                        path, m->numint, m->ptsperint);
+    else if (fstat(fileno(fp), &st) == 0 && (int64_t)m->numint * (int64_t)sizeof(int) > st.st_size)
+        /* each interval has its count in the file: its length bounds what is allocated */
+        rc = ddtk_fail(DDTK_EDATA, "%s: truncated rfifind mask (%d intervals in %lld bytes)",
+                       path, m->numint, (long long)st.st_size);
     const int desc = h->nfreqs > 1 ? h->freqs[h->nfreqs - 1] < h->freqs[0] : h->foff < 0;
     if (!rc && (!(m->zap_chan = ddtk_calloc((size_t)m->numchan, 1, "mask"))
                 || !(m->zap_int = ddtk_calloc((size_t)m->numint, 1, "mask"))
@@ -241,8 +249,10 @@ static int read_mask(rfi_mask *m, const char *path, const ddtk_header *h)
     int nzi = 0, *per = NULL;
     if (!rc && read_ints(fp, &nzi, 1))
         rc = ddtk_fail(DDTK_EDATA, "%s: truncated rfifind mask", path);
+    if (!rc && (nzi < 0 || nzi > m->numint))
+        rc = ddtk_fail(DDTK_EDATA, "%s: bad zapped intervals", path);
     int *zi = !rc ? ddtk_malloc((size_t)(nzi > 0 ? nzi : 1) * sizeof *zi, "mask") : NULL;
-    if (!rc && (nzi < 0 || nzi > m->numint || !zi || (nzi && read_ints(fp, zi, (size_t)nzi))))
+    if (!rc && (!zi || (nzi && read_ints(fp, zi, (size_t)nzi))))
         rc = ddtk_fail(DDTK_EDATA, "%s: bad zapped intervals", path);
     for (int i = 0; i < nzi && !rc; i++)
         if (zi[i] >= 0 && zi[i] < m->numint)
@@ -746,8 +756,17 @@ int ddtk_input_clean(ddtk_input *in, const ddtk_clean_opts *o)
     k->block = o->block > 0 ? o->block : DDTK_RFI_BLOCK;
     int rc = o->mask ? read_mask(&k->mask, o->mask, &in->hdr) : DDTK_OK;
     k->have_mask = o->mask != NULL;
-    if (!rc && k->have_mask && o->block <= 0)
+    if (!rc && k->have_mask && o->block <= 0) {
+        /* the intervals are the blocks, each a workspace: one longer than the
+         * input is not this input's mask, and would only ask for memory */
+        const int64_t most = in->nsamples > 0 ? in->nsamples : MASK_MOST_STREAMED;
+        if (k->mask.ptsperint > most)
+            rc = ddtk_fail(DDTK_EDATA, "%s: intervals of %d spectra, longer than %s (%lld)",
+                           o->mask, k->mask.ptsperint,
+                           in->nsamples > 0 ? in->name : "a streamed input's most",
+                           (long long)most);
         k->block = k->mask.ptsperint;
+    }
     k->block = (k->block + 7) / 8 * 8;   /* whole bytes of any sample format */
     return rc ? rc : work_alloc(k, &in->hdr);
 }
