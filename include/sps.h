@@ -37,10 +37,14 @@ DDTK_BEGIN_DECLS
  * touching). An event is a connected set of friends. The default width
  * tolerance links every width: a bright wide pulse lifts the narrow boxcars
  * on top of it over the threshold too, and those giants are the same event.
+ * The default time tolerance is 0, boxcars that overlap or touch: a pulse's
+ * giants all cover it, and with a gap of a width allowed, the widest
+ * boxcars of a bright pulsar's consecutive pulses were friends (10 s of a
+ * 163.84 ms pulsar, 512-sample boxcars: 62 pulses, 23 events; 0: 62).
  */
 #define DDTK_SPS_DM_TOL 5
 #define DDTK_SPS_WIDTH_TOL 24
-#define DDTK_SPS_TIME_TOL 1.0
+#define DDTK_SPS_TIME_TOL 0.0
 
 typedef struct ddtk_sps_params {
     double snr;                   /* threshold (default 6) */

@@ -91,6 +91,21 @@ noise_bound() { # s nseries nsamples
     [ "$(spsearch -q --snr 5 "$BATS_FILE_TMPDIR"/n/*.tim | wc -l)" -gt 0 ]
 }
 
+@test "spsearch: a bright pulsar's pulses are one candidate each (wide boxcars do not chain them)" {
+    # 10 s of a 163.84 ms pulsar, 4.9 ms pulses of peak S/N 12 (boxcar S/N
+    # ~50): with the boxcars' gap allowed a whole width, the 512-sample
+    # giants of consecutive pulses (1000 samples apart) were friends, and 62
+    # pulses came out as 23 events (as GBT J1807-0847's did)
+    fbsim -q --tim -o p.tim --tsamp 0.00016384 --tobs 10 --fch1 1400 --foff -1 --nchans 1 \
+        --seed 3 --pulsar 0.16384,0,0.03,12
+    spsearch p.tim --max-width 512 -o p.cand -q
+    [ "$(wc -l < p.cand)" -eq 62 ]
+    # each at its pulse (n P, within 2 ms), none spanning more than a period
+    awk '{ n = int($3 / 0.16384 + 0.5); d = $3 - n * 0.16384
+           if (d * d > 0.002 * 0.002 || $9 - $8 >= 1000) { print "bad: " $0; bad = 1 } }
+         END { exit bad }' p.cand
+}
+
 @test "spsearch: the same candidates from .dat files, any order, and in pieces of any gulp" {
     spsearch -q "$BATS_FILE_TMPDIR"/s/*.tim > a.cand
     mkdir d

@@ -39,7 +39,7 @@ def search_params(snr=None, max_width=None, baseline=None, dm_tol=None, width_to
     widest boxcar in samples at the finest sample time (1024, a power of
     two), ``baseline`` the running baseline window in seconds (2;
     --search-window), and the clustering tolerances ``dm_tol`` (DM indices,
-    5), ``width_tol`` (log2 widths, 24) and ``time_tol`` (boxcar widths, 1).
+    5), ``width_tol`` (log2 widths, 24) and ``time_tol`` (boxcar widths, 0).
     The library checks the values when a search is made."""
     p = _lib.SpsParams()
     lib.ddtk_sps_params_init(ctypes.byref(p))
