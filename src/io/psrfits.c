@@ -154,7 +154,7 @@ static int column_start(fitsfile *fp, const char *path, int col, long *first)
 {
     *first = 1;
     for (int i = 1; i < col; i++) {
-        char key[16], tform[FLEN_VALUE];
+        char key[FLEN_KEYWORD], tform[FLEN_VALUE];
         int status = 0, type;
         long repeat, width;
         snprintf(key, sizeof key, "TFORM%d", i);
@@ -258,7 +258,7 @@ static int same_layout(const obs_keys *a, const obs_keys *b, const char *path)
 /* The DATA column: its type, sign and size against NSBLK x NCHAN x NPOL x NBITS. */
 static int data_column(ddtk_psrfits *p, fitsfile *fp, const char *path)
 {
-    char key[16], tform[FLEN_VALUE];
+    char key[FLEN_KEYWORD], tform[FLEN_VALUE];
     double tzero = 0, tscal = 1;
     int status = 0, type, rc;
     long repeat, width;
