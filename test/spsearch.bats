@@ -170,3 +170,17 @@ noise_bound() { # s nseries nsamples
     run_err exists spsearch -q "$BATS_FILE_TMPDIR"/s/x_DM0.00.tim -o out.cand
     spsearch -q --force "$BATS_FILE_TMPDIR"/s/x_DM0.00.tim -o out.cand
 }
+
+@test "spsearch: a named pipe is one line naming it, not a hang (each file is read twice)" {
+    fbsim -q --tim -o x.tim --tsamp 0.000256 --tobs 1 --nchans 1 --fch1 1400 --foff -1 --seed 1
+    mkfifo p.tim
+    # a writer that gives up after 10 s, so that a reader that waits ends too
+    timeout 10 bash -c 'cat x.tim > p.tim' 2>/dev/null &
+    run_err p.tim timeout 20 spsearch p.tim
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"standard input"* ]]
+    cat p.tim > /dev/null         # the writer's data, so that it ends now
+    wait
+    # the same series on standard input is searched
+    spsearch -q - < x.tim > /dev/null
+}

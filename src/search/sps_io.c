@@ -11,6 +11,7 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define READ_SAMPLES 65536
 
@@ -62,6 +63,12 @@ int ddtk_sps_file_probe(ddtk_sps_file *f, const char *path)
     if (!f->path)
         return ddtk_fail(DDTK_ESYS, "out of memory");
     f->dat = !is_stdin && ddtk_ends_with(path, ".dat");
+    /* a file is probed here and opened again to be searched (no descriptor
+     * held per file between): a pipe would be waited on for a second writer */
+    struct stat st;
+    if (!is_stdin && stat(path, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+        return ddtk_fail(DDTK_EDATA, "%s: a named pipe: series files are read twice (probed, "
+                         "then searched); send one series to standard input (-) instead", path);
     ddtk_input in;
     if (is_stdin && !(f->in = ddtk_malloc(sizeof *f->in, "input")))
         return DDTK_ESYS;
