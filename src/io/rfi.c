@@ -550,7 +550,7 @@ static void block_stats(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *ra
             dsq[c] += d * d;
         }
     }
-    if (m == 0)
+    if (m == 0)                   /* every one clipped: the first pass's stand */
         return;
     for (int64_t v = 0; v < (int64_t)ni * nc; v++)
         k->med[v] = (float)(sum[v] / (double)m);
@@ -567,8 +567,8 @@ static void block_stats(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *ra
 
 /* Zero-DM outliers among the spectra of the block, over unflagged channels:
  * each spectrum's sum of (x - mean) / std is one weighted sum of its values
- * (LANES partial sums, so that it vectorises) less a constant. Returns how
- * many are clipped. */
+ * (LANES partial sums, so that it vectorises) less a constant. Marks them
+ * in k->clip (clear on entry); returns how many. */
 static int64_t clip_spectra(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *raw, int64_t n)
 {
     const int nc = h->nchans, ni = h->nifs;
@@ -580,7 +580,6 @@ static int64_t clip_spectra(ddtk_cleaner *k, const ddtk_header *h, const uint8_t
         off += (double)w[c] * k->dmed[c];
         live += w[c] > 0;
     }
-    memset(k->clip, 0, (size_t)n);
     if (live < 1)
         return 0;
     for (int64_t t = 0; t < n; t++) {
@@ -702,7 +701,8 @@ static void replace(ddtk_cleaner *k, const ddtk_header *h, uint8_t *raw, int64_t
     }
 }
 
-/* IQRM's flags of the block's channels: outliers of deviation or mean. */
+/* IQRM's flags of the block's channels (cleared first): outliers of
+ * deviation or mean. */
 static void flag_channels(ddtk_cleaner *k, int nc)
 {
     memset(k->flag, 0, (size_t)nc);
@@ -715,11 +715,9 @@ static void clean_block(ddtk_cleaner *k, const ddtk_input *in, uint8_t *raw, int
 {
     const ddtk_header *h = &in->hdr;
     const int nc = h->nchans;
-    if (n <= 0)                   /* (never: it tells GCC the sizes below are positive) */
-        return;
-    block_stats(k, h, raw, n, NULL);
-    memset(k->flag, 0, (size_t)nc);
     memset(k->clip, 0, (size_t)n);
+    memset(k->flag, 0, (size_t)nc);
+    block_stats(k, h, raw, n, NULL);
     if (k->o.auto_rfi && n >= MIN_STATS) {
         flag_channels(k, nc);
         const int64_t clipped = clip_spectra(k, h, raw, n);
