@@ -555,7 +555,8 @@ static int check_cards(int fd, const char *path, off_t size)
     char blk[FITS_BLOCK], v[72];
     off_t at = 0;
     for (int hdu = 0; hdu < 64 && at < size; hdu++) {
-        long long bitpix = 8, naxis = 0, prod = 1, pcount = 0, gcount = 1;
+        /* sizes as doubles: a damaged header's products must not overflow */
+        double bitpix = 8, naxis = 0, prod = 1, pcount = 0, gcount = 1;
         int end = 0, subint = 0;
         while (!end) {
             if (pread(fd, blk, FITS_BLOCK, at) != FITS_BLOCK)
@@ -571,13 +572,13 @@ static int check_cards(int fd, const char *path, off_t size)
                 if (*t != '\'' && strcspn(t, " /") >= 69)
                     return ddtk_fail(DDTK_EDATA, "%s: header card %.8s: a value of %zu unquoted "
                                      "characters (not FITS)", path, c, strcspn(t, " /"));
-                const long long x = strtoll(t, NULL, 10);
+                const double x = strtod(t, NULL);
                 if (!strncmp(c, "BITPIX  ", 8))
                     bitpix = x;
                 else if (!strncmp(c, "NAXIS   ", 8))
                     naxis = x;
                 else if (!strncmp(c, "NAXIS", 5) && c[5] >= '0' && c[5] <= '9')
-                    prod = x >= 0 && prod <= size && x <= size ? prod * x : size + 1;
+                    prod *= x;
                 else if (!strncmp(c, "PCOUNT  ", 8))
                     pcount = x;
                 else if (!strncmp(c, "GCOUNT  ", 8))
@@ -586,15 +587,13 @@ static int check_cards(int fd, const char *path, off_t size)
                     subint = strncmp(t, "'SUBINT", 7) == 0;
                 else if (!strncmp(c, "TFIELDS ", 8) && (x < 0 || x > 999))
                     /* cfitsio allocates the columns before it checks them */
-                    return ddtk_fail(DDTK_EDATA, "%s: TFIELDS %lld (not FITS: 0 to 999)", path,
-                                     x);
+                    return ddtk_fail(DDTK_EDATA, "%s: TFIELDS %g (not FITS: 0 to 999)", path, x);
             }
         }
-        const long long bytes = (bitpix < 0 ? -bitpix : bitpix) / 8 * gcount
-                                * (pcount + (naxis > 0 ? prod : 0));
-        if (subint || bytes < 0 || bytes > size)
+        const double bytes = fabs(bitpix) / 8 * gcount * (pcount + (naxis > 0 ? prod : 0));
+        if (subint || !(bytes >= 0 && bytes <= (double)size))
             return DDTK_OK;
-        at += (bytes + FITS_BLOCK - 1) / FITS_BLOCK * FITS_BLOCK;
+        at += ((off_t)bytes + FITS_BLOCK - 1) / FITS_BLOCK * FITS_BLOCK;
     }
     return DDTK_OK;
 }
