@@ -5,7 +5,8 @@
  * cleans whole blocks for small reads), give the cleaned bytes of one read
  * on one thread, and the same report; the spectra delivered and the end are
  * counted as they are delivered, through a last partial block and to
- * reads that end exactly at the end. The same for
+ * reads that end exactly at the end, and reads of several whole blocks
+ * and part of one more (cleaned in place, the part read ahead). The same for
  * sub-byte samples with two IFs, for a PRESTO mask's blocks (its interval,
  * not a power of two) and for stdin through a pipe (no seeking), where a
  * live stream's first block comes out before the next is sent.
@@ -115,7 +116,9 @@ static int same(const cleaned *a, const cleaned *b)
 /* Every read size on every thread count against one read on one thread. */
 static void check_reads(const char *path, const ddtk_clean_opts *o, const char *what)
 {
-    static const int64_t chunks[] = { 1000, 2048, 2056, NSAMP / 4, 3000, 8192, 4 * NSAMP };
+    /* 6644: three whole blocks in place and the fourth, where the read ends,
+     * read ahead in the same pass (on up to 5 threads; the GPU's gulps) */
+    static const int64_t chunks[] = { 1000, 2048, 2056, NSAMP / 4, 3000, 8192, 6644, 4 * NSAMP };
     static const int threads[] = { 1, 2, 3, 7 };
     cleaned ref = clean(path, o, 4 * NSAMP, 1);
     CHECK(ref.rep.blocks > 0 && ref.rep.samples_masked > 0);
