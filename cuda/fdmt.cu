@@ -8,7 +8,9 @@
  * its two operands (a stored row of a child, or an input row for a leaf)
  * with their shifts, and its destination (a stored row, or a DM's series),
  * grouped by depth. A launch makes one depth: blockIdx.y an item, VEC
- * samples a thread, the reads in flight together before any store.
+ * consecutive samples a thread, read and written as aligned vectors of 8
+ * (an operand's shift moves its samples within the two vectors they span,
+ * in registers).
  *
  * Each row is upper[t + a] + lower[t + b] as on the CPU: the same operands in
  * the same order, so every series equals the CPU's byte for byte (float
@@ -25,8 +27,11 @@
  * stages, 0.063 s with depths 1-4 fused and one kernel per depth after,
  * 0.043-0.062 s with one kernel per depth throughout (runs and builds of it
  * vary that much; 0.079-0.512 s with the first 2, 3, 5 or 6 depths fused).
- * It is not DRAM-bound either (about 1.0-1.2 TB/s of the H200's 4.8): the
- * loads' latency sets the pace.
+ * It is not DRAM-bound either (about 1.0-1.2 TB/s of the H200's 4.8; 80%
+ * of its reads hit L2). The vectors of 8 took it from 0.059 s (a load and a
+ * store per sample) to 0.048 s, shifting them as 32-bit words rather than
+ * as floats to 0.047 s, at most 42 registers a thread (six blocks of 256 a
+ * multiprocessor) to 0.041 s: interleaved runs on one H200, stop 39.
  *
  * Stored rows are 16-bit integers where every stored sum fits (integer
  * input: exact either way), else floats. Every node but the root and the
@@ -43,8 +48,15 @@
 namespace ddgpu {
 
 #define THREADS 256
-#define VEC 8                     /* samples a thread makes (H200, htru 30 s, depths 5-10 a
-                                     kernel each: 2: 0.069 s, 4: 0.063 s, 8: 0.060 s) */
+#define VEC 8                     /* consecutive samples a thread makes, a multiple of 8 (16
+                                     was slower: 0.066 s against 0.048 s) */
+/* Blocks per multiprocessor the registers allow: six (42 registers a
+ * thread) where a multiprocessor holds 1536 threads or more, else four. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define MIN_BLOCKS 4
+#else
+#define MIN_BLOCKS 6
+#endif
 #define MAX_GRID_Y 65535
 
 /* Where an operand comes from or a row goes: a stored row (ref: its row;
@@ -73,50 +85,120 @@ struct Args {
     int64_t ostride;
 };
 
-/* Sample g of an operand: a stored row's or an input row's, zero past what
- * it holds. */
+/* A thread's VEC consecutive samples as aligned vectors of 8: 16-byte
+ * loads and stores of 16-bit rows (bytes of 8-bit input, two of floats)
+ * instead of one instruction a sample. */
+template <typename E>
+struct alignas(8 * sizeof(E)) Pack {
+    E e[8];
+};
+
+/* Elements m .. m + 7 of two consecutive packs (m < 8), shifted as 32-bit
+ * words: the shift is an item's, the same for a whole block, so the
+ * switch does not diverge and the words stay in registers. */
+template <typename E>
+__device__ __forceinline__ Pack<E> shifted(const Pack<E> &a, const Pack<E> &b, int m)
+{
+    constexpr int W = 2 * (int)sizeof(E);        /* words in a pack */
+    uint32_t w[2 * W], o[W];
+    memcpy(w, &a, sizeof a);
+    memcpy(w + W, &b, sizeof b);
+    const int off = m * (int)sizeof(E), r = 8 * (off % 4);
+    switch (off / 4) {
+#define SHIFT_WORDS(Q)                                                   \
+    case Q:                                                              \
+        if (Q < W) {                                                     \
+            _Pragma("unroll") for (int j = 0; j < W; j++)                \
+                o[j] = __funnelshift_r(w[j + Q], w[(j + Q + 1) % (2 * W)], r); \
+        }                                                                \
+        break;
+        SHIFT_WORDS(0) SHIFT_WORDS(1) SHIFT_WORDS(2) SHIFT_WORDS(3)
+        SHIFT_WORDS(4) SHIFT_WORDS(5) SHIFT_WORDS(6) SHIFT_WORDS(7)
+#undef SHIFT_WORDS
+    }
+    Pack<E> p;
+    memcpy(&p, o, sizeof p);
+    return p;
+}
+
+/* Samples g .. g + VEC - 1 of row p (an input row's, T, or a stored row's),
+ * zero from end on, as the CPU reads them. The packs are read whole: a
+ * pack that starts below the row's end lies within its pitch or stride
+ * (both multiples of 64), its samples past the end set to zero. */
+template <typename E, typename T>
+__device__ __forceinline__ void gather_row(const E *p, int64_t g, int64_t end, int bias,
+                                           float (&o)[VEC])
+{
+    const int m = (int)(g & 7);
+    const int64_t b = g - m;
+    Pack<E> in[VEC / 8 + 1];
+#pragma unroll
+    for (int k = 0; k < VEC / 8 + 1; k++) {
+        const int64_t at = b + 8 * k;
+        if (at < end && (k < VEC / 8 || m))
+            in[k] = *(const Pack<E> *)(p + at);
+    }
+#pragma unroll
+    for (int k = 0; k < VEC / 8; k++) {
+        const Pack<E> s = m ? shifted<E>(in[k], in[k + 1], m) : in[k];
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            o[8 * k + j] = g + 8 * k + j < end ? decode<T>((T)s.e[j], bias) : 0.0f;
+    }
+}
+
+/* Samples g .. g + VEC - 1 of an operand: a stored row's or an input row's. */
 template <typename T, typename S>
-__device__ __forceinline__ float fetch(int kind, int ref, int lim, int64_t g, const Args<T, S> &A)
+__device__ __forceinline__ void gather(int kind, int ref, int lim, int64_t g,
+                                       const Args<T, S> &A, float (&o)[VEC])
 {
     if (kind == K_ROW)
-        return g < A.nout + lim ? (float)A.rows[(int64_t)ref * A.pitch + g] : 0.0f;
-    return g < A.inlen ? decode<T>(A.in[(int64_t)ref * A.istride + g], A.bias) : 0.0f;
+        gather_row<S, S>(A.rows + (int64_t)ref * A.pitch, g, A.nout + lim, 0, o);
+    else
+        gather_row<T, T>(A.in + (int64_t)ref * A.istride, g, A.inlen, A.bias, o);
 }
 
-/* Sample t of item x: upper plus lower, as on the CPU. */
-template <typename T, typename S>
-__device__ __forceinline__ float value_of(const Op &x, int64_t t, const Args<T, S> &A)
+/* Store samples t .. t + VEC - 1 of item x's row within its range: whole
+ * packs where the range allows. */
+template <typename E>
+__device__ __forceinline__ void put_packs(E *p, int64_t t, int64_t end, const float (&v)[VEC])
 {
-    float v = fetch<T, S>(x.ukind, x.uref, x.ulim, t + x.ua, A);
-    if (x.lkind != K_NONE)
-        v = v + fetch<T, S>(x.lkind, x.lref, x.llim, t + x.la, A);
-    return v;
+#pragma unroll
+    for (int k = 0; k < VEC / 8; k++) {
+        const int64_t at = t + 8 * k;
+        if (at + 8 <= end) {
+            Pack<E> r;
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                r.e[j] = (E)v[8 * k + j];
+            *(Pack<E> *)(p + at) = r;
+        } else {
+            for (int j = 0; j < 8 && at + j < end; j++)
+                p[at + j] = (E)v[8 * k + j];
+        }
+    }
 }
 
-/* Store sample t of item x's row within its range. */
+/* One depth: blockIdx.y the item, VEC consecutive samples a thread. Each
+ * row is upper plus lower, as on the CPU. */
 template <typename T, typename S>
-__device__ __forceinline__ void put(const Op &x, int64_t t, float v, const Args<T, S> &A)
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS) depth_kernel(const Op *I, int nitem, Args<T, S> A)
 {
-    if (x.dkind == K_ROW && t < A.nout + x.dlim)
-        A.rows[(int64_t)x.dref * A.pitch + t] = (S)v;
-    else if (x.dkind == K_OUT && t < A.nout)
-        A.out[(int64_t)x.dref * A.ostride + t] = v;
-}
-
-/* One depth: blockIdx.y the item, VEC samples a thread, THREADS apart. */
-template <typename T, typename S>
-__global__ void depth_kernel(const Op *I, int nitem, Args<T, S> A)
-{
-    const int64_t t0 = (int64_t)blockIdx.x * (THREADS * VEC) + threadIdx.x;
+    const int64_t t = ((int64_t)blockIdx.x * THREADS + threadIdx.x) * VEC;
     for (int k = blockIdx.y; k < nitem; k += gridDim.y) {
         const Op x = I[k];
-        float v[VEC];
+        float v[VEC], l[VEC];
+        gather<T, S>(x.ukind, x.uref, x.ulim, t + x.ua, A, v);
+        if (x.lkind != K_NONE) {
+            gather<T, S>(x.lkind, x.lref, x.llim, t + x.la, A, l);
 #pragma unroll
-        for (int i = 0; i < VEC; i++)
-            v[i] = value_of<T, S>(x, t0 + i * THREADS, A);
-#pragma unroll
-        for (int i = 0; i < VEC; i++)
-            put<T, S>(x, t0 + i * THREADS, v[i], A);
+            for (int i = 0; i < VEC; i++)
+                v[i] = v[i] + l[i];
+        }
+        if (x.dkind == K_ROW)
+            put_packs<S>(A.rows + (int64_t)x.dref * A.pitch, t, A.nout + x.dlim, v);
+        else if (x.dkind == K_OUT)
+            put_packs<float>(A.out + (int64_t)x.dref * A.ostride, t, A.nout, v);
     }
 }
 
