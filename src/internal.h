@@ -63,6 +63,17 @@ int ddtk_threads(void);
 
 /* ---- inputs decoded into channel rows (input.c) --------------------------- */
 
+/* Reads of a regular file this large (a filterbank's spectra, PSRFITS
+ * rows) go in DDTK_PREAD_CHUNK parts to DDTK_PREAD_THREADS threads: one
+ * thread copies from the page cache at about 3.5 GB/s (the H100 host),
+ * which left the GPU waiting on a gulp's read. The parts are small enough
+ * that the GPU's shortest gulps keep several threads busy: 8 MiB for
+ * htru's 2^15 spectra of 1024 2-bit channels, whose reads (0.074 s a
+ * minute on one thread) bounded two GPUs' streaming (kernels 0.064 s). */
+#define DDTK_PREAD_MIN ((size_t)4 << 20)
+#define DDTK_PREAD_CHUNK ((size_t)2 << 20)
+#define DDTK_PREAD_THREADS 8
+
 /* 1 for an input the CPU engine may take decoded straight into its channel
  * rows, skipping the raw spectra and ddtk_unpack: scaled (float32) PSRFITS,
  * without RFI excision (which cleans spectra). */

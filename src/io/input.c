@@ -15,15 +15,6 @@
 #include <unistd.h>
 
 #define INPUT_BUFFER (4 << 20)
-/* Reads of a regular file this large go in PREAD_CHUNK parts to several
- * threads: one thread copies from the page cache at about 3.5 GB/s (the H100
- * host), which left the GPU waiting on a gulp's read. The parts are small
- * enough that the GPU's shortest gulps keep several threads busy: 8 MiB for
- * htru's 2^15 spectra of 1024 2-bit channels, whose reads (0.074 s a minute
- * on one thread) bounded two GPUs' streaming (kernels 0.064 s). */
-#define PREAD_MIN ((size_t)4 << 20)
-#define PREAD_CHUNK ((size_t)2 << 20)
-#define PREAD_THREADS 8
 
 static int open_stream(ddtk_input *in, const char *path)
 {
@@ -170,7 +161,7 @@ static int read_parallel(ddtk_input *in, uint8_t *raw, size_t want, size_t *have
 {
     const off_t pos = ftello(in->fp);
     const int fd = fileno(in->fp);
-    const size_t nparts = (want + PREAD_CHUNK - 1) / PREAD_CHUNK;
+    const size_t nparts = (want + DDTK_PREAD_CHUNK - 1) / DDTK_PREAD_CHUNK;
     if (pos < 0)
         return ddtk_fail(DDTK_ESYS, "%s: read error: %s", in->name, strerror(errno));
     ssize_t *part = ddtk_malloc(nparts * sizeof *part, "read parts");
@@ -178,9 +169,10 @@ static int read_parallel(ddtk_input *in, uint8_t *raw, size_t want, size_t *have
         return DDTK_ESYS;
     ddtk_thread_error err;
     ddtk_thread_error_init(&err);
-#pragma omp parallel for num_threads(PREAD_THREADS) schedule(dynamic)
+#pragma omp parallel for num_threads(DDTK_PREAD_THREADS) schedule(dynamic)
     for (size_t i = 0; i < nparts; i++) {
-        size_t at = i * PREAD_CHUNK, len = want - at < PREAD_CHUNK ? want - at : PREAD_CHUNK;
+        size_t at = i * DDTK_PREAD_CHUNK;
+        size_t len = want - at < DDTK_PREAD_CHUNK ? want - at : DDTK_PREAD_CHUNK;
         if (!ddtk_thread_error_code(&err)
             && (part[i] = pread_all(fd, raw + at, len, pos + (off_t)at)) < 0)
             ddtk_thread_error_keep(&err, (int)i, ddtk_fail(DDTK_ESYS, "%s: read error: %s",
@@ -190,7 +182,7 @@ static int read_parallel(ddtk_input *in, uint8_t *raw, size_t want, size_t *have
     *have = 0;
     for (size_t i = 0; i < nparts && !rc; i++) {
         *have += (size_t)part[i];
-        if ((size_t)part[i] < PREAD_CHUNK)
+        if ((size_t)part[i] < DDTK_PREAD_CHUNK)
             break;
     }
     free(part);
@@ -218,7 +210,7 @@ static int read_raw(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)
         return counted(in, n, *got, rc);
     }
     size_t want = (size_t)ddtk_input_bytes(in, n), have;
-    if (want >= PREAD_MIN && in->nsamples >= 0 && fileno(in->fp) >= 0) {
+    if (want >= DDTK_PREAD_MIN && in->nsamples >= 0 && fileno(in->fp) >= 0) {
         int rc = read_parallel(in, raw, want, &have);
         if (rc)
             return rc;
