@@ -10,6 +10,10 @@
 
 /* Record the failure of `what` (device.cu); returns DDTK_ESYS. */
 int ddtk_cuda_fail(const char *what, cudaError_t err);
+/* A new device allocation *dst holding the host's `bytes` at src (4 bytes
+ * where there are none, so that *dst is never NULL), for a plug-in's
+ * tables; `what` names them in a failure (device.cu). */
+int ddtk_cuda_upload(void **dst, const void *src, size_t bytes, const char *what);
 
 #define DDTK_CUDA(call, what)                                                    \
     do {                                                                         \

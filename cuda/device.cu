@@ -13,6 +13,14 @@ int ddtk_cuda_fail(const char *what, cudaError_t err)
     return ddtk_fail(DDTK_ESYS, "GPU %d: %s: %s", dev, what, cudaGetErrorString(err));
 }
 
+int ddtk_cuda_upload(void **dst, const void *src, size_t bytes, const char *what)
+{
+    DDTK_CUDA(cudaMalloc(dst, bytes > 0 ? bytes : 4), what);
+    if (bytes)
+        DDTK_CUDA(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice), what);
+    return DDTK_OK;
+}
+
 extern "C" int ddtk_have_cuda(void)
 {
     return 1;

@@ -108,13 +108,6 @@ static int choose_config(DirectPlan *P, const ddtk_gpu_config *cfg, int major)
     return DDTK_OK;
 }
 
-static int upload(void **dst, const void *src, size_t bytes)
-{
-    DDTK_CUDA(cudaMalloc(dst, bytes), "allocating a delay table");
-    DDTK_CUDA(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice), "uploading a delay table");
-    return DDTK_OK;
-}
-
 static int upload_tables(DirectPlan *P, const int32_t *delay, size_t smem_limit)
 {
     int32_t *lo = NULL, *spans = NULL;
@@ -128,11 +121,14 @@ static int upload_tables(DirectPlan *P, const int32_t *delay, size_t smem_limit)
     }
     size_t nc = (size_t)P->nchan;
     if (!rc)
-        rc = upload((void **)&P->d_delay, delay, (size_t)P->ndm * nc * 4);
+        rc = ddtk_cuda_upload((void **)&P->d_delay, delay, (size_t)P->ndm * nc * 4,
+                              "uploading a delay table");
     if (!rc)
-        rc = upload((void **)&P->d_lo, lo, (size_t)P->nblocks * nc * 4);
+        rc = ddtk_cuda_upload((void **)&P->d_lo, lo, (size_t)P->nblocks * nc * 4,
+                              "uploading a delay table");
     if (!rc)
-        rc = upload((void **)&P->d_blocks, order, (size_t)P->nblocks * sizeof *order);
+        rc = ddtk_cuda_upload((void **)&P->d_blocks, order, (size_t)P->nblocks * sizeof *order,
+                              "uploading a delay table");
     free(lo);
     free(spans);
     free(order);

@@ -182,7 +182,8 @@ __device__ __forceinline__ void put_packs(E *p, int64_t t, int64_t end, const fl
 /* One depth: blockIdx.y the item, VEC consecutive samples a thread. Each
  * row is upper plus lower, as on the CPU. */
 template <typename T, typename S>
-__global__ void __launch_bounds__(THREADS, MIN_BLOCKS) depth_kernel(const Op *I, int nitem, Args<T, S> A)
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+    depth_kernel(const Op *I, int nitem, Args<T, S> A)
 {
     const int64_t t = ((int64_t)blockIdx.x * THREADS + threadIdx.x) * VEC;
     for (int k = blockIdx.y; k < nitem; k += gridDim.y) {
@@ -327,15 +328,6 @@ static int build_items(FdmtLevel *L, const int *rowbase, int insize, Op **items,
 
 /* ---- the level ------------------------------------------------------------------ */
 
-static int upload(void **dst, const void *src, size_t bytes)
-{
-    DDTK_CUDA(cudaMalloc(dst, bytes > 0 ? bytes : 4), "allocating the FDMT's items");
-    if (bytes)
-        DDTK_CUDA(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice),
-                  "uploading the FDMT's items");
-    return DDTK_OK;
-}
-
 static void destroy(void *state)
 {
     FdmtLevel *L = (FdmtLevel *)state;
@@ -378,7 +370,8 @@ static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
     free(rowbase);
     if (rc)
         return rc;
-    rc = upload((void **)&L->d_items, items, (size_t)n * sizeof *items);
+    rc = ddtk_cuda_upload((void **)&L->d_items, items, (size_t)n * sizeof *items,
+                          "uploading the FDMT's items");
     free(items);
     return rc;
 }

@@ -325,13 +325,6 @@ static int allow_smem(size_t bytes)
     return DDTK_OK;
 }
 
-static int upload(void **dst, const void *src, size_t bytes)
-{
-    DDTK_CUDA(cudaMalloc(dst, bytes > 0 ? bytes : 4), "allocating a tree table");
-    DDTK_CUDA(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice), "uploading a tree table");
-    return DDTK_OK;
-}
-
 /* Stage 2's tables: (row, offset) per DM and sub-band, and the sub-bands
  * ddtk_tree_combine_cpu adds in groups of four. */
 static int upload_routes(TreeLevel *L)
@@ -353,9 +346,11 @@ static int upload_routes(TreeLevel *L)
         quad[d] = k;
     }
     if (!rc)
-        rc = upload((void **)&L->d_route, route, n * sizeof *route);
+        rc = ddtk_cuda_upload((void **)&L->d_route, route, n * sizeof *route,
+                              "uploading a tree table");
     if (!rc)
-        rc = upload((void **)&L->d_quad, quad, (size_t)L->ndm * sizeof *quad);
+        rc = ddtk_cuda_upload((void **)&L->d_quad, quad, (size_t)L->ndm * sizeof *quad,
+                              "uploading a tree table");
     free(route);
     free(quad);
     return rc;
@@ -423,13 +418,17 @@ static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
     if (!rc)
         rc = allow_smem<float, false>(most);
     if (!rc)
-        rc = upload((void **)&L->d_first, g->first, ((size_t)g->np + 1) * sizeof(int));
+        rc = ddtk_cuda_upload((void **)&L->d_first, g->first, ((size_t)g->np + 1) * sizeof(int),
+                              "uploading a tree table");
     if (!rc)
-        rc = upload((void **)&L->d_rows, g->rows, (size_t)p->ch.nlive * sizeof(int));
+        rc = ddtk_cuda_upload((void **)&L->d_rows, g->rows, (size_t)p->ch.nlive * sizeof(int),
+                              "uploading a tree table");
     if (!rc)
-        rc = upload((void **)&L->d_slot_j, t->slot_j, (size_t)t->nslot * sizeof(int));
+        rc = ddtk_cuda_upload((void **)&L->d_slot_j, t->slot_j, (size_t)t->nslot * sizeof(int),
+                              "uploading a tree table");
     if (!rc)
-        rc = upload((void **)&L->d_slot_n, t->slot_n, (size_t)t->nslot * sizeof(int));
+        rc = ddtk_cuda_upload((void **)&L->d_slot_n, t->slot_n, (size_t)t->nslot * sizeof(int),
+                              "uploading a tree table");
     if (!rc)
         rc = upload_routes(L);
     if (!rc)
