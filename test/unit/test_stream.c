@@ -375,13 +375,20 @@ static void test_signals(void)
     ddtk_outspec spec = { .format = DDTK_FMT_TIM, .prefix = prefix };
     ddtk_series_meta meta = { .in = &in.hdr, .tsamp = in.hdr.tsamp, .fref = 1500,
                               .nchans = NCHANS, .notes = "" };
+    /* The signals that end a run (a sanitizer's runtime keeps others), as
+     * this process was given them (nohup or a background job ignores some). */
+    static const int ends[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGUSR1 };
+    enum { NENDS = sizeof ends / sizeof ends[0] };
+    void (*given[NENDS])(int);
+    for (size_t i = 0; i < NENDS; i++) {
+        CHECK(sigaction(ends[i], NULL, &sa) == 0);
+        given[i] = sa.sa_handler;
+    }
     int before = hidden();
     CHECK(ddtk_outset_open(&out, dms, NDM, &spec, &meta) == DDTK_OK);
     CHECK(hidden() == before + NDM);
-    /* The signals that end a run (a sanitizer's runtime keeps others). */
-    static const int ends[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGUSR1 };
-    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
-        CHECK(sigaction(ends[i], NULL, &sa) == 0 && sa.sa_handler == SIG_DFL);
+    for (size_t i = 0; i < NENDS; i++)
+        CHECK(sigaction(ends[i], NULL, &sa) == 0 && sa.sa_handler == given[i]);
     ddtk_remove_temporaries(SIGTERM, note_end);
     CHECK(hidden() == before && ended == SIGTERM);
     ddtk_outset_abort(&out);
