@@ -103,6 +103,7 @@ struct ddtk_cleaner {
     int eof;
     float *spec;                  /* one spectrum's values, [if][chan] */
     double *sum, *dsum, *dsq;     /* [if][chan] sums; [chan] the detected IFs' sum, squares */
+    uint32_t *isum, *isq;         /* [chan] the same of unsigned 8-bit samples, as integers */
     float *wts;                   /* [chan] zero-DM weights: 1 / std, 0 if flagged */
     float *scratch;               /* two blocks of floats for selection */
     float *med, *dmed, *sig;      /* [if][chan] means; [chan] detection rows' mean, std */
@@ -421,6 +422,8 @@ static int work_alloc(ddtk_cleaner *k, const ddtk_header *h)
         || !(k->sum = ddtk_malloc(ni * nc * sizeof *k->sum, "RFI stats"))
         || !(k->dsum = ddtk_malloc(nc * sizeof *k->dsum, "RFI stats"))
         || !(k->dsq = ddtk_malloc(nc * sizeof *k->dsq, "RFI stats"))
+        || !(k->isum = ddtk_malloc(nc * sizeof *k->isum, "RFI stats"))
+        || !(k->isq = ddtk_malloc(nc * sizeof *k->isq, "RFI stats"))
         || !(k->wts = ddtk_malloc(nc * sizeof *k->wts, "RFI stats"))
         || !(k->scratch = ddtk_malloc(2 * b * sizeof *k->scratch, "RFI block"))
         || !(k->med = ddtk_malloc(ni * nc * sizeof *k->med, "RFI stats"))
@@ -450,6 +453,8 @@ static void work_free(ddtk_cleaner *k)
     free(k->sum);
     free(k->dsum);
     free(k->dsq);
+    free(k->isum);
+    free(k->isq);
     free(k->wts);
     free(k->scratch);
     free(k->med);
@@ -523,6 +528,37 @@ static inline float detected(const float *x, int nc, int ni, int c)
     return ni >= 2 ? x[c] + x[nc + c] : x[c];
 }
 
+/* block_stats' sums of unsigned 8-bit spectra of one IF, every step-th of
+ * raw's n but those skipped, as 32-bit integers (fewer than 1024 spectra
+ * of at most 255^2: they fit) in a loop that vectorises; the same sums as
+ * the doubles of the general loop, whose sums of integers are exact (it
+ * took a quarter of the cleaning on one thread). Returns the spectra
+ * summed. */
+static int64_t sums8(ddtk_cleaner *k, int nc, const uint8_t *raw, int64_t n, int64_t step,
+                     const uint8_t *skip)
+{
+    uint32_t *restrict s = k->isum, *restrict q = k->isq;
+    int64_t m = 0;
+    memset(s, 0, (size_t)nc * sizeof *s);
+    memset(q, 0, (size_t)nc * sizeof *q);
+    for (int64_t t = 0; t < n; t += step) {
+        if (skip && skip[t])
+            continue;
+        m++;
+        const uint8_t *restrict r = raw + t * nc;
+        for (int c = 0; c < nc; c++) {
+            const uint32_t v = r[c];
+            s[c] += v;
+            q[c] += v * v;
+        }
+    }
+    for (int c = 0; c < nc; c++) {
+        k->sum[c] = k->dsum[c] = (double)s[c];
+        k->dsq[c] = (double)q[c];
+    }
+    return m;
+}
+
 /* Per-IF means of every channel (the level of replaced samples: a block's
  * few outliers move it little, and integer data's median is biased by up to
  * half a step), the detection rows' mean and standard deviation, from every
@@ -538,7 +574,10 @@ static void block_stats(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *ra
     memset(sum, 0, (size_t)ni * nc * sizeof *sum);
     memset(dsum, 0, (size_t)nc * sizeof *dsum);
     memset(dsq, 0, (size_t)nc * sizeof *dsq);
-    for (int64_t t = 0; t < n; t += step) {
+    const int bytes = h->nbits == 8 && h->signed_data != 1 && ni == 1;
+    if (bytes)
+        m = sums8(k, nc, raw, n, step, skip);
+    for (int64_t t = 0; t < n && !bytes; t += step) {
         if (skip && skip[t])
             continue;
         m++;
