@@ -29,8 +29,11 @@
  * flags), the zero-DM series of every spectrum as one weighted sum over its
  * channels, IQRM's quantiles of a lag's two directions from one sort, and
  * the flagged channels' replacements of 8-bit data computed in a loop that
- * vectorises. One thread cleans htru's 31 blocks of 4 s in 0.025 s on this
- * project's 2-core machine (0.046 s before the last two).
+ * vectorises; for 8-bit data, the statistics summed as integers and four
+ * spectra's weighted sums made side by side. One thread cleans htru's 78
+ * blocks of 10 s in about 0.040 s on this project's 2-core machine (0.058 s
+ * before those two; per block as 0.046 s for 4 s before the sort and the
+ * replacement's loop).
  *
  * Blocks are cleaned on every thread whatever the reads' sizes: each
  * block's cleaning depends on its own spectra only, so the blocks read at
@@ -101,7 +104,7 @@ struct ddtk_cleaner {
                                      last read cleaned in place) */
     int64_t at;                   /* that of the block being cleaned */
     int eof;
-    float *spec;                  /* one spectrum's values, [if][chan] */
+    float *spec;                  /* one spectrum's values, [if][chan]; or four's */
     double *sum, *dsum, *dsq;     /* [if][chan] sums; [chan] the detected IFs' sum, squares */
     uint32_t *isum, *isq;         /* [chan] the same of unsigned 8-bit samples, as integers */
     float *wts;                   /* [chan] zero-DM weights: 1 / std, 0 if flagged */
@@ -418,7 +421,7 @@ static void put8(uint8_t *row, int64_t where, const int *col, const float *x, in
 static int work_alloc(ddtk_cleaner *k, const ddtk_header *h)
 {
     const size_t nc = (size_t)h->nchans, ni = (size_t)h->nifs, b = (size_t)k->block;
-    if (!(k->spec = ddtk_malloc(ni * nc * sizeof *k->spec, "RFI stats"))
+    if (!(k->spec = ddtk_malloc((ni > 4 ? ni : 4) * nc * sizeof *k->spec, "RFI stats"))
         || !(k->sum = ddtk_malloc(ni * nc * sizeof *k->sum, "RFI stats"))
         || !(k->dsum = ddtk_malloc(nc * sizeof *k->dsum, "RFI stats"))
         || !(k->dsq = ddtk_malloc(nc * sizeof *k->dsq, "RFI stats"))
@@ -606,6 +609,40 @@ static void block_stats(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *ra
     }
 }
 
+typedef float lanes_f __attribute__((vector_size(LANES * sizeof(float))));
+
+/* z[s] = the weighted sum of unsigned 8-bit spectrum s < 4 of r (nc
+ * channels) less off, as clip_spectra's loop makes it for one spectrum:
+ * the same LANES partial sums, each added in the same order, so the same
+ * floats. That loop's partial sums are one vector, each add waiting for the
+ * last; here four spectra's chains go side by side, from their floats in x
+ * (4 nc of them). */
+static void zsum8x4(const uint8_t *restrict r, const float *w, int nc, double off,
+                    float *restrict x, float *z)
+{
+    lanes_f acc[4] = { { 0 } };
+    int c = 0;
+    for (int64_t v = 0; v < 4 * (int64_t)nc; v++)
+        x[v] = (float)r[v];
+    for (; c + LANES <= nc; c += LANES) {
+        lanes_f wv;
+        memcpy(&wv, w + c, sizeof wv);
+        for (int s = 0; s < 4; s++) {
+            lanes_f xv;
+            memcpy(&xv, x + (int64_t)s * nc + c, sizeof xv);
+            acc[s] += wv * xv;
+        }
+    }
+    for (int s = 0; s < 4; s++) {
+        double zt = -off;
+        for (int i = c; i < nc; i++)
+            zt += (double)w[i] * x[(int64_t)s * nc + i];
+        for (int j = 0; j < LANES; j++)
+            zt += acc[s][j];
+        z[s] = (float)zt;
+    }
+}
+
 /* Zero-DM outliers among the spectra of the block, over unflagged channels:
  * each spectrum's sum of (x - mean) / std is one weighted sum of its values
  * (LANES partial sums, so that it vectorises) less a constant. Marks them
@@ -623,7 +660,11 @@ static int64_t clip_spectra(ddtk_cleaner *k, const ddtk_header *h, const uint8_t
     }
     if (live < 1)
         return 0;
-    for (int64_t t = 0; t < n; t++) {
+    int64_t t = 0;
+    if (h->nbits == 8 && h->signed_data != 1 && ni == 1)
+        for (; t + 4 <= n; t += 4)
+            zsum8x4(raw + t * nc, w, nc, off, k->spec, z + t);
+    for (; t < n; t++) {
         float acc[LANES] = { 0 };
         int c = 0;
         spectrum(h, raw, t, k->spec);
@@ -645,7 +686,7 @@ static int64_t clip_spectra(ddtk_cleaner *k, const ddtk_header *h, const uint8_t
     if (!(sig > 0))
         return 0;
     int64_t clipped = 0;
-    for (int64_t t = 0; t < n; t++)
+    for (t = 0; t < n; t++)
         clipped += k->clip[t] = fabsf(z[t] - med) > (float)k->o.clip_sigma * sig;
     return clipped;
 }
