@@ -72,6 +72,7 @@
 #define STATS_SPECTRA 512         /* at least this many spectra of a block give the
                                      channels' statistics (every one of smaller blocks) */
 #define LANES 16                  /* partial sums of a spectrum's weighted sum */
+#define PREFETCH 4                /* spectra of the statistics' subsample read ahead */
 /* The read-ahead holds at most this many bytes of whole blocks (as the
  * PSRFITS reader's batches): 64 MiB is one 2 MiB block of htru (1024 8-bit
  * channels) for each of 32 threads; wider spectra get fewer blocks, and
@@ -531,6 +532,18 @@ static inline float detected(const float *x, int nc, int ni, int c)
     return ni >= 2 ? x[c] + x[nc + c] : x[c];
 }
 
+/* The statistics' subsample, every step-th of n spectra of `bytes` bytes:
+ * a spectrum is a page or more from the last, where the hardware's
+ * prefetch starts again, so the one PREFETCH ahead of t is asked for (the
+ * statistics took 16 ms of htru 10 s on one thread without, 5 ms with). */
+static inline void ahead_of(const uint8_t *raw, int64_t t, int64_t step, int64_t n,
+                            int64_t bytes)
+{
+    const int64_t a = t + PREFETCH * step;
+    for (int64_t b = 0; a < n && b < bytes; b += 64)
+        __builtin_prefetch(raw + a * bytes + b);
+}
+
 /* block_stats' sums of unsigned 8-bit spectra of one IF, every step-th of
  * raw's n but those skipped, as 32-bit integers (fewer than 1024 spectra
  * of at most 255^2: they fit) in a loop that vectorises; the same sums as
@@ -545,6 +558,7 @@ static int64_t sums8(ddtk_cleaner *k, int nc, const uint8_t *raw, int64_t n, int
     memset(s, 0, (size_t)nc * sizeof *s);
     memset(q, 0, (size_t)nc * sizeof *q);
     for (int64_t t = 0; t < n; t += step) {
+        ahead_of(raw, t, step, n, nc);
         if (skip && skip[t])
             continue;
         m++;
@@ -581,6 +595,7 @@ static void block_stats(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *ra
     if (bytes)
         m = sums8(k, nc, raw, n, step, skip);
     for (int64_t t = 0; t < n && !bytes; t += step) {
+        ahead_of(raw, t, step, n, (int64_t)nc * ni * h->nbits / 8);
         if (skip && skip[t])
             continue;
         m++;
