@@ -7,41 +7,13 @@
  * time).
  */
 #include "internal.h"
+#include "hoare.h"
 
 #include <string.h>
 
-/* Hoare's selection of the k-th smallest of x[0..n), in place: one body
- * for floats (ddtk_select_kth) and for the radix selection's keys. */
-#define DEFINE_HOARE(name, T)                                                   \
-    static T name(T *x, int64_t n, int64_t k)                                   \
-    {                                                                           \
-        int64_t lo = 0, hi = n - 1;                                             \
-        while (lo < hi) {                                                       \
-            T pivot = x[lo + (hi - lo) / 2];                                    \
-            int64_t i = lo, j = hi;                                             \
-            while (i <= j) {                                                    \
-                while (x[i] < pivot)                                            \
-                    i++;                                                        \
-                while (x[j] > pivot)                                            \
-                    j--;                                                        \
-                if (i <= j) {                                                   \
-                    T t = x[i];                                                 \
-                    x[i++] = x[j];                                              \
-                    x[j--] = t;                                                 \
-                }                                                               \
-            }                                                                   \
-            if (k <= j)                                                         \
-                hi = j;                                                         \
-            else if (k >= i)                                                    \
-                lo = i;                                                         \
-            else                                                                \
-                return x[k];                                                    \
-        }                                                                       \
-        return x[k];                                                            \
-    }
-
-DEFINE_HOARE(hoare_float, float)
-DEFINE_HOARE(hoare_key, uint32_t)
+/* Hoare's selection (hoare.h) for floats and for the radix selection's keys */
+DDTK_DEFINE_HOARE(hoare_float, float, int64_t)
+DDTK_DEFINE_HOARE(hoare_key, uint32_t, int64_t)
 
 float ddtk_select_kth(float *x, int64_t n, int64_t k)
 {
