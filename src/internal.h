@@ -74,6 +74,18 @@ int ddtk_threads(void);
 #define DDTK_PREAD_CHUNK ((size_t)2 << 20)
 #define DDTK_PREAD_THREADS 8
 
+/* For a reader that reads what comes next in parts on several threads
+ * itself (the RFI cleaner: a block a thread, cleaned while in that core's
+ * cache): whether the input allows it (a filterbank in a regular file),
+ * its position, a part's read from anywhere (any thread), and the end of
+ * such a read, have of the want bytes from pos: the position moved past
+ * them, and the spectra, the end and the counts as ddtk_input_read keeps
+ * them. */
+int ddtk_input_positional(const ddtk_input *in);
+int ddtk_input_tell(ddtk_input *in, int64_t *pos);
+int ddtk_input_pread(const ddtk_input *in, int64_t pos, uint8_t *dst, size_t len, size_t *have);
+int ddtk_input_pread_done(ddtk_input *in, int64_t pos, size_t want, size_t have, int64_t *got);
+
 /* 1 for an input the CPU engine may take decoded straight into its channel
  * rows, skipping the raw spectra and ddtk_unpack: scaled (float32) PSRFITS,
  * without RFI excision (which cleans spectra). */

@@ -200,6 +200,20 @@ static int counted(ddtk_input *in, int64_t n, int64_t got, int rc)
     return rc;
 }
 
+/* After a read of want bytes that gave have: the spectra, the end, the
+ * count, a warning for bytes past the last whole spectrum. */
+static int64_t account(ddtk_input *in, size_t want, size_t have)
+{
+    const int64_t got = (int64_t)(have * 8 / (size_t)in->bits_per_spectrum);
+    in->eof = have < want;
+    if (in->eof && (int64_t)have > ddtk_input_bytes(in, got) && in->samples_read + got > 0)
+        ddtk_report(DDTK_MSG_WARNING, "%s: %lld trailing bytes after the last whole spectrum "
+                    "are ignored", in->name,
+                    (long long)((int64_t)have - ddtk_input_bytes(in, got)));
+    in->samples_read += got;
+    return got;
+}
+
 static int read_raw(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)
 {
     *got = 0;
@@ -210,22 +224,45 @@ static int read_raw(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)
         return counted(in, n, *got, rc);
     }
     size_t want = (size_t)ddtk_input_bytes(in, n), have;
-    if (want >= DDTK_PREAD_MIN && in->nsamples >= 0 && fileno(in->fp) >= 0) {
+    if (want >= DDTK_PREAD_MIN && ddtk_input_positional(in)) {
         int rc = read_parallel(in, raw, want, &have);
         if (rc)
             return rc;
-        in->eof = have < want;
-    } else if ((have = fread(raw, 1, want, in->fp)) < want) {
-        if (ferror(in->fp))
-            return ddtk_fail(DDTK_ESYS, "%s: read error: %s", in->name, strerror(errno));
-        in->eof = 1;
-    }
-    *got = (int64_t)(have * 8 / (size_t)in->bits_per_spectrum);
-    if (in->eof && (int64_t)have > ddtk_input_bytes(in, *got) && in->samples_read + *got > 0)
-        ddtk_report(DDTK_MSG_WARNING, "%s: %lld trailing bytes after the last whole spectrum "
-                    "are ignored", in->name,
-                    (long long)((int64_t)have - ddtk_input_bytes(in, *got)));
-    in->samples_read += *got;
+    } else if ((have = fread(raw, 1, want, in->fp)) < want && ferror(in->fp))
+        return ddtk_fail(DDTK_ESYS, "%s: read error: %s", in->name, strerror(errno));
+    *got = account(in, want, have);
+    return DDTK_OK;
+}
+
+int ddtk_input_positional(const ddtk_input *in)
+{
+    return !in->psrfits && in->nsamples >= 0 && in->fp && fileno(in->fp) >= 0;
+}
+
+int ddtk_input_tell(ddtk_input *in, int64_t *pos)
+{
+    const off_t at = ftello(in->fp);
+    if (at < 0)
+        return ddtk_fail(DDTK_ESYS, "%s: read error: %s", in->name, strerror(errno));
+    *pos = (int64_t)at;
+    return DDTK_OK;
+}
+
+int ddtk_input_pread(const ddtk_input *in, int64_t pos, uint8_t *dst, size_t len, size_t *have)
+{
+    const ssize_t r = pread_all(fileno(in->fp), dst, len, (off_t)pos);
+    if (r < 0)
+        return ddtk_fail(DDTK_ESYS, "%s: read error: %s", in->name, strerror(errno));
+    *have = (size_t)r;
+    return DDTK_OK;
+}
+
+int ddtk_input_pread_done(ddtk_input *in, int64_t pos, size_t want, size_t have, int64_t *got)
+{
+    *got = 0;
+    if (fseeko(in->fp, (off_t)pos + (off_t)have, SEEK_SET) != 0)
+        return ddtk_fail(DDTK_ESYS, "%s: read error: %s", in->name, strerror(errno));
+    *got = account(in, want, have);
     return DDTK_OK;
 }
 

@@ -894,28 +894,52 @@ int ddtk_input_clean(ddtk_input *in, const ddtk_clean_opts *o)
     return rc ? rc : work_alloc(k, &in->hdr);
 }
 
-/* The spectra read at dst (nd of them) and then at tail (nt), from the
+/* The spectra at dst (nd of them) and then at tail (nt), from the
  * observation's spectrum at: their blocks cleaned where they are, on
- * several threads when there are several. */
+ * several threads when there are several. With pos >= 0 each block is
+ * first read, from the input's byte pos on, by the thread that cleans it,
+ * so that the cleaning's passes find its spectra in that core's cache (read
+ * first on threads of their own, the spectra crossed the memory once more
+ * for the cleaning: a 16-core host's reads of 60 s of htru took 0.12 s
+ * with the cleaning, 0.03 s without, 8 threads or 16); *have: the bytes
+ * read, to the first short block. */
 static int clean_blocks(ddtk_cleaner *k, const ddtk_input *in, uint8_t *dst, int64_t nd,
-                        uint8_t *tail, int64_t nt, int64_t at)
+                        uint8_t *tail, int64_t nt, int64_t at, int64_t pos, size_t *have)
 {
-    const int64_t bits = in->bits_per_spectrum, bd = (nd + k->block - 1) / k->block;
-    const int64_t nb = bd + (nt + k->block - 1) / k->block;
+    const int64_t bits = in->bits_per_spectrum, bytes = ddtk_input_bytes(in, k->block);
+    const int64_t bd = (nd + k->block - 1) / k->block, nb = bd + (nt + k->block - 1) / k->block;
     const int threads = nb < ddtk_threads() ? (int)nb : ddtk_threads();
-    int rc = threads > 1 ? workers(k, &in->hdr, threads) : DDTK_OK;
-    if (rc)
-        return rc;
+    size_t *got = pos >= 0 ? ddtk_calloc((size_t)nb + 1, sizeof *got, "RFI blocks") : NULL;
+    int rc = pos >= 0 && !got ? DDTK_ESYS : threads > 1 ? workers(k, &in->hdr, threads) : DDTK_OK;
+    ddtk_thread_error err;
+    ddtk_thread_error_init(&err);
 #pragma omp parallel for num_threads(threads > 1 ? threads : 1) schedule(dynamic)
     for (int64_t b = 0; b < nb; b++) {
-        int t = omp_get_thread_num();
+        int t = omp_get_thread_num(), e;
         ddtk_cleaner *w = t ? &k->workers[t - 1] : k;
-        const int64_t i = b < bd ? b : b - bd, have = b < bd ? nd : nt;
+        const int64_t i = b < bd ? b : b - bd, left = (b < bd ? nd : nt) - i * k->block;
+        uint8_t *p = (b < bd ? dst : tail) + i * bytes;
+        int64_t n = left < k->block ? left : k->block;
+        if (rc || ddtk_thread_error_code(&err))
+            continue;
+        if (pos >= 0
+            && (e = ddtk_input_pread(in, pos + b * bytes, p, (size_t)ddtk_input_bytes(in, n),
+                                     &got[b]))) {
+            ddtk_thread_error_keep(&err, (int)b, e);
+            continue;
+        }
+        n = pos >= 0 ? (int64_t)got[b] * 8 / bits : n;
         w->at = at + b * k->block;
-        clean_block(w, in, (b < bd ? dst : tail) + i * k->block * bits / 8,
-                    have - i * k->block < k->block ? have - i * k->block : k->block);
+        if (n > 0)
+            clean_block(w, in, p, n);
     }
-    return DDTK_OK;
+    rc = rc ? rc : ddtk_thread_error_end(&err);
+    for (int64_t b = 0, full = 1; got && b < nb && full; b++) {
+        *have += got[b];
+        full = (int64_t)got[b] == bytes;
+    }
+    free(got);
+    return rc;
 }
 
 /* Blocks for per blocks a thread: within AHEAD_BYTES, no more than the
@@ -945,6 +969,24 @@ static int make_room(ddtk_cleaner *k, const ddtk_input *in, int64_t nb)
     return DDTK_OK;
 }
 
+/* nd spectra to dst, then nt to the read-ahead, read and cleaned a block a
+ * thread from the input's position (clean_blocks); *have and *more: those
+ * that came, the input moved past them. */
+static int fetch(ddtk_cleaner *k, ddtk_input *in, uint8_t *dst, int64_t nd, int64_t nt,
+                 int64_t *have, int64_t *more)
+{
+    int64_t pos, got = 0;
+    size_t bytes = 0;
+    int rc = ddtk_input_tell(in, &pos);
+    if (!rc)
+        rc = clean_blocks(k, in, dst, nd, k->raw, nt, k->first, pos, &bytes);
+    if (!rc)
+        rc = ddtk_input_pread_done(in, pos, (size_t)ddtk_input_bytes(in, nd + nt), bytes, &got);
+    *have = got < nd ? got : nd;
+    *more = got - *have;
+    return rc;
+}
+
 /* Read and clean what comes next. Where the caller's n spectra give the
  * threads enough blocks (three quarters of one each at least), their whole
  * blocks are read and cleaned where they are (at dst) and the block their
@@ -969,17 +1011,22 @@ static int refill(ddtk_cleaner *k, ddtk_input *in, uint8_t *dst, int64_t n, int6
     const int direct = live ? whole >= 1 : 4 * (whole + part) >= 3 * ahead(k, in, 1);
     const int64_t nb = direct ? whole : live ? 1 : ahead(k, in, AHEAD_PER_THREAD);
     const int64_t nt = direct ? part : nb;
+    const int64_t want = (nb * direct + nt) * k->block;
     int rc = make_room(k, in, nt);
     int64_t have = 0, more = 0;
-    if (!rc && direct)
-        rc = read(in, dst, nb * k->block, &have);
-    if (!rc && nt && have == nb * k->block * direct)
-        rc = read(in, k->raw, nt * k->block, &more);
+    if (!rc && ddtk_input_positional(in))
+        rc = fetch(k, in, direct ? dst : NULL, nb * direct * k->block, nt * k->block, &have, &more);
+    else {
+        if (!rc && direct)
+            rc = read(in, dst, nb * k->block, &have);
+        if (!rc && nt && have == nb * k->block * direct)
+            rc = read(in, k->raw, nt * k->block, &more);
+        if (!rc && have + more)
+            rc = clean_blocks(k, in, dst, have, k->raw, more, k->first, -1, NULL);
+    }
     if (rc)
         return rc;
-    k->eof = have + more < (nb * direct + nt) * k->block;
-    if (have + more && (rc = clean_blocks(k, in, dst, have, k->raw, more, k->first)))
-        return rc;
+    k->eof = have + more < want;
     k->first += have;
     *got = have;
     k->have = more;
