@@ -120,6 +120,19 @@ freq_table() {
     no_output_left
 }
 
+@test "bytes past the last whole spectrum: one warning, from a file and from stdin, cleaned or not" {
+    cp good.fil part.fil
+    printf 'abc' >> part.fil
+    for rfi in "" "--rfi auto"; do
+        run dd_direct part.fil --dm 10 --discard -q $rfi
+        [ "$status" -eq 0 ]
+        [ "$(grep -c "part.fil: 3 trailing bytes" <<<"$output")" -eq 1 ] || { echo "$output"; false; }
+        run bash -c "cat part.fil | dd_direct --dm 10 --discard -q $rfi"
+        [ "$status" -eq 0 ]
+        [ "$(grep -c "3 trailing bytes" <<<"$output")" -eq 1 ] || { echo "$output"; false; }
+    done
+}
+
 @test "data shorter than the maximum delay, from a file and from stdin" {
     run_err good.fil dd_direct good.fil --dm 5000 --prefix out/x
     [ "$status" -eq 1 ]

@@ -201,12 +201,14 @@ static int counted(ddtk_input *in, int64_t n, int64_t got, int rc)
 }
 
 /* After a read of want bytes that gave have: the spectra, the end, the
- * count, a warning for bytes past the last whole spectrum. */
+ * count, a warning for bytes past the last whole spectrum (where the
+ * length was not known at the open, which warned of them). */
 static int64_t account(ddtk_input *in, size_t want, size_t have)
 {
     const int64_t got = (int64_t)(have * 8 / (size_t)in->bits_per_spectrum);
     in->eof = have < want;
-    if (in->eof && (int64_t)have > ddtk_input_bytes(in, got) && in->samples_read + got > 0)
+    if (in->eof && in->nsamples < 0 && (int64_t)have > ddtk_input_bytes(in, got)
+        && in->samples_read + got > 0)
         ddtk_report(DDTK_MSG_WARNING, "%s: %lld trailing bytes after the last whole spectrum "
                     "are ignored", in->name,
                     (long long)((int64_t)have - ddtk_input_bytes(in, got)));
