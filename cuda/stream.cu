@@ -1055,10 +1055,108 @@ static void span(ddtk_gpu_stream *g, int i)
     }
 }
 
-/* The gulp loop: issue gulp i on every pipeline, read gulp i+1 while the GPUs
- * finish gulp i-1 and run gulp i, then write gulp i-1. Reading before the
- * wait keeps the host's read off the GPUs' critical path: read after it, a
- * gulp's read and its predecessor's GPU time add up (two sets alternate). */
+/* The reads of gulps after the first, on a thread of their own, so that
+ * a gulp's read and the wait for and the writing of the one before go side
+ * by side: with --rfi auto on an H100's 16-core host (htru 540 s, 1196
+ * DMs) a read took 3.7 ms a gulp and the rest of the host's loop 0.8 ms
+ * against 5.1 ms of GPU work, and one after the other they left the GPU
+ * waiting (streaming 1.30-1.38 s against 1.20 s without the cleaning). */
+enum reader_state { R_IDLE, R_JOB, R_DONE, R_QUIT };
+
+struct reader {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    ddtk_gpu_stream *g;
+    ddtk_source *src;
+    int threads;                /* the caller's (ddtk_threads is per thread) */
+    reader_state state;
+    uint8_t *buf;
+    int64_t n, got;
+    int rc;
+    char msg[1024];             /* the read's error */
+};
+
+static void *reader_main(void *arg)
+{
+    reader *r = (reader *)arg;
+    ddtk_threads_set(r->threads);
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        while (r->state == R_IDLE || r->state == R_DONE)
+            pthread_cond_wait(&r->cv, &r->mu);
+        if (r->state == R_QUIT)
+            break;
+        pthread_mutex_unlock(&r->mu);
+        int64_t got = 0;
+        int rc = read_gulp(r->g, r->src, r->buf, r->n, &got);
+        if (rc)
+            snprintf(r->msg, sizeof r->msg, "%s", ddtk_errmsg());
+        pthread_mutex_lock(&r->mu);
+        r->got = got;
+        r->rc = rc;
+        r->state = R_DONE;
+        pthread_cond_broadcast(&r->cv);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+static int reader_start(reader *r, ddtk_gpu_stream *g, ddtk_source *src)
+{
+    memset(r, 0, sizeof *r);
+    r->g = g;
+    r->src = src;
+    r->threads = ddtk_threads();
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    if (pthread_create(&r->th, NULL, reader_main, r) != 0) {
+        pthread_cond_destroy(&r->cv);
+        pthread_mutex_destroy(&r->mu);
+        return ddtk_fail(DDTK_ESYS, "starting the GPU streaming's reader thread");
+    }
+    return DDTK_OK;
+}
+
+static void reader_post(reader *r, uint8_t *buf, int64_t n)
+{
+    pthread_mutex_lock(&r->mu);
+    r->buf = buf;
+    r->n = n;
+    r->state = R_JOB;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* The posted read's end: its spectra and code (its message as ddtk_fail's). */
+static int reader_collect(reader *r, int64_t *got)
+{
+    pthread_mutex_lock(&r->mu);
+    while (r->state != R_DONE)
+        pthread_cond_wait(&r->cv, &r->mu);
+    r->state = R_IDLE;
+    *got = r->got;
+    const int rc = r->rc;
+    pthread_mutex_unlock(&r->mu);
+    return rc ? ddtk_fail(rc, "%s", r->msg) : DDTK_OK;
+}
+
+static void reader_stop(reader *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->state = R_QUIT;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    pthread_join(r->th, NULL);
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+}
+
+/* The gulp loop: issue gulp i on every pipeline; then, while the GPUs
+ * finish gulp i-1 and run gulp i, read gulp i+1 (the reader) and wait for
+ * and write gulp i-1 (this thread). Reading before the wait keeps the
+ * host's read off the GPUs' critical path: read after it, a gulp's read and
+ * its predecessor's GPU time add up (two sets alternate). */
 static int run_gulps(ddtk_gpu_stream *g, const ddtk_plan *p, ddtk_source *src, ddtk_writer *w)
 {
     const int64_t cap = p->keep + g->step;
@@ -1067,12 +1165,16 @@ static int run_gulps(ddtk_gpu_stream *g, const ddtk_plan *p, ddtk_source *src, d
      * gulp's copies and unpacking share the GPU with them. */
     const int serial = p->d.gpu_serial;
     int64_t got, fill = 0;
+    reader r;
     g->t_read = g->t_wait = g->t_write = g->t_first = g->t_slowest = g->t_gulps = 0;
     g->nspans = g->slowest = 0;
     scaled_layout(g, p, src);
     int rc = read_gulp(g, src, g->hraw[0], cap, &got);
+    if (rc || (rc = reader_start(&r, g, src)))
+        return rc;
     for (int i = 0; !rc; i++) {
         const int cur = i & 1, last = src->eof;
+        int posted = 0;
         span(g, i);
         fill += got;
         for (int j = 0; j < g->npipe && !rc; j++) {
@@ -1080,22 +1182,30 @@ static int run_gulps(ddtk_gpu_stream *g, const ddtk_plan *p, ddtk_source *src, d
             rc = issue_gulp(g->algo, pp, p, g->step, &pp->set[cur], i ? &pp->set[!cur] : NULL,
                             g->hraw[cur], got, fill, last, g->scaled ? &g->sc[cur] : NULL);
         }
-        if (rc || (serial && (rc = finish_all(g, cur, w))))
-            return rc;
-        if (!last) {
+        if (!rc && serial)
+            rc = finish_all(g, cur, w);
+        if (!rc && !last) {
             fill -= g->step;
-            if ((rc = input_free(g, !cur)) || (rc = read_gulp(g, src, g->hraw[!cur], cap - fill, &got)))
-                return rc;
+            if (!(rc = input_free(g, !cur))) {
+                reader_post(&r, g->hraw[!cur], cap - fill);
+                posted = 1;
+            }
         }
-        if (i && (rc = finish_all(g, !cur, w)))
-            return rc;
-        ddtk_writer_gulp(w, src);
-        if (last) {
+        if (!rc && i)
+            rc = finish_all(g, !cur, w);
+        if (posted) {
+            const int read_rc = reader_collect(&r, &got);
+            rc = rc ? rc : read_rc;
+        }
+        if (!rc)
+            ddtk_writer_gulp(w, src);
+        if (!rc && last) {
             rc = finish_all(g, cur, w);
             span(g, i + 1);
-            return rc;
+            break;
         }
     }
+    reader_stop(&r);
     return rc;
 }
 
