@@ -30,9 +30,11 @@
  * (ddtk_gpu_warm_start), while the host builds it, opens the outputs and
  * makes and faults in the blocks it will pin (prefault).
  * Streaming has one host thread driving all pipelines: every device call is
- * asynchronous, the host's own work (read, write) is serial anyway, and the
- * writer stays single-threaded; each call selects its pipeline's device first
- * (cudaSetDevice is per thread). -v reports the two phases' times apart.
+ * asynchronous and the writer stays single-threaded; each call selects its
+ * pipeline's device first (cudaSetDevice is per thread). The reads after
+ * the first run on a thread of their own (the reader), beside the wait for
+ * and the writing of the gulp before; no device call is made there. -v
+ * reports the two phases' times apart.
  *
  * Scaled PSRFITS of 8 bits or fewer (DAT_SCL, DAT_OFFS, DAT_WTS not the
  * identity: the plan's format is float32) travels as its raw integers, one
