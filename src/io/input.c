@@ -138,8 +138,13 @@ int64_t ddtk_input_bytes(const ddtk_input *in, int64_t n)
     return (n * in->bits_per_spectrum + 7) / 8;
 }
 
-/* One part: len bytes at pos, fewer at the end of the file; errno on -1. */
-static ssize_t pread_all(int fd, uint8_t *dst, size_t len, off_t pos)
+/* The system's error of a read of in, as one line. */
+static int read_error(const ddtk_input *in)
+{
+    return ddtk_fail(DDTK_ESYS, "%s: read error: %s", in->name, strerror(errno));
+}
+
+ssize_t ddtk_pread_all(int fd, uint8_t *dst, size_t len, off_t pos)
 {
     size_t done = 0;
     while (done < len) {
@@ -155,40 +160,37 @@ static ssize_t pread_all(int fd, uint8_t *dst, size_t len, off_t pos)
     return (ssize_t)done;
 }
 
-/* want bytes from stdio's position in parts on several threads; stdio is
- * moved past what was read. *have: the parts up to the first short one. */
-static int read_parallel(ddtk_input *in, uint8_t *raw, size_t want, size_t *have)
+/* want bytes from stdio's position in parts on several threads, stdio
+ * moved past the parts up to the first short one and *got their spectra
+ * (ddtk_input_pread_done). */
+static int read_parallel(ddtk_input *in, uint8_t *raw, size_t want, int64_t *got)
 {
-    const off_t pos = ftello(in->fp);
-    const int fd = fileno(in->fp);
     const size_t nparts = (want + DDTK_PREAD_CHUNK - 1) / DDTK_PREAD_CHUNK;
-    if (pos < 0)
-        return ddtk_fail(DDTK_ESYS, "%s: read error: %s", in->name, strerror(errno));
-    ssize_t *part = ddtk_malloc(nparts * sizeof *part, "read parts");
+    int64_t pos;
+    int rc = ddtk_input_tell(in, &pos);
+    size_t *part = rc ? NULL : ddtk_malloc(nparts * sizeof *part, "read parts");
     if (!part)
-        return DDTK_ESYS;
+        return rc ? rc : DDTK_ESYS;
     ddtk_thread_error err;
     ddtk_thread_error_init(&err);
 #pragma omp parallel for num_threads(DDTK_PREAD_THREADS) schedule(dynamic)
     for (size_t i = 0; i < nparts; i++) {
         size_t at = i * DDTK_PREAD_CHUNK;
         size_t len = want - at < DDTK_PREAD_CHUNK ? want - at : DDTK_PREAD_CHUNK;
+        int e;
         if (!ddtk_thread_error_code(&err)
-            && (part[i] = pread_all(fd, raw + at, len, pos + (off_t)at)) < 0)
-            ddtk_thread_error_keep(&err, (int)i, ddtk_fail(DDTK_ESYS, "%s: read error: %s",
-                                                           in->name, strerror(errno)));
+            && (e = ddtk_input_pread(in, pos + (int64_t)at, raw + at, len, &part[i])))
+            ddtk_thread_error_keep(&err, (int)i, e);
     }
-    int rc = ddtk_thread_error_end(&err);
-    *have = 0;
+    rc = ddtk_thread_error_end(&err);
+    size_t have = 0;
     for (size_t i = 0; i < nparts && !rc; i++) {
-        *have += (size_t)part[i];
-        if ((size_t)part[i] < DDTK_PREAD_CHUNK)
+        have += part[i];
+        if (part[i] < DDTK_PREAD_CHUNK)
             break;
     }
     free(part);
-    if (!rc && fseeko(in->fp, pos + (off_t)*have, SEEK_SET) != 0)
-        rc = ddtk_fail(DDTK_ESYS, "%s: read error: %s", in->name, strerror(errno));
-    return rc;
+    return rc ? rc : ddtk_input_pread_done(in, pos, want, have, got);
 }
 
 /* After a PSRFITS read of got of the n spectra asked for: the end, the
@@ -226,12 +228,10 @@ static int read_raw(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)
         return counted(in, n, *got, rc);
     }
     size_t want = (size_t)ddtk_input_bytes(in, n), have;
-    if (want >= DDTK_PREAD_MIN && ddtk_input_positional(in)) {
-        int rc = read_parallel(in, raw, want, &have);
-        if (rc)
-            return rc;
-    } else if ((have = fread(raw, 1, want, in->fp)) < want && ferror(in->fp))
-        return ddtk_fail(DDTK_ESYS, "%s: read error: %s", in->name, strerror(errno));
+    if (want >= DDTK_PREAD_MIN && ddtk_input_positional(in))
+        return read_parallel(in, raw, want, got);
+    if ((have = fread(raw, 1, want, in->fp)) < want && ferror(in->fp))
+        return read_error(in);
     *got = account(in, want, have);
     return DDTK_OK;
 }
@@ -245,16 +245,16 @@ int ddtk_input_tell(ddtk_input *in, int64_t *pos)
 {
     const off_t at = ftello(in->fp);
     if (at < 0)
-        return ddtk_fail(DDTK_ESYS, "%s: read error: %s", in->name, strerror(errno));
+        return read_error(in);
     *pos = (int64_t)at;
     return DDTK_OK;
 }
 
 int ddtk_input_pread(const ddtk_input *in, int64_t pos, uint8_t *dst, size_t len, size_t *have)
 {
-    const ssize_t r = pread_all(fileno(in->fp), dst, len, (off_t)pos);
+    const ssize_t r = ddtk_pread_all(fileno(in->fp), dst, len, (off_t)pos);
     if (r < 0)
-        return ddtk_fail(DDTK_ESYS, "%s: read error: %s", in->name, strerror(errno));
+        return read_error(in);
     *have = (size_t)r;
     return DDTK_OK;
 }
@@ -263,7 +263,7 @@ int ddtk_input_pread_done(ddtk_input *in, int64_t pos, size_t want, size_t have,
 {
     *got = 0;
     if (fseeko(in->fp, (off_t)pos + (off_t)have, SEEK_SET) != 0)
-        return ddtk_fail(DDTK_ESYS, "%s: read error: %s", in->name, strerror(errno));
+        return read_error(in);
     *got = account(in, want, have);
     return DDTK_OK;
 }

@@ -916,17 +916,12 @@ static void present(ddtk_psrfits *p, uint8_t *out)
 static int pread_part(const fits_file *f, long r, int64_t at, int64_t len, uint8_t *dst)
 {
     const off_t pos = f->data_off + (off_t)r * f->row_stride + (off_t)at;
-    int64_t done = 0;
-    while (done < len) {
-        ssize_t got = pread(f->fd, dst + done, (size_t)(len - done), pos + (off_t)done);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            return ddtk_fail(got < 0 ? DDTK_ESYS : DDTK_EDATA, "%s: %s", f->path, got < 0
-                             ? strerror(errno) : "truncated: a row's DATA is past the end of "
-                             "the file");
-        done += got;
-    }
+    const ssize_t got = ddtk_pread_all(f->fd, dst, (size_t)len, pos);
+    if (got < 0)
+        return ddtk_fail(DDTK_ESYS, "%s: %s", f->path, strerror(errno));
+    if (got < len)
+        return ddtk_fail(DDTK_EDATA, "%s: truncated: a row's DATA is past the end of the file",
+                         f->path);
     return DDTK_OK;
 }
 
@@ -938,15 +933,14 @@ static int pread_part(const fits_file *f, long r, int64_t at, int64_t len, uint8
  * host). */
 static int pread_rows(const ddtk_psrfits *p, const fits_file *f, long r, long k, uint8_t *out)
 {
-    const int64_t parts = (p->row_bytes + (int64_t)DDTK_PREAD_CHUNK - 1) / (int64_t)DDTK_PREAD_CHUNK;
+    const int64_t chunk = (int64_t)DDTK_PREAD_CHUNK, parts = (p->row_bytes + chunk - 1) / chunk;
     const int threads = k * p->row_bytes >= (int64_t)DDTK_PREAD_MIN ? DDTK_PREAD_THREADS : 1;
     ddtk_thread_error err;
     ddtk_thread_error_init(&err);
 #pragma omp parallel for num_threads(threads) schedule(dynamic)
     for (int64_t j = 0; j < k * parts; j++) {
-        const int64_t i = j / parts, at = j % parts * (int64_t)DDTK_PREAD_CHUNK;
-        const int64_t len = p->row_bytes - at < (int64_t)DDTK_PREAD_CHUNK ? p->row_bytes - at
-                                                                          : (int64_t)DDTK_PREAD_CHUNK;
+        const int64_t i = j / parts, at = j % parts * chunk;
+        const int64_t len = p->row_bytes - at < chunk ? p->row_bytes - at : chunk;
         int rc;
         if (!ddtk_thread_error_code(&err)
             && (rc = pread_part(f, r + (long)i, at, len, out + i * p->row_bytes)))
