@@ -558,6 +558,13 @@ static inline float detected(const float *x, int nc, int ni, int c)
     return ni >= 2 ? x[c] + x[nc + c] : x[c];
 }
 
+/* Unsigned 8-bit samples (of any IFs: replace; of one: the statistics and
+ * the zero-DM sums), which the cleaner's fast paths take. */
+static inline int unsigned8(const ddtk_header *h)
+{
+    return h->nbits == 8 && h->signed_data != 1;
+}
+
 /* The statistics' subsample, every step-th of n spectra of `bytes` bytes:
  * a spectrum is a page or more from the last, where the hardware's
  * prefetch starts again, so the one PREFETCH ahead of t is asked for (the
@@ -570,12 +577,10 @@ static inline void ahead_of(const uint8_t *raw, int64_t t, int64_t step, int64_t
         __builtin_prefetch(raw + a * bytes + b);
 }
 
-/* block_stats' sums of unsigned 8-bit spectra of one IF, every step-th of
- * raw's n but those skipped, as 32-bit integers (fewer than 1024 spectra
- * of at most 255^2: they fit) in a loop that vectorises; the same sums as
- * the doubles of the general loop, whose sums of integers are exact (it
- * took a quarter of the cleaning on one thread). Returns the spectra
- * summed. */
+/* sums for unsigned 8-bit spectra of one IF, as 32-bit integers (fewer
+ * than 1024 spectra of at most 255^2: they fit) in a loop that vectorises:
+ * the same sums, as sums' doubles of integers are exact (it took a quarter
+ * of the cleaning on one thread). */
 static int64_t sums8(ddtk_cleaner *k, int nc, const uint8_t *raw, int64_t n, int64_t step,
                      const uint8_t *skip)
 {
@@ -602,25 +607,19 @@ static int64_t sums8(ddtk_cleaner *k, int nc, const uint8_t *raw, int64_t n, int
     return m;
 }
 
-/* Per-IF means of every channel (the level of replaced samples: a block's
- * few outliers move it little, and integer data's median is biased by up to
- * half a step), the detection rows' mean and standard deviation, from every
- * step-th spectrum of the block (at least STATS_SPECTRA of them) but those
- * clipped (skip: NULL for none). */
-static void block_stats(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *raw, int64_t n,
-                        const uint8_t *skip)
+/* block_stats' sums in any format: every step-th of raw's n spectra but
+ * those skipped as floats, per IF and of the detected rows, in doubles.
+ * Returns the spectra summed. */
+static int64_t sums(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *raw, int64_t n,
+                    int64_t step, const uint8_t *skip)
 {
     const int nc = h->nchans, ni = h->nifs;
-    const int64_t step = n / STATS_SPECTRA > 1 ? n / STATS_SPECTRA : 1;
     double *restrict sum = k->sum, *restrict dsum = k->dsum, *restrict dsq = k->dsq;
     int64_t m = 0;
     memset(sum, 0, (size_t)ni * nc * sizeof *sum);
     memset(dsum, 0, (size_t)nc * sizeof *dsum);
     memset(dsq, 0, (size_t)nc * sizeof *dsq);
-    const int bytes = h->nbits == 8 && h->signed_data != 1 && ni == 1;
-    if (bytes)
-        m = sums8(k, nc, raw, n, step, skip);
-    for (int64_t t = 0; t < n && !bytes; t += step) {
+    for (int64_t t = 0; t < n; t += step) {
         ahead_of(raw, t, step, n, (int64_t)nc * ni * h->nbits / 8);
         if (skip && skip[t])
             continue;
@@ -635,12 +634,27 @@ static void block_stats(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *ra
             dsq[c] += d * d;
         }
     }
+    return m;
+}
+
+/* Per-IF means of every channel (the level of replaced samples: a block's
+ * few outliers move it little, and integer data's median is biased by up to
+ * half a step), the detection rows' mean and standard deviation, from every
+ * step-th spectrum of the block (at least STATS_SPECTRA of them) but those
+ * clipped (skip: NULL for none). */
+static void block_stats(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *raw, int64_t n,
+                        const uint8_t *skip)
+{
+    const int nc = h->nchans, ni = h->nifs;
+    const int64_t step = n / STATS_SPECTRA > 1 ? n / STATS_SPECTRA : 1;
+    const int64_t m = unsigned8(h) && ni == 1 ? sums8(k, nc, raw, n, step, skip)
+                                              : sums(k, h, raw, n, step, skip);
     if (m == 0)                   /* every one clipped: the first pass's stand */
         return;
     for (int64_t v = 0; v < (int64_t)ni * nc; v++)
-        k->med[v] = (float)(sum[v] / (double)m);
+        k->med[v] = (float)(k->sum[v] / (double)m);
     for (int c = 0; c < nc; c++) {
-        double mean = dsum[c] / (double)m, var = dsq[c] / (double)m - mean * mean;
+        double mean = k->dsum[c] / (double)m, var = k->dsq[c] / (double)m - mean * mean;
         k->stat[c] = (float)sqrt(var > 0 ? var : 0);
         k->mean[c] = (float)mean;
         /* the zero-DM normalisation: a block's few impulses move the mean
@@ -702,7 +716,7 @@ static int64_t clip_spectra(ddtk_cleaner *k, const ddtk_header *h, const uint8_t
     if (live < 1)
         return 0;
     int64_t t = 0;
-    if (h->nbits == 8 && h->signed_data != 1 && ni == 1)
+    if (unsigned8(h) && ni == 1)
         for (; t + 4 <= n; t += 4)
             zsum8x4(raw + t * nc, w, nc, off, k->spec, z + t);
     for (; t < n; t++) {
@@ -779,7 +793,7 @@ static inline int masked(const ddtk_cleaner *k, int c, int zap_all, const uint8_
 /* Replace what the mask and the statistics flag by the channels' levels. */
 static void replace(ddtk_cleaner *k, const ddtk_header *h, uint8_t *raw, int64_t n)
 {
-    const int nc = h->nchans, ni = h->nifs, byte = h->nbits == 8 && h->signed_data != 1;
+    const int nc = h->nchans, ni = h->nifs, byte = unsigned8(h);
     const rfi_mask *m = &k->mask;
     int64_t iv = -1;
     int nlist = 0, zap_all = 0;
