@@ -1079,6 +1079,13 @@ struct reader {
     char msg[1024];             /* the read's error */
 };
 
+/* The reader's state becomes `state`, the other thread woken (r->mu held). */
+static void reader_set(reader *r, reader_state state)
+{
+    r->state = state;
+    pthread_cond_broadcast(&r->cv);
+}
+
 static void *reader_main(void *arg)
 {
     reader *r = (reader *)arg;
@@ -1097,8 +1104,7 @@ static void *reader_main(void *arg)
         pthread_mutex_lock(&r->mu);
         r->got = got;
         r->rc = rc;
-        r->state = R_DONE;
-        pthread_cond_broadcast(&r->cv);
+        reader_set(r, R_DONE);
     }
     pthread_mutex_unlock(&r->mu);
     return NULL;
@@ -1125,8 +1131,7 @@ static void reader_post(reader *r, uint8_t *buf, int64_t n)
     pthread_mutex_lock(&r->mu);
     r->buf = buf;
     r->n = n;
-    r->state = R_JOB;
-    pthread_cond_broadcast(&r->cv);
+    reader_set(r, R_JOB);
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -1146,8 +1151,7 @@ static int reader_collect(reader *r, int64_t *got)
 static void reader_stop(reader *r)
 {
     pthread_mutex_lock(&r->mu);
-    r->state = R_QUIT;
-    pthread_cond_broadcast(&r->cv);
+    reader_set(r, R_QUIT);
     pthread_mutex_unlock(&r->mu);
     pthread_join(r->th, NULL);
     pthread_cond_destroy(&r->cv);
