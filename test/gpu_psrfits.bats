@@ -6,11 +6,25 @@
 load common
 load gpu_common
 
-@test "gpu: RFI excision (--rfi auto, filterbank and scaled PSRFITS) runs on the host: the GPU's series equal the CPU's" {
+@test "gpu: RFI excision (--rfi auto) runs on the host: the GPU's series equal the CPU's (gulps inside blocks, two pipelines, stdin, raw and scaled PSRFITS)" {
     need_gpu
     fbsim -q -o rfi.fil --nchans 128 --nbits 8 --tsamp 0.000256 --tobs 4 --fch1 1500 --foff -1 \
         --pulse 2.3,120,0.002,20 --rfi chans:0.1:5 --rfi impulses:1:50
     same_output exact rfi.fil --dm-min 0 --dm-max 200 --dm-step 10 --rfi auto
+    rm -r cpu gpu
+    # the first gulp is read and cleaned beside the warm-up; gulps end inside blocks
+    same_output exact rfi.fil --dm 0,50,120 --rfi auto --gulp 1000
+    dd_direct rfi.fil --backend gpu -v --dm 0 --rfi auto --gulp 1000 -o v.tim 2>&1 |
+        grep -q "beside the warm-up"
+    rm -r cpu gpu
+    same_output exact rfi.fil --dm 0,50,120 --rfi auto --gulp 1500 --gpu 0,0
+    mkdir stdin
+    dd_direct - --backend gpu --prefix stdin/x -q --dm 0,50,120 --rfi auto --gulp 1500 < rfi.fil
+    for f in cpu/*.tim; do timcmp "$f" "stdin/${f#cpu/}"; done
+    rm -r cpu gpu
+    fbsim -q -o rfi8.fits --format psrfits --nsblk 512 --nchans 64 --tsamp 0.000256 --tobs 2 \
+        --pulse 1.1,60,0.002,20 --rfi chans:0.1:5 --rfi impulses:0.5:40
+    same_output exact rfi8.fits --dm 0,30,60 --rfi auto --gulp 700
     rm -r cpu gpu
     fbsim -q -o rfi4.fits --format psrfits --nsblk 512 --nchans 64 --nbits 4 --tsamp 0.000256 \
         --tobs 2 --pulse 1.1,60,0.002,20 --rfi impulses:0.5:40 --dat-scl 2 --zero-off 1
