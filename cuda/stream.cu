@@ -31,10 +31,11 @@
  * makes and faults in the blocks it will pin (prefault).
  * Streaming has one host thread driving all pipelines: every device call is
  * asynchronous and the writer stays single-threaded; each call selects its
- * pipeline's device first (cudaSetDevice is per thread). The reads after
- * the first run on a thread of their own (the reader), beside the wait for
- * and the writing of the gulp before; no device call is made there. -v
- * reports the two phases' times apart.
+ * pipeline's device first (cudaSetDevice is per thread). The first read of
+ * a run that makes the plan goes on while the set-up's warm-up gulps run on
+ * the GPUs (warm_up); the reads after it run on a thread of their own (the
+ * reader), beside the wait for and the writing of the gulp before; no
+ * device call is made there. -v reports the two phases' times apart.
  *
  * Scaled PSRFITS of 8 bits or fewer (DAT_SCL, DAT_OFFS, DAT_WTS not the
  * identity: the plan's format is float32) travels as its raw integers, one
@@ -1060,8 +1061,9 @@ static int read_gulp(ddtk_gpu_stream *g, ddtk_source *src, uint8_t *buf, int64_t
  * with the first gulp read into hraw[0] once every GPU has copied in its
  * zeros: the read, with --rfi auto the cleaning of keep + step spectra, goes
  * on beside the warm-up's kernels instead of before the first gulp's (htru
- * 1196 DMs on an H100's host: 1.7 ms of reading, 4.4-4.9 ms with the
- * cleaning, against 2 x 4.7 ms of warm-up). */
+ * 1196 DMs: 2.2-3.4 ms of reading, 5.3-7.9 ms with the cleaning, within
+ * the warm-up's two gulps, which took 23-29 ms with their buffers' zeroing
+ * either way; H100 and H200 hosts, stop 40). */
 static int warm_up(ddtk_gpu_stream *s, const ddtk_plan *p, ddtk_source *src)
 {
     int rc = run_jobs(warm_issue, s, p, s->npipe);
