@@ -666,29 +666,26 @@ static void block_stats(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *ra
 
 typedef float lanes_f __attribute__((vector_size(LANES * sizeof(float))));
 
-/* z[s] = the weighted sum of unsigned 8-bit spectrum s < 4 of r (nc
- * channels) less off, as clip_spectra's loop makes it for one spectrum:
- * the same LANES partial sums, each added in the same order, so the same
- * floats. That loop's partial sums are one vector, each add waiting for the
- * last; here four spectra's chains go side by side, from their floats in x
- * (4 nc of them). */
-static void zsum8x4(const uint8_t *restrict r, const float *w, int nc, double off,
-                    float *restrict x, float *z)
+/* z[s] for the ns <= 4 spectra whose floats are x[s nc ...]: each one's
+ * sum of w[c] x[c] less off, as LANES partial sums (each added in channel
+ * order, then to the channels past the last whole LANES in double), so that
+ * it vectorises; several spectra's chains go side by side, where one
+ * spectrum's adds each waited for the last (four of 8-bit spectra: 15.5 ->
+ * 7.8 ms of htru 10 s on one thread). */
+static inline void zsums(const float *x, const float *w, int nc, double off, int ns, float *z)
 {
     lanes_f acc[4] = { { 0 } };
     int c = 0;
-    for (int64_t v = 0; v < 4 * (int64_t)nc; v++)
-        x[v] = (float)r[v];
     for (; c + LANES <= nc; c += LANES) {
         lanes_f wv;
         memcpy(&wv, w + c, sizeof wv);
-        for (int s = 0; s < 4; s++) {
+        for (int s = 0; s < ns; s++) {
             lanes_f xv;
             memcpy(&xv, x + (int64_t)s * nc + c, sizeof xv);
             acc[s] += wv * xv;
         }
     }
-    for (int s = 0; s < 4; s++) {
+    for (int s = 0; s < ns; s++) {
         double zt = -off;
         for (int i = c; i < nc; i++)
             zt += (double)w[i] * x[(int64_t)s * nc + i];
@@ -717,25 +714,18 @@ static int64_t clip_spectra(ddtk_cleaner *k, const ddtk_header *h, const uint8_t
         return 0;
     int64_t t = 0;
     if (unsigned8(h) && ni == 1)
-        for (; t + 4 <= n; t += 4)
-            zsum8x4(raw + t * nc, w, nc, off, k->spec, z + t);
+        for (; t + 4 <= n; t += 4) {
+            const uint8_t *restrict r = raw + t * nc;
+            for (int64_t v = 0; v < 4 * (int64_t)nc; v++)
+                k->spec[v] = (float)r[v];
+            zsums(k->spec, w, nc, off, 4, z + t);
+        }
     for (; t < n; t++) {
-        float acc[LANES] = { 0 };
-        int c = 0;
         spectrum(h, raw, t, k->spec);
         if (ni >= 2)
             for (int j = 0; j < nc; j++)
                 k->spec[j] += k->spec[nc + j];
-        const float *restrict x = k->spec;
-        for (; c + LANES <= nc; c += LANES)
-            for (int j = 0; j < LANES; j++)
-                acc[j] += w[c + j] * x[c + j];
-        double zt = -off;
-        for (; c < nc; c++)
-            zt += (double)w[c] * x[c];
-        for (int j = 0; j < LANES; j++)
-            zt += acc[j];
-        z[t] = (float)zt;
+        zsums(k->spec, w, nc, off, 1, z + t);
     }
     robust(z, n, k->scratch + k->block, &med, &sig);
     if (!(sig > 0))
