@@ -75,6 +75,9 @@ int ddtk_threads(void);
 #define DDTK_PREAD_CHUNK ((size_t)2 << 20)
 #define DDTK_PREAD_THREADS 8
 
+/* len bytes of fd at pos (fewer at the end of the file), by pread past
+ * EINTR and short reads; -1 with errno on an error. */
+ssize_t ddtk_pread_all(int fd, uint8_t *dst, size_t len, off_t pos);
 /* For a reader that reads what comes next in parts on several threads
  * itself (the RFI cleaner: a block a thread, cleaned while in that core's
  * cache): whether the input allows it (a filterbank in a regular file),
@@ -83,9 +86,6 @@ int ddtk_threads(void);
  * them, and the spectra, the end and the counts as ddtk_input_read keeps
  * them. */
 int ddtk_input_positional(const ddtk_input *in);
-/* len bytes of fd at pos (fewer at the end of the file), by pread past
- * EINTR and short reads; -1 with errno on an error. */
-ssize_t ddtk_pread_all(int fd, uint8_t *dst, size_t len, off_t pos);
 int ddtk_input_tell(ddtk_input *in, int64_t *pos);
 int ddtk_input_pread(const ddtk_input *in, int64_t pos, uint8_t *dst, size_t len, size_t *have);
 int ddtk_input_pread_done(ddtk_input *in, int64_t pos, size_t want, size_t have, int64_t *got);
