@@ -1057,6 +1057,14 @@ static int read_gulp(ddtk_gpu_stream *g, ddtk_source *src, uint8_t *buf, int64_t
     return rc;
 }
 
+/* A run's first gulp, keep + step spectra into hraw[0], after its input's
+ * layout (scaled_layout). */
+static int read_first(ddtk_gpu_stream *g, const ddtk_plan *p, ddtk_source *src, int64_t *got)
+{
+    scaled_layout(g, p, src);
+    return read_gulp(g, src, g->hraw[0], p->keep + g->step, got);
+}
+
 /* The warm-up of every pipeline (a thread each: warm_issue, warm_finish)
  * with the first gulp read into hraw[0] once every GPU has copied in its
  * zeros: the read, with --rfi auto the cleaning of keep + step spectra, goes
@@ -1070,9 +1078,8 @@ static int warm_up(ddtk_gpu_stream *s, const ddtk_plan *p, ddtk_source *src)
     if (!rc)
         rc = input_free(s, 0);
     if (!rc) {
-        scaled_layout(s, p, src);
         s->t_read = 0;
-        rc = read_gulp(s, src, s->hraw[0], p->keep + s->step, &s->first_got);
+        rc = read_first(s, p, src, &s->first_got);
         s->t_first_read = s->t_read;
     }
     if (rc)
@@ -1220,10 +1227,8 @@ static int run_gulps(ddtk_gpu_stream *g, const ddtk_plan *p, ddtk_source *src, d
     if (g->first_got >= 0) {    /* read during the warm-up */
         got = g->first_got;
         g->t_read = g->t_first_read;
-    } else {
-        scaled_layout(g, p, src);
-        rc = read_gulp(g, src, g->hraw[0], cap, &got);
-    }
+    } else
+        rc = read_first(g, p, src, &got);
     if (rc || (rc = reader_start(&r, g, src)))
         return rc;
     for (int i = 0; !rc; i++) {
