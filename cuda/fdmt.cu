@@ -10,7 +10,7 @@
  * grouped by depth. A launch makes one depth: blockIdx.y an item, VEC
  * consecutive samples a thread, read and written as aligned vectors of 8
  * (an operand's shift moves its samples within the two vectors they span,
- * in registers).
+ * in registers; the second vector is the next lane's, by a shuffle).
  *
  * Each row is upper[t + a] + lower[t + b] as on the CPU: the same operands in
  * the same order, so every series equals the CPU's byte for byte (float
@@ -32,8 +32,16 @@
  * store per sample) to 0.048 s, shifting them as 32-bit words rather than
  * as floats to 0.047 s, at most 42 registers a thread (six blocks of 256 a
  * multiprocessor) to 0.041 s: interleaved runs on one H200, stop 39.
+ * Then ncu on an H100 (htru 8 s) found the depths bound by L2 (94% of its
+ * peak, 15 bytes of L2 traffic an add, 300 warp instructions a pack): the
+ * second vector taken from the next lane instead of read again, and byte
+ * input with 16-bit rows summed as 16-bit integers two to a word, cut L2
+ * traffic from 17.8 to 10.1 GB and instructions by 27% over the first 60
+ * launches; htru 30 s 0.043-0.046 -> 0.035-0.037 s of kernels, 8-bit
+ * input (float rows, the shuffle alone) 0.017 -> 0.012 s: interleaved runs
+ * on one H100, stop 42. Now long-scoreboard stalls lead (DRAM at 54%).
  *
- * Stored rows are 16-bit integers where every stored sum fits (integer
+ * Stored rows are 16-bit integers where every stored sum fits (byte
  * input: exact either way), else floats. Every node but the root and the
  * leaves is stored: about 11,700 rows for htru's level 0, the gulp chosen
  * to fit them (dev_bytes).
@@ -48,16 +56,24 @@
 namespace ddgpu {
 
 #define THREADS 256
-#define VEC 8                     /* consecutive samples a thread makes, a multiple of 8 (16
-                                     was slower: 0.066 s against 0.048 s) */
-/* Blocks per multiprocessor the registers allow: six (42 registers a
- * thread) where a multiprocessor holds 1536 threads or more, else four. */
+#define VEC 8                     /* consecutive samples a thread makes: one pack (16 was
+                                     slower: 0.066 s against 0.048 s) */
+/* Blocks per multiprocessor the registers allow: six for the 16-bit
+ * kernel (42 registers a thread) where a multiprocessor holds 1536 threads
+ * or more, else four; four for the floats' (whose two operands' packs
+ * spill at 42). */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #define MIN_BLOCKS 4
 #else
 #define MIN_BLOCKS 6
 #endif
+#define MIN_BLOCKS_F 4
 #define MAX_GRID_Y 65535
+/* Lanes of a warp that make samples: the last one reads the pack after
+ * theirs for lane 30 (pack_pair), cheaper than a read of its own (a
+ * divergent load spilled registers) at 1/32 of the threads. */
+#define LANES 31
+#define SPAN (THREADS / 32 * LANES * VEC)     /* samples a block makes */
 
 /* Where an operand comes from or a row goes: a stored row (ref: its row;
  * lim: it holds nout + lim samples), an input row, nothing (a one-row
@@ -76,16 +92,19 @@ struct __align__(16) Op {
 template <typename T, typename S>
 struct Args {
     const T *in;
-    int64_t istride, inlen;
+    int64_t istride;
+    int inlen;                    /* samples in a row: a gulp's, far below 2^31 (32-bit
+                                     offsets within a row save the registers of 64-bit ones) */
     int bias;
     S *rows;                      /* floats, or 16-bit integers where every stored sum fits one
                                      (integer input): the same values either way */
-    int64_t pitch, nout;
+    int64_t pitch;
+    int nout;
     float *out;
     int64_t ostride;
 };
 
-/* A thread's VEC consecutive samples as aligned vectors of 8: 16-byte
+/* A thread's VEC consecutive samples as an aligned vector of 8: 16-byte
  * loads and stores of 16-bit rows (bytes of 8-bit input, two of floats)
  * instead of one instruction a sample. */
 template <typename E>
@@ -121,35 +140,59 @@ __device__ __forceinline__ Pack<E> shifted(const Pack<E> &a, const Pack<E> &b, i
     return p;
 }
 
-/* Samples g .. g + VEC - 1 of row p (an input row's, T, or a stored row's),
- * zero from end on, as the CPU reads them. The packs are read whole: a
- * pack that starts below the row's end lies within its pitch or stride
- * (both multiples of 64), its samples past the end set to zero. */
-template <typename E, typename T>
-__device__ __forceinline__ void gather_row(const E *p, int64_t g, int64_t end, int bias,
-                                           float (&o)[VEC])
+/* This lane's aligned pack at b and the one after it, zero where a pack
+ * starts at or past end: the one after is the next lane's, by a shuffle
+ * (the lanes' packs are consecutive; the warp's last lane only reads, see
+ * LANES). One load a lane instead of two halved the L2 traffic the depths
+ * are bound by (ncu, htru 8 s on an H100: L2 at 94% of its peak, half the
+ * second loads missing L1). Every lane of the warp calls it. A pack that
+ * starts below the row's end lies within its pitch or stride (both
+ * multiples of 64). */
+template <typename E>
+__device__ __forceinline__ void pack_pair(const E *p, int b, int end, int m, Pack<E> &a,
+                                          Pack<E> &n)
+{
+    constexpr int W = 2 * (int)sizeof(E);
+    const Pack<E> zero = {};
+    a = b < end ? *(const Pack<E> *)(p + b) : zero;
+    if (!m)
+        return;
+    uint32_t w[W];
+    memcpy(w, &a, sizeof a);
+#pragma unroll
+    for (int j = 0; j < W; j++)
+        w[j] = __shfl_down_sync(0xffffffffu, w[j], 1);
+    memcpy(&n, w, sizeof n);
+}
+
+/* Samples g .. g + VEC - 1 of row p (VEC = 8) as the pack they span,
+ * shifted into place; whether any lies at or past end. */
+template <typename E>
+__device__ __forceinline__ Pack<E> gather_pack(const E *p, int g, int end, bool *tail)
 {
     const int m = (int)(g & 7);
-    const int64_t b = g - m;
-    Pack<E> in[VEC / 8 + 1];
+    Pack<E> a, n;
+    pack_pair<E>(p, g - m, end, m, a, n);
+    *tail = g + VEC > end;
+    return m ? shifted<E>(a, n, m) : a;
+}
+
+/* Samples g .. g + VEC - 1 of row p (an input row's, T, or a stored row's)
+ * as floats, zero from end on, as the CPU reads them. */
+template <typename E, typename T>
+__device__ __forceinline__ void gather_row(const E *p, int g, int end, int bias,
+                                           float (&o)[VEC])
+{
+    bool tail;
+    const Pack<E> s = gather_pack<E>(p, g, end, &tail);
 #pragma unroll
-    for (int k = 0; k < VEC / 8 + 1; k++) {
-        const int64_t at = b + 8 * k;
-        if (at < end && (k < VEC / 8 || m))
-            in[k] = *(const Pack<E> *)(p + at);
-    }
-#pragma unroll
-    for (int k = 0; k < VEC / 8; k++) {
-        const Pack<E> s = m ? shifted<E>(in[k], in[k + 1], m) : in[k];
-#pragma unroll
-        for (int j = 0; j < 8; j++)
-            o[8 * k + j] = g + 8 * k + j < end ? decode<T>((T)s.e[j], bias) : 0.0f;
-    }
+    for (int j = 0; j < VEC; j++)
+        o[j] = !tail || g + j < end ? decode<T>((T)s.e[j], bias) : 0.0f;
 }
 
 /* Samples g .. g + VEC - 1 of an operand: a stored row's or an input row's. */
 template <typename T, typename S>
-__device__ __forceinline__ void gather(int kind, int ref, int lim, int64_t g,
+__device__ __forceinline__ void gather(int kind, int ref, int lim, int g,
                                        const Args<T, S> &A, float (&o)[VEC])
 {
     if (kind == K_ROW)
@@ -158,34 +201,72 @@ __device__ __forceinline__ void gather(int kind, int ref, int lim, int64_t g,
         gather_row<T, T>(A.in + (int64_t)ref * A.istride, g, A.inlen, A.bias, o);
 }
 
-/* Store samples t .. t + VEC - 1 of item x's row within its range: whole
- * packs where the range allows. */
+/* The same as four words of two 16-bit integers (input bytes less the
+ * bias; sums in 16 bits are exact where the rows are stored so). */
 template <typename E>
-__device__ __forceinline__ void put_packs(E *p, int64_t t, int64_t end, const float (&v)[VEC])
+__device__ __forceinline__ void gather_i16(const E *p, int g, int end, uint32_t bias2,
+                                           uint32_t (&o)[4])
 {
+    bool tail;
+    const Pack<E> s = gather_pack<E>(p, g, end, &tail);
+    if (sizeof(E) == 1) {
+        uint32_t w[2];
+        memcpy(w, &s, sizeof w);
 #pragma unroll
-    for (int k = 0; k < VEC / 8; k++) {
-        const int64_t at = t + 8 * k;
-        if (at + 8 <= end) {
-            Pack<E> r;
-#pragma unroll
-            for (int j = 0; j < 8; j++)
-                r.e[j] = (E)v[8 * k + j];
-            *(Pack<E> *)(p + at) = r;
-        } else {
-            for (int j = 0; j < 8 && at + j < end; j++)
-                p[at + j] = (E)v[8 * k + j];
-        }
+        for (int j = 0; j < 4; j++)
+            o[j] = __vsub2(__byte_perm(w[j / 2], 0, j % 2 ? 0x4342 : 0x4140), bias2);
+    } else {
+        memcpy(o, &s, sizeof o);
     }
+    if (tail) {
+#pragma unroll
+        for (int j = 0; j < VEC; j++)
+            if (g + j >= end)
+                o[j / 2] &= j % 2 ? 0x0000ffffu : 0xffff0000u;
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void gather_i16(int kind, int ref, int lim, int g,
+                                           const Args<T, int16_t> &A, uint32_t bias2,
+                                           uint32_t (&o)[4])
+{
+    if (kind == K_ROW)
+        gather_i16<int16_t>(A.rows + (int64_t)ref * A.pitch, g, A.nout + lim, 0, o);
+    else
+        gather_i16<T>(A.in + (int64_t)ref * A.istride, g, A.inlen, bias2, o);
+}
+
+/* Store samples t .. t + VEC - 1 of a row within its range: the whole pack
+ * where the range allows. */
+template <typename E>
+__device__ __forceinline__ void put_pack(E *p, int t, int end, const Pack<E> &r)
+{
+    if (t + VEC <= end)
+        *(Pack<E> *)(p + t) = r;
+    else
+        for (int j = 0; j < VEC && t + j < end; j++)
+            p[t + j] = r.e[j];
+}
+
+template <typename E>
+__device__ __forceinline__ void put_floats(E *p, int t, int end, const float (&v)[VEC])
+{
+    Pack<E> r;
+#pragma unroll
+    for (int j = 0; j < VEC; j++)
+        r.e[j] = (E)v[j];
+    put_pack<E>(p, t, end, r);
 }
 
 /* One depth: blockIdx.y the item, VEC consecutive samples a thread. Each
  * row is upper plus lower, as on the CPU. */
 template <typename T, typename S>
-__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS_F)
     depth_kernel(const Op *I, int nitem, Args<T, S> A)
 {
-    const int64_t t = ((int64_t)blockIdx.x * THREADS + threadIdx.x) * VEC;
+    const int lane = threadIdx.x & 31;
+    const int t = blockIdx.x * SPAN + ((threadIdx.x >> 5) * LANES + lane) * VEC;
     for (int k = blockIdx.y; k < nitem; k += gridDim.y) {
         const Op x = I[k];
         float v[VEC], l[VEC];
@@ -196,10 +277,54 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
             for (int i = 0; i < VEC; i++)
                 v[i] = v[i] + l[i];
         }
+        if (lane == LANES)
+            continue;
         if (x.dkind == K_ROW)
-            put_packs<S>(A.rows + (int64_t)x.dref * A.pitch, t, A.nout + x.dlim, v);
+            put_floats<S>(A.rows + (int64_t)x.dref * A.pitch, t, A.nout + x.dlim, v);
         else if (x.dkind == K_OUT)
-            put_packs<float>(A.out + (int64_t)x.dref * A.ostride, t, A.nout, v);
+            put_floats<float>(A.out + (int64_t)x.dref * A.ostride, t, A.nout, v);
+    }
+}
+
+/* 16-bit integer j of four words of two. */
+__device__ __forceinline__ int half_of(const uint32_t (&w)[4], int j)
+{
+    return (int16_t)(j % 2 ? w[j / 2] >> 16 : w[j / 2] & 0xffffu);
+}
+
+/* The same for byte input and 16-bit stored rows, in 16-bit integers two
+ * to a word (__vadd2): no conversions but the outputs', which are summed
+ * in 32 bits (the root's sums need not fit 16), a fifth of the generic
+ * kernel's instructions. The sums are the CPU's, exactly. */
+template <typename T>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+    depth_kernel_i16(const Op *I, int nitem, Args<T, int16_t> A)
+{
+    const int lane = threadIdx.x & 31;
+    const int t = blockIdx.x * SPAN + ((threadIdx.x >> 5) * LANES + lane) * VEC;
+    const uint32_t bias2 = (uint32_t)(A.bias & 0xffff) * 0x10001u;
+    for (int k = blockIdx.y; k < nitem; k += gridDim.y) {
+        const Op x = I[k];
+        uint32_t v[4], l[4] = { 0, 0, 0, 0 };
+        gather_i16<T>(x.ukind, x.uref, x.ulim, t + x.ua, A, bias2, v);
+        if (x.lkind != K_NONE)
+            gather_i16<T>(x.lkind, x.lref, x.llim, t + x.la, A, bias2, l);
+        if (lane == LANES)
+            continue;
+        if (x.dkind == K_ROW) {
+            Pack<int16_t> r;
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                v[j] = __vadd2(v[j], l[j]);
+            memcpy(&r, v, sizeof r);
+            put_pack<int16_t>(A.rows + (int64_t)x.dref * A.pitch, t, A.nout + x.dlim, r);
+        } else if (x.dkind == K_OUT) {
+            float f[VEC];
+#pragma unroll
+            for (int j = 0; j < VEC; j++)
+                f[j] = (float)(half_of(v, j) + half_of(l, j));
+            put_floats<float>(A.out + (int64_t)x.dref * A.ostride, t, A.nout, f);
+        }
     }
 }
 
@@ -244,7 +369,7 @@ static void store_rows(FdmtLevel *L, int *rowbase)
      * 16 bits while its channels times the largest magnitude do. */
     const Encoding e = L->enc;
     const int64_t big = e.bias > e.maxval - e.bias ? e.bias : e.maxval - e.bias;
-    L->narrow = e.storage != ST_F32 && e.maxval > 0 && big * widest <= 32767;
+    L->narrow = e.storage == ST_U8 && e.maxval > 0 && big * widest <= 32767;
 }
 
 /* Row `row` of node s as an operand shifted by `shift`. */
@@ -408,33 +533,37 @@ static int reserve(FdmtLevel *L, cudaStream_t st, size_t bytes, void **rows)
     return DDTK_OK;
 }
 
+/* A depth's launch: the 16-bit kernel for byte input stored in 16 bits. */
+template <typename T, typename S>
+static void launch(dim3 grid, cudaStream_t st, const Op *items, int n, const Args<T, S> &A)
+{
+    depth_kernel<T, S><<<grid, THREADS, 0, st>>>(items, n, A);
+}
+
+static void launch(dim3 grid, cudaStream_t st, const Op *items, int n,
+                   const Args<uint8_t, int16_t> &A)
+{
+    depth_kernel_i16<uint8_t><<<grid, THREADS, 0, st>>>(items, n, A);
+}
+
 /* The depths in order, a launch each. */
 template <typename T, typename S>
 static int run(const FdmtLevel *L, void *stored, const void *rows, int64_t stride, int64_t nout,
                float *out, int64_t ostride, cudaStream_t st)
 {
-    const Args<T, S> A = { (const T *)rows, stride, nout + L->f->overlap, L->enc.bias,
-                           (S *)stored, pitch_of(L, nout), nout, out, ostride };
+    const Args<T, S> A = { (const T *)rows, stride, (int)(nout + L->f->overlap), L->enc.bias,
+                           (S *)stored, pitch_of(L, nout), (int)nout, out, ostride };
     for (int d = 1; d <= L->ndepth; d++) {
         const int n = L->first[d + 1] - L->first[d];
         if (n == 0)
             continue;
         const int64_t span = nout + L->lim[d];
-        dim3 grid((unsigned)((span + THREADS * VEC - 1) / (THREADS * VEC)),
+        dim3 grid((unsigned)((span + SPAN - 1) / SPAN),
                   (unsigned)(n < MAX_GRID_Y ? n : MAX_GRID_Y));
-        depth_kernel<T, S><<<grid, THREADS, 0, st>>>(L->d_items + L->first[d], n, A);
+        launch(grid, st, L->d_items + L->first[d], n, A);
         DDTK_CUDA(cudaGetLastError(), "launching an FDMT depth");
     }
     return DDTK_OK;
-}
-
-template <typename T>
-static int run_input(const FdmtLevel *L, void *stored, const void *rows, int64_t stride,
-                     int64_t nout, float *out, int64_t ostride, cudaStream_t st)
-{
-    if (L->narrow)
-        return run<T, int16_t>(L, stored, rows, stride, nout, out, ostride, st);
-    return run<T, float>(L, stored, rows, stride, nout, out, ostride, st);
 }
 
 static int gulp(void *state, const void *rows, int64_t stride, int64_t nout, float *out,
@@ -447,11 +576,13 @@ static int gulp(void *state, const void *rows, int64_t stride, int64_t nout, flo
     int rc = reserve(L, st, (size_t)L->nrows * (size_t)row_bytes(L, nout), &stored);
     if (rc)
         return rc;
+    if (L->enc.storage == ST_U8 && L->narrow)
+        return run<uint8_t, int16_t>(L, stored, rows, stride, nout, out, ostride, st);
     if (L->enc.storage == ST_U8)
-        return run_input<uint8_t>(L, stored, rows, stride, nout, out, ostride, st);
+        return run<uint8_t, float>(L, stored, rows, stride, nout, out, ostride, st);
     if (L->enc.storage == ST_U16)
-        return run_input<uint16_t>(L, stored, rows, stride, nout, out, ostride, st);
-    return run_input<float>(L, stored, rows, stride, nout, out, ostride, st);
+        return run<uint16_t, float>(L, stored, rows, stride, nout, out, ostride, st);
+    return run<float, float>(L, stored, rows, stride, nout, out, ostride, st);
 }
 
 /* -v: the kernels, the stored rows and the traffic model. */
