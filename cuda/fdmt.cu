@@ -7,10 +7,14 @@
  * At create the host walks the tree once into items, one per computed row:
  * its two operands (a stored row of a child, or an input row for a leaf)
  * with their shifts, and its destination (a stored row, or a DM's series),
- * grouped by depth. A launch makes one depth: blockIdx.y an item, VEC
- * consecutive samples a thread, read and written as aligned vectors of 8
- * (an operand's shift moves its samples within the two vectors they span,
- * in registers; the second vector is the next lane's, by a shuffle).
+ * grouped by depth. A launch makes one depth. Byte input with 16-bit rows
+ * (depth_kernel_async): a warp an item over WCHUNK stages of 256 samples,
+ * its operands' aligned vectors of 8 copied into shared memory stages
+ * ahead (cp.async), each lane's 8 samples shifted out of two vectors and
+ * summed as 16-bit integers two to a word. Other input (depth_kernel):
+ * blockIdx.y an item, VEC consecutive samples a thread, read and written
+ * as aligned vectors of 8 (the second vector the next lane's, by a
+ * shuffle), summed as floats.
  *
  * Each row is upper[t + a] + lower[t + b] as on the CPU: the same operands in
  * the same order, so every series equals the CPU's byte for byte (float
@@ -39,7 +43,13 @@
  * traffic from 17.8 to 10.1 GB and instructions by 27% over the first 60
  * launches; htru 30 s 0.043-0.046 -> 0.035-0.037 s of kernels, 8-bit
  * input (float rows, the shuffle alone) 0.017 -> 0.012 s: interleaved runs
- * on one H100, stop 42. Now long-scoreboard stalls lead (DRAM at 54%).
+ * on one H100, stop 42. Then long-scoreboard stalls led (DRAM at 54%):
+ * the warp pipelines (4 stages in flight, 8 a warp's share of a row) took
+ * it to 0.031 s (3 and 8, 4 and 16, 2 and 4: 0.031-0.032 s), DRAM to 64%
+ * and the stalls to issue (not selected, wait, math throttle). Bigger
+ * gulps help it more than the other methods (0.023 s at 65536 spectra:
+ * fewer depth launches, each ending in a partial wave); the gulp stays
+ * the stream's choice, which weighs the host's output buffers.
  *
  * Stored rows are 16-bit integers where every stored sum fits (byte
  * input: exact either way), else floats. Every node but the root and the
@@ -201,42 +211,6 @@ __device__ __forceinline__ void gather(int kind, int ref, int lim, int g,
         gather_row<T, T>(A.in + (int64_t)ref * A.istride, g, A.inlen, A.bias, o);
 }
 
-/* The same as four words of two 16-bit integers (input bytes less the
- * bias; sums in 16 bits are exact where the rows are stored so). */
-template <typename E>
-__device__ __forceinline__ void gather_i16(const E *p, int g, int end, uint32_t bias2,
-                                           uint32_t (&o)[4])
-{
-    bool tail;
-    const Pack<E> s = gather_pack<E>(p, g, end, &tail);
-    if (sizeof(E) == 1) {
-        uint32_t w[2];
-        memcpy(w, &s, sizeof w);
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-            o[j] = __vsub2(__byte_perm(w[j / 2], 0, j % 2 ? 0x4342 : 0x4140), bias2);
-    } else {
-        memcpy(o, &s, sizeof o);
-    }
-    if (tail) {
-#pragma unroll
-        for (int j = 0; j < VEC; j++)
-            if (g + j >= end)
-                o[j / 2] &= j % 2 ? 0x0000ffffu : 0xffff0000u;
-    }
-}
-
-template <typename T>
-__device__ __forceinline__ void gather_i16(int kind, int ref, int lim, int g,
-                                           const Args<T, int16_t> &A, uint32_t bias2,
-                                           uint32_t (&o)[4])
-{
-    if (kind == K_ROW)
-        gather_i16<int16_t>(A.rows + (int64_t)ref * A.pitch, g, A.nout + lim, 0, o);
-    else
-        gather_i16<T>(A.in + (int64_t)ref * A.istride, g, A.inlen, bias2, o);
-}
-
 /* Store samples t .. t + VEC - 1 of a row within its range: the whole pack
  * where the range allows. */
 template <typename E>
@@ -292,40 +266,190 @@ __device__ __forceinline__ int half_of(const uint32_t (&w)[4], int j)
     return (int16_t)(j % 2 ? w[j / 2] >> 16 : w[j / 2] & 0xffffu);
 }
 
-/* The same for byte input and 16-bit stored rows, in 16-bit integers two
- * to a word (__vadd2): no conversions but the outputs', which are summed
- * in 32 bits (the root's sums need not fit 16), a fifth of the generic
- * kernel's instructions. The sums are the CPU's, exactly. */
+/* ---- the warp pipelines (byte input, 16-bit rows) ---- */
+
+#define WSTAGES 4                 /* copies in flight a warp: stages of 256 samples */
+#define WCHUNK 8                  /* stages a warp makes of one row */
+#define WPACKS 33                 /* packs a stage holds of an operand: the warp's and the next */
+#define WARPS (THREADS / 32)
+#define WSPAN (WCHUNK * 256)      /* samples of a row a warp makes */
+
+/* A warp's staging: each operand's packs of WSTAGES stages (16 bytes a
+ * pack, bytes of input using the first 8). */
+struct WarpBuf {
+    uint4 p[2][WSTAGES][WPACKS];
+};
+
+/* One operand as a warp sees it: its row, its end, its aligned start and
+ * the shift within a pack; kind K_IN (bytes), K_ROW (16-bit) or K_NONE. */
+struct Operand {
+    const void *row;
+    int end, b0, m, kind;
+};
+
 template <typename T>
-__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-    depth_kernel_i16(const Op *I, int nitem, Args<T, int16_t> A)
+__device__ __forceinline__ Operand operand_of(int kind, int ref, int lim, int g0,
+                                              const Args<T, int16_t> &A)
 {
-    const int lane = threadIdx.x & 31;
-    const int t = blockIdx.x * SPAN + ((threadIdx.x >> 5) * LANES + lane) * VEC;
+    Operand o;
+    o.kind = kind;
+    o.m = g0 & 7;
+    o.b0 = g0 - o.m;
+    if (kind == K_ROW) {
+        o.row = A.rows + (int64_t)ref * A.pitch;
+        o.end = A.nout + lim;
+    } else {
+        o.row = A.in + (int64_t)ref * A.istride;
+        o.end = kind == K_IN ? A.inlen : 0;
+    }
+    return o;
+}
+
+/* cp.async (sm_80 on): a copy of `size` bytes of which `bytes` are read
+ * and the rest zero-filled, groups of them committed and waited for.
+ * Before sm_80 plain loads and stores, done at once. */
+__device__ __forceinline__ void copy_async(uint4 *dst, const char *src, int size, int bytes)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    if (size == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
+                     "r"(bytes));
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(d), "l"(src),
+                     "r"(bytes));
+#else
+    if (size == 16)
+        *dst = bytes ? *(const uint4 *)src : make_uint4(0, 0, 0, 0);
+    else
+        *(uint2 *)dst = bytes ? *(const uint2 *)src : make_uint2(0, 0);
+#endif
+}
+
+__device__ __forceinline__ void copy_commit()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+/* Wait until at most `pending` committed groups are in flight. */
+template <int pending>
+__device__ __forceinline__ void copy_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
+#endif
+}
+
+/* Copy this lane's pack of stage s (and lane 0 the pack after the warp's)
+ * into dst, zero-filled where a pack starts at or past the end. */
+__device__ __forceinline__ void copy_stage(const Operand &o, int s, int lane, uint4 *dst)
+{
+    if (o.kind == K_NONE)
+        return;
+    const int size = o.kind == K_ROW ? 16 : 8;
+    for (int j = lane; j < WPACKS; j += 32) {
+        const int at = o.b0 + s * 256 + 8 * j;
+        const char *src = (const char *)o.row + (int64_t)(at < o.end ? at : 0) * (size / 8);
+        copy_async(dst + j, src, size, at < o.end ? size : 0);
+    }
+}
+
+/* This lane's 8 samples of stage s from the staged packs, as four words of
+ * two 16-bit integers, zero from the end on. */
+__device__ __forceinline__ void staged(const Operand &o, int s, int lane, const uint4 *buf,
+                                       uint32_t bias2, uint32_t (&w)[4])
+{
+    if (o.kind == K_NONE) {
+        w[0] = w[1] = w[2] = w[3] = 0;
+        return;
+    }
+    const int g = o.b0 + o.m + s * 256 + 8 * lane;
+    if (o.kind == K_ROW) {
+        const Pack<int16_t> a = *(const Pack<int16_t> *)(buf + lane);
+        const Pack<int16_t> s2 = o.m ? shifted<int16_t>(a, *(const Pack<int16_t> *)(buf + lane + 1), o.m) : a;
+        memcpy(w, &s2, sizeof w);
+    } else {
+        const Pack<uint8_t> a = *(const Pack<uint8_t> *)(buf + lane);
+        const Pack<uint8_t> s2 = o.m ? shifted<uint8_t>(a, *(const Pack<uint8_t> *)(buf + lane + 1), o.m) : a;
+        uint32_t b[2];
+        memcpy(b, &s2, sizeof b);
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            w[j] = __vsub2(__byte_perm(b[j / 2], 0, j % 2 ? 0x4342 : 0x4140), bias2);
+    }
+    if (g + VEC > o.end) {
+#pragma unroll
+        for (int j = 0; j < VEC; j++)
+            if (g + j >= o.end)
+                w[j / 2] &= j % 2 ? 0x0000ffffu : 0xffff0000u;
+    }
+}
+
+/* Item x's row over WCHUNK stages of 256 samples from t0, a warp: its
+ * operands' packs copied into shared memory WSTAGES - 1 stages ahead of
+ * the one summed, so that a warp keeps up to 4 KB of reads in flight
+ * without registers for them. */
+template <typename T>
+__device__ __forceinline__ void warp_item(const Op &x, int t0, const Args<T, int16_t> &A,
+                                          WarpBuf &B, int lane)
+{
+    const int dend = x.dkind == K_ROW ? A.nout + x.dlim : A.nout;
+    const int nst = min(WCHUNK, (dend - t0 + 255) / 256);
     const uint32_t bias2 = (uint32_t)(A.bias & 0xffff) * 0x10001u;
-    for (int k = blockIdx.y; k < nitem; k += gridDim.y) {
-        const Op x = I[k];
-        uint32_t v[4], l[4] = { 0, 0, 0, 0 };
-        gather_i16<T>(x.ukind, x.uref, x.ulim, t + x.ua, A, bias2, v);
-        if (x.lkind != K_NONE)
-            gather_i16<T>(x.lkind, x.lref, x.llim, t + x.la, A, bias2, l);
-        if (lane == LANES)
-            continue;
+    const Operand u = operand_of<T>(x.ukind, x.uref, x.ulim, t0 + x.ua, A);
+    const Operand l = operand_of<T>(x.lkind, x.lref, x.llim, t0 + x.la, A);
+    for (int s = 0; s < WSTAGES - 1; s++) {
+        if (s < nst) {
+            copy_stage(u, s, lane, B.p[0][s]);
+            copy_stage(l, s, lane, B.p[1][s]);
+        }
+        copy_commit();
+    }
+    for (int s = 0; s < nst; s++) {
+        const int next = s + WSTAGES - 1;
+        if (next < nst) {
+            copy_stage(u, next, lane, B.p[0][next % WSTAGES]);
+            copy_stage(l, next, lane, B.p[1][next % WSTAGES]);
+        }
+        copy_commit();
+        copy_wait<WSTAGES - 1>();
+        __syncwarp();
+        uint32_t v[4], w[4];
+        staged(u, s, lane, B.p[0][s % WSTAGES], bias2, v);
+        staged(l, s, lane, B.p[1][s % WSTAGES], bias2, w);
+        __syncwarp();
+        const int t = t0 + s * 256 + 8 * lane;
         if (x.dkind == K_ROW) {
             Pack<int16_t> r;
 #pragma unroll
             for (int j = 0; j < 4; j++)
-                v[j] = __vadd2(v[j], l[j]);
+                v[j] = __vadd2(v[j], w[j]);
             memcpy(&r, v, sizeof r);
-            put_pack<int16_t>(A.rows + (int64_t)x.dref * A.pitch, t, A.nout + x.dlim, r);
+            put_pack<int16_t>(A.rows + (int64_t)x.dref * A.pitch, t, dend, r);
         } else if (x.dkind == K_OUT) {
             float f[VEC];
 #pragma unroll
             for (int j = 0; j < VEC; j++)
-                f[j] = (float)(half_of(v, j) + half_of(l, j));
-            put_floats<float>(A.out + (int64_t)x.dref * A.ostride, t, A.nout, f);
+                f[j] = (float)(half_of(v, j) + half_of(w, j));
+            put_floats<float>(A.out + (int64_t)x.dref * A.ostride, t, dend, f);
         }
     }
+}
+
+/* One depth for byte input and 16-bit stored rows, summed as 16-bit
+ * integers two to a word (__vadd2; the outputs in 32 bits, as the root's
+ * sums need not fit 16): a warp an item (blockIdx.y, then the warps of a
+ * block), WCHUNK stages of it (blockIdx.x). The sums are the CPU's, exactly. */
+template <typename T>
+__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+    depth_kernel_async(const Op *I, int nitem, Args<T, int16_t> A)
+{
+    __shared__ WarpBuf sbuf[WARPS];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    for (int k = blockIdx.y * WARPS + warp; k < nitem; k += gridDim.y * WARPS)
+        warp_item<T>(I[k], blockIdx.x * WCHUNK * 256, A, sbuf[warp], lane);
 }
 
 /* ---- the items (host) ---------------------------------------------------------- */
@@ -533,17 +657,22 @@ static int reserve(FdmtLevel *L, cudaStream_t st, size_t bytes, void **rows)
     return DDTK_OK;
 }
 
-/* A depth's launch: the 16-bit kernel for byte input stored in 16 bits. */
+/* A depth's launch over span samples of n items: the warp pipelines for
+ * byte input stored in 16 bits. */
 template <typename T, typename S>
-static void launch(dim3 grid, cudaStream_t st, const Op *items, int n, const Args<T, S> &A)
+static void launch(int64_t span, int n, cudaStream_t st, const Op *items, const Args<T, S> &A)
 {
+    dim3 grid((unsigned)((span + SPAN - 1) / SPAN), (unsigned)(n < MAX_GRID_Y ? n : MAX_GRID_Y));
     depth_kernel<T, S><<<grid, THREADS, 0, st>>>(items, n, A);
 }
 
-static void launch(dim3 grid, cudaStream_t st, const Op *items, int n,
+static void launch(int64_t span, int n, cudaStream_t st, const Op *items,
                    const Args<uint8_t, int16_t> &A)
 {
-    depth_kernel_i16<uint8_t><<<grid, THREADS, 0, st>>>(items, n, A);
+    const int blocks = (n + WARPS - 1) / WARPS;
+    dim3 grid((unsigned)((span + WSPAN - 1) / WSPAN),
+              (unsigned)(blocks < MAX_GRID_Y ? blocks : MAX_GRID_Y));
+    depth_kernel_async<uint8_t><<<grid, THREADS, 0, st>>>(items, n, A);
 }
 
 /* The depths in order, a launch each. */
@@ -557,10 +686,7 @@ static int run(const FdmtLevel *L, void *stored, const void *rows, int64_t strid
         const int n = L->first[d + 1] - L->first[d];
         if (n == 0)
             continue;
-        const int64_t span = nout + L->lim[d];
-        dim3 grid((unsigned)((span + SPAN - 1) / SPAN),
-                  (unsigned)(n < MAX_GRID_Y ? n : MAX_GRID_Y));
-        launch(grid, st, L->d_items + L->first[d], n, A);
+        launch(nout + L->lim[d], n, st, L->d_items + L->first[d], A);
         DDTK_CUDA(cudaGetLastError(), "launching an FDMT depth");
     }
     return DDTK_OK;
