@@ -1,19 +1,24 @@
 /*
  * fdmt.cu - the GPU half of the FDMT (src/algos/fdmt.c has the descriptor and the
- * merge tree, cpu/fdmt.c the CPU kernel): one kernel per merge depth, every
- * row of the depth's nodes (the root's: the DMs' series) made from two rows
- * below it, stored in device memory.
+ * merge tree, cpu/fdmt.c the CPU kernel): every row of the merge tree's
+ * nodes (the root's: the DMs' series) made from two rows below it, stored
+ * in device memory.
  *
  * At create the host walks the tree once into items, one per computed row:
  * its two operands (a stored row of a child, or an input row for a leaf)
  * with their shifts, and its destination (a stored row, or a DM's series),
- * grouped by depth. A launch makes one depth. Byte input with 16-bit rows
- * (depth_kernel_async): a warp an item over WCHUNK stages of 256 samples,
- * its operands' aligned vectors of 8 copied into shared memory stages
- * ahead (cp.async), each lane's 8 samples shifted out of two vectors and
- * summed as 16-bit integers two to a word. Other input (depth_kernel):
- * blockIdx.y an item, VEC consecutive samples a thread, read and written
- * as aligned vectors of 8 (the second vector the next lane's, by a
+ * grouped by depth.
+ *
+ * Byte input with 16-bit rows (flow_kernel; 1-, 2- and 4-bit data, and
+ * 8-bit data of up to 256 channels): one launch a gulp. A unit is an
+ * item over a chunk of WSPAN samples; warps take units in an order where
+ * every unit a unit reads comes first (flow_columns), wait for the chunks
+ * they read to be flagged made, and make them as warp_item does: the
+ * operands' aligned vectors of 8 copied into shared memory stages ahead
+ * (cp.async), each lane's 8 samples shifted out of two vectors and summed
+ * as 16-bit integers two to a word. Other input (depth_kernel): a launch a
+ * depth, blockIdx.y an item, VEC consecutive samples a thread, read and
+ * written as aligned vectors of 8 (the second vector the next lane's, by a
  * shuffle), summed as floats.
  *
  * Each row is upper[t + a] + lower[t + b] as on the CPU: the same operands in
@@ -21,35 +26,34 @@
  * input included). Reads past what a row holds give zero; they never reach
  * an output.
  *
- * Why a kernel per depth: the kernels before this (fd3821b-15416e7) fused
- * the depths three or four at a time with the rows between them in shared
- * rings, which cut the modelled DRAM traffic of htru's level 0 from 78 to
- * 18 KB per output sample; but they were bound by instructions and barriers,
- * not by DRAM (ncu, htru 8 s: about 180 warp instructions per 32 adds,
- * 17-53% of warp time stalled on barriers). On one H200, htru 30 s (1024
- * channels, 2-bit, DM 0-1000, 3952 DMs) ran 0.086 s of kernels with those
- * stages, 0.063 s with depths 1-4 fused and one kernel per depth after,
- * 0.043-0.062 s with one kernel per depth throughout (runs and builds of it
- * vary that much; 0.079-0.512 s with the first 2, 3, 5 or 6 depths fused).
- * It is not DRAM-bound either (about 1.0-1.2 TB/s of the H200's 4.8; 80%
- * of its reads hit L2). The vectors of 8 took it from 0.059 s (a load and a
- * store per sample) to 0.048 s, shifting them as 32-bit words rather than
- * as floats to 0.047 s, at most 42 registers a thread (six blocks of 256 a
- * multiprocessor) to 0.041 s: interleaved runs on one H200, stop 39.
- * Then ncu on an H100 (htru 8 s) found the depths bound by L2 (94% of its
- * peak, 15 bytes of L2 traffic an add, 300 warp instructions a pack): the
- * second vector taken from the next lane instead of read again, and byte
- * input with 16-bit rows summed as 16-bit integers two to a word, cut L2
- * traffic from 17.8 to 10.1 GB and instructions by 27% over the first 60
- * launches; htru 30 s 0.043-0.046 -> 0.035-0.037 s of kernels, 8-bit
- * input (float rows, the shuffle alone) 0.017 -> 0.012 s: interleaved runs
- * on one H100, stop 42. Then long-scoreboard stalls led (DRAM at 54%):
- * the warp pipelines (4 stages in flight, 8 a warp's share of a row) took
- * it to 0.031 s (3 and 8, 4 and 16, 2 and 4: 0.031-0.032 s), DRAM to 64%
- * and the stalls to issue (not selected, wait, math throttle). Bigger
- * gulps help it more than the other methods (0.023 s at 65536 spectra:
- * fewer depth launches, each ending in a partial wave); the gulp stays
- * the stream's choice, which weighs the host's output buffers.
+ * The history, htru 30 s (1024 channels, 2-bit, DM 0-1000, 3952 DMs),
+ * kernel seconds. Kernels that fused the depths three or four at a time
+ * with the rows between them in shared rings (fd3821b-15416e7) cut the
+ * modelled DRAM traffic of level 0 from 78 to 18 KB per output sample but
+ * were bound by instructions and barriers (ncu, htru 8 s: about 180 warp
+ * instructions per 32 adds, 17-53% of warp time stalled on barriers): on
+ * one H200 0.086 s, 0.063 s with depths 1-4 fused and a kernel per depth
+ * after, 0.043-0.062 s with a kernel per depth throughout (0.079-0.512 s
+ * with the first 2, 3, 5 or 6 depths fused). With a kernel per depth,
+ * vectors of 8 took it from 0.059 s (a load and a store per sample) to
+ * 0.048 s, shifting them as 32-bit words to 0.047 s, at most 42 registers
+ * a thread to 0.041 s (interleaved runs on one H200, stop 39). Then, on
+ * one H100 (stop 42): ncu found the depths bound by L2 (94% of its peak,
+ * 15 bytes of L2 traffic an add, 300 warp instructions a pack); the second
+ * vector taken from the next lane and 16-bit sums two to a word cut L2
+ * traffic from 17.8 to 10.1 GB and instructions by 27% (first 60 launches
+ * of htru 8 s): 0.043-0.046 -> 0.035-0.037 s (8-bit input, float rows, the
+ * shuffle alone: 0.017 -> 0.012 s). Long-scoreboard stalls then led (DRAM
+ * at 54%): the warp pipelines (4 stages in flight, 8 a warp's share of a
+ * row; 3 and 8, 4 and 16, 2 and 4 gave 0.031-0.032 s) took it to 0.031 s,
+ * DRAM to 64%, the stalls to issue. A launch per depth still ended each
+ * depth in a partial wave, 50 launches a gulp over 5 levels (bigger gulps
+ * hid it: 0.023 s at 65536 spectra): the one launch of units took it to
+ * 0.026-0.027 s (0.021 s at 65536), the same with column orders of slack
+ * 2, 3, 4 or 6 (kmul) and polling sleeps of 20 or 100 ns; slack 1 (every
+ * read a chunk behind, fewer bytes in L2 between a write and its read)
+ * waited more: 0.031 s; chunks of 512, 1024 or 4096 samples: 0.039,
+ * 0.036, 0.029 s.
  *
  * Stored rows are 16-bit integers where every stored sum fits (byte
  * input: exact either way), else floats. Every node but the root and the
@@ -438,18 +442,100 @@ __device__ __forceinline__ void warp_item(const Op &x, int t0, const Args<T, int
     }
 }
 
-/* One depth for byte input and 16-bit stored rows, summed as 16-bit
- * integers two to a word (__vadd2; the outputs in 32 bits, as the root's
- * sums need not fit 16): a warp an item (blockIdx.y, then the warps of a
- * block), WCHUNK stages of it (blockIdx.x). The sums are the CPU's, exactly. */
+/* ---- one launch for every depth (byte input, 16-bit rows) ---- */
+
+/* Units of work in the order warps take them: column (d, c) is every item
+ * of depth d over chunk c (WSPAN samples from c * WSPAN), its units
+ * [start, start + n), items from item0. */
+struct Column {
+    int start, item0, n, c, d;
+};
+
+/* A launch's work list and the flags that say a stored row's chunk is
+ * made (flags[row * fpitch + chunk] == epoch). */
+struct Flow {
+    const Column *col;
+    int ncol, total;
+    int *next;                    /* the next unit to take */
+    int *flags;
+    int fpitch, epoch;
+};
+
+__device__ __forceinline__ int load_acquire(const int *p)
+{
+    int v;
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void store_release(int *p, int v)
+{
+    asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+
+/* Wait (lane 0) for the chunks of stored row `ref` (nout + lim samples)
+ * that samples from..from + WSPAN + 7 lie in. */
+__device__ __forceinline__ void wait_row(const Flow &F, int ref, int lim, int from, int nout)
+{
+    const int have = (nout + lim + WSPAN - 1) / WSPAN;
+    const int hi = min((from + WSPAN + 7) / WSPAN, have - 1);
+    for (int c = from / WSPAN; c <= hi; c++)
+        while (load_acquire(F.flags + (int64_t)ref * F.fpitch + c) != F.epoch)
+            __nanosleep(100);
+}
+
+/* Column of unit u: the last whose start is at most u. */
+__device__ __forceinline__ Column column_of(const Flow &F, int u)
+{
+    int lo = 0, hi = F.ncol - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (F.col[mid].start <= u)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return F.col[lo];
+}
+
+/* Every depth in one launch: each warp takes the next unit (an item over
+ * a chunk), waits for the chunks of the rows it reads and makes it as
+ * warp_item does, then flags its own chunk made. The columns are ordered
+ * so that every unit a unit reads was taken before it (flow_columns):
+ * no unit waits on one that no warp holds. Later depths start while
+ * earlier ones finish, with no launch drained between them, and read
+ * what the depth before wrote a moment ago, mostly from L2. */
 template <typename T>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-    depth_kernel_async(const Op *I, int nitem, Args<T, int16_t> A)
+    flow_kernel(const Op *I, Flow F, Args<T, int16_t> A)
 {
     __shared__ WarpBuf sbuf[WARPS];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    for (int k = blockIdx.y * WARPS + warp; k < nitem; k += gridDim.y * WARPS)
-        warp_item<T>(I[k], blockIdx.x * WCHUNK * 256, A, sbuf[warp], lane);
+    for (;;) {
+        int u = 0;
+        if (lane == 0)
+            u = atomicAdd(F.next, 1);
+        u = __shfl_sync(0xffffffffu, u, 0);
+        if (u >= F.total)
+            return;
+        const Column col = column_of(F, u);
+        const Op x = I[col.item0 + u - col.start];
+        const int t0 = col.c * WSPAN;
+        if (lane == 0) {
+            if (x.ukind == K_ROW)
+                wait_row(F, x.uref, x.ulim, t0 + x.ua, A.nout);
+            if (x.lkind == K_ROW)
+                wait_row(F, x.lref, x.llim, t0 + x.la, A.nout);
+        }
+        __syncwarp();
+        warp_item<T>(x, t0, A, sbuf[warp], lane);
+        if (x.dkind == K_ROW) {
+            __threadfence();
+            __syncwarp();
+            if (lane == 0)
+                store_release(F.flags + (int64_t)x.dref * F.fpitch + col.c, F.epoch);
+        }
+    }
 }
 
 /* ---- the items (host) ---------------------------------------------------------- */
@@ -465,10 +551,17 @@ struct FdmtLevel {
     int narrow;                   /* stored as 16-bit integers */
     int64_t reach;                /* the most a stored row holds past the outputs */
     double bytes;                 /* DRAM bytes per output sample (the model) */
+    int kmul;                     /* column (d, c)'s order: c + kmul * d (flow_columns) */
+    int grid;                     /* the flow kernel's blocks: as many as fit at once */
     struct Buffers {
         cudaStream_t st;
         void *rows;
         size_t bytes;
+        int *flags, *next;        /* the flow kernel's (16-bit rows) */
+        int fpitch, epoch;
+        Column *cols;
+        int ncol, total, colcap;
+        int64_t cols_nout;        /* the nout cols were made for */
     } buf[2];
 };
 
@@ -565,11 +658,16 @@ static int build_items(FdmtLevel *L, const int *rowbase, int insize, Op **items,
         }
     }
     L->first[L->ndepth + 1] = n;
+    int amax = 0;
     for (int k = 0; k < n; k++) {
         L->bytes += it[k].ukind == K_IN ? insize : rowsize;
         if (it[k].lkind != K_NONE)
             L->bytes += it[k].lkind == K_IN ? insize : rowsize;
+        amax = it[k].ukind == K_ROW && it[k].ua > amax ? it[k].ua : amax;
+        amax = it[k].lkind == K_ROW && it[k].la > amax ? it[k].la : amax;
     }
+    /* A unit over chunk c reads its rows' chunks c .. c + 1 + (a + 7) / WSPAN. */
+    L->kmul = 2 + (amax + 7) / WSPAN;
     *items = it;
     *nitems = n;
     return DDTK_OK;
@@ -583,8 +681,12 @@ static void destroy(void *state)
     if (!L)
         return;
     cudaFree(L->d_items);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
         cudaFree(L->buf[i].rows);
+        cudaFree(L->buf[i].flags);
+        cudaFree(L->buf[i].next);
+        cudaFree(L->buf[i].cols);
+    }
     free(L->first);
     free(L->lim);
     free(L);
@@ -594,7 +696,6 @@ static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
                   const cudaDeviceProp &prop, void **state, int64_t *slack)
 {
     (void)p;
-    (void)prop;
     FdmtLevel *L = (FdmtLevel *)ddtk_calloc(1, sizeof *L, "GPU FDMT level");
     if (!L)
         return DDTK_ESYS;
@@ -622,6 +723,12 @@ static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
     rc = ddtk_cuda_upload((void **)&L->d_items, items, (size_t)n * sizeof *items,
                           "uploading the FDMT's items");
     free(items);
+    int per = 0;
+    if (!rc && L->narrow)
+        DDTK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, flow_kernel<uint8_t>,
+                                                                THREADS, 0),
+                  "sizing the FDMT's kernel");
+    L->grid = (per > 0 ? per : 1) * prop.multiProcessorCount;
     return rc;
 }
 
@@ -638,13 +745,15 @@ static int64_t row_bytes(const FdmtLevel *L, int64_t nout)
 static int64_t dev_bytes(const void *state, int64_t most)
 {
     const FdmtLevel *L = (const FdmtLevel *)state;
-    return (int64_t)L->nrows * row_bytes(L, most);
+    const int64_t flags = L->narrow ? (pitch_of(L, most) + WSPAN - 1) / WSPAN * 4 : 0;
+    return (int64_t)L->nrows * (row_bytes(L, most) + flags);
 }
 
 /* Stream st's stored rows, grown to `bytes` (contents not kept). */
-static int reserve(FdmtLevel *L, cudaStream_t st, size_t bytes, void **rows)
+static int reserve(FdmtLevel *L, cudaStream_t st, size_t bytes, FdmtLevel::Buffers **buf)
 {
     FdmtLevel::Buffers *B = L->buf[0].st == st || !L->buf[0].st ? &L->buf[0] : &L->buf[1];
+    *buf = B;
     B->st = st;
     if (B->bytes < bytes) {
         cudaFree(B->rows);
@@ -653,12 +762,10 @@ static int reserve(FdmtLevel *L, cudaStream_t st, size_t bytes, void **rows)
         DDTK_CUDA(cudaMalloc(&B->rows, bytes ? bytes : 4), "allocating FDMT rows");
         B->bytes = bytes;
     }
-    *rows = B->rows;
     return DDTK_OK;
 }
 
-/* A depth's launch over span samples of n items: the warp pipelines for
- * byte input stored in 16 bits. */
+/* A depth's launch over span samples of n items. */
 template <typename T, typename S>
 static void launch(int64_t span, int n, cudaStream_t st, const Op *items, const Args<T, S> &A)
 {
@@ -666,13 +773,106 @@ static void launch(int64_t span, int n, cudaStream_t st, const Op *items, const 
     depth_kernel<T, S><<<grid, THREADS, 0, st>>>(items, n, A);
 }
 
-static void launch(int64_t span, int n, cudaStream_t st, const Op *items,
-                   const Args<uint8_t, int16_t> &A)
+/* Column order: by c + kmul * d, then by depth. */
+static int kmul_sort;
+
+static int by_key(const void *a, const void *b)
 {
-    const int blocks = (n + WARPS - 1) / WARPS;
-    dim3 grid((unsigned)((span + WSPAN - 1) / WSPAN),
-              (unsigned)(blocks < MAX_GRID_Y ? blocks : MAX_GRID_Y));
-    depth_kernel_async<uint8_t><<<grid, THREADS, 0, st>>>(items, n, A);
+    const Column *x = (const Column *)a, *y = (const Column *)b;
+    const int64_t kx = x->c + (int64_t)kmul_sort * x->d, ky = y->c + (int64_t)kmul_sort * y->d;
+    return kx != ky ? (kx > ky) - (kx < ky) : (x->d > y->d) - (x->d < y->d);
+}
+
+/* The columns of a gulp of nout outputs, in the order warps take them: a
+ * unit over chunk c reads chunks up to c + kmul - 1 of rows of lower
+ * depths, whose columns come before it (c + kmul * d grows by kmul a
+ * depth). */
+static int flow_columns(const FdmtLevel *L, int64_t nout, Column **cols, int *ncol, int *total)
+{
+    int most = 0;
+    for (int d = 1; d <= L->ndepth; d++)
+        most += (int)((nout + L->lim[d] + WSPAN - 1) / WSPAN);
+    Column *c = (Column *)ddtk_malloc((size_t)most * sizeof *c, "FDMT columns");
+    if (!c)
+        return DDTK_ESYS;
+    int n = 0;
+    for (int d = 1; d <= L->ndepth; d++) {
+        const int items = L->first[d + 1] - L->first[d];
+        for (int k = 0; items && k < (int)((nout + L->lim[d] + WSPAN - 1) / WSPAN); k++)
+            c[n++] = Column{ 0, L->first[d], items, k, d };
+    }
+    kmul_sort = L->kmul;
+    qsort(c, (size_t)n, sizeof *c, by_key);
+    int at = 0;
+    for (int i = 0; i < n; i++) {
+        c[i].start = at;
+        at += c[i].n;
+    }
+    *cols = c;
+    *ncol = n;
+    *total = at;
+    return DDTK_OK;
+}
+
+/* Buffer set B's flags (zeroed where they grow: a new epoch count) and
+ * columns for a gulp of nout. */
+static int flow_state(const FdmtLevel *L, FdmtLevel::Buffers *B, int64_t nout, cudaStream_t st)
+{
+    const int fpitch = (int)((pitch_of(L, nout) + WSPAN - 1) / WSPAN);
+    if (!B->next)
+        DDTK_CUDA(cudaMalloc(&B->next, sizeof(int)), "allocating the FDMT's counter");
+    if (fpitch > B->fpitch) {
+        cudaFree(B->flags);
+        B->flags = NULL;
+        B->fpitch = 0;
+        const size_t bytes = (size_t)(L->nrows ? L->nrows : 1) * fpitch * sizeof(int);
+        DDTK_CUDA(cudaMalloc(&B->flags, bytes), "allocating the FDMT's flags");
+        DDTK_CUDA(cudaMemsetAsync(B->flags, 0, bytes, st), "clearing the FDMT's flags");
+        B->fpitch = fpitch;
+        B->epoch = 0;
+    }
+    if (B->cols_nout != nout) {
+        Column *c = NULL;
+        int n = 0;
+        int rc = flow_columns(L, nout, &c, &n, &B->total);
+        if (rc)
+            return rc;
+        if (n > B->colcap) {
+            cudaFree(B->cols);
+            B->cols = NULL;
+            B->colcap = 0;
+            if (cudaMalloc(&B->cols, (size_t)n * sizeof *c) != cudaSuccess) {
+                free(c);
+                return ddtk_cuda_fail("allocating the FDMT's columns", cudaGetLastError());
+            }
+            B->colcap = n;
+        }
+        cudaError_t e = cudaMemcpyAsync(B->cols, c, (size_t)n * sizeof *c,
+                                        cudaMemcpyHostToDevice, st);
+        free(c);
+        DDTK_CUDA(e, "uploading the FDMT's columns");
+        B->ncol = n;
+        B->cols_nout = nout;
+    }
+    DDTK_CUDA(cudaMemsetAsync(B->next, 0, sizeof(int), st), "clearing the FDMT's counter");
+    return DDTK_OK;
+}
+
+/* Byte input with 16-bit rows: every depth in one launch. */
+static int run_flow(const FdmtLevel *L, FdmtLevel::Buffers *B, const void *rows, int64_t stride,
+                    int64_t nout, float *out, int64_t ostride, cudaStream_t st)
+{
+    int rc = flow_state(L, B, nout, st);
+    if (rc)
+        return rc;
+    const Args<uint8_t, int16_t> A = { (const uint8_t *)rows, stride,
+                                       (int)(nout + L->f->overlap), L->enc.bias,
+                                       (int16_t *)B->rows, pitch_of(L, nout), (int)nout, out,
+                                       ostride };
+    const Flow F = { B->cols, B->ncol, B->total, B->next, B->flags, B->fpitch, ++B->epoch };
+    flow_kernel<uint8_t><<<L->grid, THREADS, 0, st>>>(L->d_items, F, A);
+    DDTK_CUDA(cudaGetLastError(), "launching the FDMT");
+    return DDTK_OK;
 }
 
 /* The depths in order, a launch each. */
@@ -698,12 +898,13 @@ static int gulp(void *state, const void *rows, int64_t stride, int64_t nout, flo
     FdmtLevel *L = (FdmtLevel *)state;
     if (nout <= 0)
         return DDTK_OK;
-    void *stored = NULL;
-    int rc = reserve(L, st, (size_t)L->nrows * (size_t)row_bytes(L, nout), &stored);
+    FdmtLevel::Buffers *B = NULL;
+    int rc = reserve(L, st, (size_t)L->nrows * (size_t)row_bytes(L, nout), &B);
     if (rc)
         return rc;
+    void *stored = B->rows;
     if (L->enc.storage == ST_U8 && L->narrow)
-        return run<uint8_t, int16_t>(L, stored, rows, stride, nout, out, ostride, st);
+        return run_flow(L, B, rows, stride, nout, out, ostride, st);
     if (L->enc.storage == ST_U8)
         return run<uint8_t, float>(L, stored, rows, stride, nout, out, ostride, st);
     if (L->enc.storage == ST_U16)
@@ -715,9 +916,10 @@ static int gulp(void *state, const void *rows, int64_t stride, int64_t nout, flo
 static void report(const void *state, char *buf, size_t n)
 {
     const FdmtLevel *L = (const FdmtLevel *)state;
-    snprintf(buf, n, "fdmt: %d DMs, %d merge depths (a kernel each), %d stored rows (%s), %lld "
+    snprintf(buf, n, "fdmt: %d DMs, %d merge depths (%s), %d stored rows (%s), %lld "
              "adds per output, DRAM model %.3g KB per output sample",
-             L->f->ndm, L->f->depth, L->nrows, L->narrow ? "16-bit" : "float",
+             L->f->ndm, L->f->depth, L->narrow ? "one launch" : "a launch each", L->nrows,
+             L->narrow ? "16-bit" : "float",
              (long long)L->f->adds, L->bytes / 1e3);
 }
 
