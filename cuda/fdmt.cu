@@ -76,10 +76,10 @@ namespace ddgpu {
 #define THREADS 256
 #define VEC 8                     /* consecutive samples a thread makes: one pack (16 was
                                      slower: 0.066 s against 0.048 s) */
-/* Blocks per multiprocessor the registers allow: six for the 16-bit
- * kernel (42 registers a thread) where a multiprocessor holds 1536 threads
- * or more, else four; four for the floats' (whose two operands' packs
- * spill at 42). */
+/* Blocks per multiprocessor the registers allow: six for flow_kernel (42
+ * registers a thread) where a multiprocessor holds 1536 threads or more,
+ * else four; four for depth_kernel (MIN_BLOCKS_F: its two operands' float
+ * packs spill at 42). */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #define MIN_BLOCKS 4
 #else
