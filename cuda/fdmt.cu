@@ -778,41 +778,36 @@ static void launch(int64_t span, int n, cudaStream_t st, const Op *items, const 
     depth_kernel<T, S><<<grid, THREADS, 0, st>>>(items, n, A);
 }
 
-/* Column order: by c + kmul * d, then by depth. */
-static int kmul_sort;
-
-static int by_key(const void *a, const void *b)
+/* Chunks of depth d's rows in a gulp of nout outputs. */
+static int chunks_of(const FdmtLevel *L, int d, int64_t nout)
 {
-    const Column *x = (const Column *)a, *y = (const Column *)b;
-    const int64_t kx = x->c + (int64_t)kmul_sort * x->d, ky = y->c + (int64_t)kmul_sort * y->d;
-    return kx != ky ? (kx > ky) - (kx < ky) : (x->d > y->d) - (x->d < y->d);
+    return (int)((nout + L->lim[d] + WSPAN - 1) / WSPAN);
 }
 
-/* The columns of a gulp of nout outputs, in the order warps take them: a
- * unit over chunk c reads chunks up to c + kmul - 1 of rows of lower
- * depths, whose columns come before it (c + kmul * d grows by kmul a
- * depth). */
+/* The columns of a gulp of nout outputs, in the order warps take them: by
+ * c + kmul * d, then by depth. A unit over chunk c reads chunks up to
+ * c + kmul - 1 of rows of lower depths, whose columns come before it
+ * (c + kmul * d grows by kmul a depth). */
 static int flow_columns(const FdmtLevel *L, int64_t nout, Column **cols, int *ncol, int *total)
 {
-    int most = 0;
-    for (int d = 1; d <= L->ndepth; d++)
-        most += (int)((nout + L->lim[d] + WSPAN - 1) / WSPAN);
+    int most = 0, last = 0;
+    for (int d = 1; d <= L->ndepth; d++) {
+        most += chunks_of(L, d, nout);
+        last = chunks_of(L, d, nout) - 1 + L->kmul * d > last
+                   ? chunks_of(L, d, nout) - 1 + L->kmul * d : last;
+    }
     Column *c = (Column *)ddtk_malloc((size_t)most * sizeof *c, "FDMT columns");
     if (!c)
         return DDTK_ESYS;
-    int n = 0;
-    for (int d = 1; d <= L->ndepth; d++) {
-        const int items = L->first[d + 1] - L->first[d];
-        for (int k = 0; items && k < (int)((nout + L->lim[d] + WSPAN - 1) / WSPAN); k++)
-            c[n++] = Column{ 0, L->first[d], items, k, d };
-    }
-    kmul_sort = L->kmul;
-    qsort(c, (size_t)n, sizeof *c, by_key);
-    int at = 0;
-    for (int i = 0; i < n; i++) {
-        c[i].start = at;
-        at += c[i].n;
-    }
+    int n = 0, at = 0;
+    for (int key = 0; key <= last; key++)
+        for (int d = 1; d <= L->ndepth; d++) {
+            const int k = key - L->kmul * d, items = L->first[d + 1] - L->first[d];
+            if (k < 0 || k >= chunks_of(L, d, nout) || !items)
+                continue;
+            c[n++] = Column{ at, L->first[d], items, k, d };
+            at += items;
+        }
     *cols = c;
     *ncol = n;
     *total = at;
