@@ -376,11 +376,13 @@ __device__ __forceinline__ void staged(const Operand &o, int s, int lane, const 
     const int g = o.b0 + o.m + s * 256 + 8 * lane;
     if (o.kind == K_ROW) {
         const Pack<int16_t> a = *(const Pack<int16_t> *)(buf + lane);
-        const Pack<int16_t> s2 = o.m ? shifted<int16_t>(a, *(const Pack<int16_t> *)(buf + lane + 1), o.m) : a;
+        const Pack<int16_t> s2 =
+            o.m ? shifted<int16_t>(a, *(const Pack<int16_t> *)(buf + lane + 1), o.m) : a;
         memcpy(w, &s2, sizeof w);
     } else {
         const Pack<uint8_t> a = *(const Pack<uint8_t> *)(buf + lane);
-        const Pack<uint8_t> s2 = o.m ? shifted<uint8_t>(a, *(const Pack<uint8_t> *)(buf + lane + 1), o.m) : a;
+        const Pack<uint8_t> s2 =
+            o.m ? shifted<uint8_t>(a, *(const Pack<uint8_t> *)(buf + lane + 1), o.m) : a;
         uint32_t b[2];
         memcpy(b, &s2, sizeof b);
 #pragma unroll
