@@ -794,9 +794,9 @@ static int flow_columns(const FdmtLevel *L, int64_t nout, Column **cols, int *nc
 {
     int most = 0, last = 0;
     for (int d = 1; d <= L->ndepth; d++) {
-        most += chunks_of(L, d, nout);
-        last = chunks_of(L, d, nout) - 1 + L->kmul * d > last
-                   ? chunks_of(L, d, nout) - 1 + L->kmul * d : last;
+        const int nc = chunks_of(L, d, nout), key = nc - 1 + L->kmul * d;
+        most += nc;
+        last = key > last ? key : last;
     }
     Column *c = (Column *)ddtk_malloc((size_t)most * sizeof *c, "FDMT columns");
     if (!c)
