@@ -545,6 +545,195 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     }
 }
 
+/* ---- bands of depths in shared memory (byte input, 16-bit rows) ---- */
+
+#ifndef FTHREADS
+#define FTHREADS 512
+#endif
+#ifndef FBLOCKS
+#define FBLOCKS 2                 /* blocks a multiprocessor: shared memory's share */
+#endif
+#define FWARPS (FTHREADS / 32)
+#define MAXSTAGE 8                /* depths a band fuses at most */
+
+/* A group's row staged from device memory: an input row (K_IN) or a
+ * stored row of a band below (K_ROW), samples t0 + off .. of a tile into
+ * slot `slot` (off a multiple of 8). */
+struct __align__(16) FExt {
+    int slot, kind, ref, lim, off, pad[3];
+};
+
+/* One row of a group over npk packs: u[su + t] + l[sl + t] (l < 0: none)
+ * into slot dst, or for a target (dst < 0) into stored row gref (K_ROW,
+ * holding nout + glim samples) or DM series gref (K_OUT). */
+struct __align__(16) FOp {
+    int u, su, l, sl, dst, npk, gref, glim;
+};
+
+/* A group: its descriptors from desc0 (in FOps), the staged rows' then
+ * its rows', stage by stage (a depth each). */
+struct FGroup {
+    int desc0, next, nstage, nop;
+    int nops[MAXSTAGE];
+};
+
+struct BandArgs {
+    const uint8_t *in;
+    int64_t istride;
+    int inlen;
+    uint32_t bias2;               /* the bias in both halves of a word */
+    int16_t *rows;                /* the stored rows (targets of bands below the top) */
+    int64_t pitch;
+    int nout;
+    float *out;
+    int64_t ostride;
+    int T, pw, nslot, ntile;      /* samples a tile makes, packs a slot holds, slots, tiles */
+};
+
+/* Pack p of an external row into its slot: bytes widened less the bias,
+ * zero from the row's end on. */
+__device__ __forceinline__ void stage_ext(const FExt &e, int t0, int p, const BandArgs &A,
+                                          uint4 *slot)
+{
+    const int g = t0 + e.off + 8 * p;
+    const int end = e.kind == K_IN ? A.inlen : A.nout + e.lim;
+    uint32_t w[4] = { 0, 0, 0, 0 };
+    if (g < end) {
+        if (e.kind == K_IN) {
+            const uint2 b = __ldg((const uint2 *)(A.in + (int64_t)e.ref * A.istride + g));
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                w[j] = __vsub2(__byte_perm(j < 2 ? b.x : b.y, 0, j % 2 ? 0x4342 : 0x4140),
+                               A.bias2);
+        } else {
+            const uint4 v = __ldg((const uint4 *)(A.rows + (int64_t)e.ref * A.pitch + g));
+            w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+        }
+        if (g + VEC > end) {
+#pragma unroll
+            for (int j = 0; j < VEC; j++)
+                if (g + j >= end)
+                    w[j / 2] &= j % 2 ? 0x0000ffffu : 0xffff0000u;
+        }
+    }
+    slot[p] = make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+/* Samples s + 8 p .. s + 8 p + 7 of a slot as four words of two: the pack
+ * they start in and the next one, the words selected in two steps and
+ * shifted by a half where s is odd, without branches on the shift (the
+ * same for a whole row) or half-word moves. */
+__device__ __forceinline__ void slot_words(const uint4 *slot, int s, int p, uint32_t (&o)[4])
+{
+    const uint4 a = slot[p + (s >> 3)];
+    if (!(s & 7)) {
+        o[0] = a.x, o[1] = a.y, o[2] = a.z, o[3] = a.w;
+        return;
+    }
+    const uint4 b = slot[p + (s >> 3) + 1];
+    const bool two = s & 4, one = s & 2;
+    const uint32_t x[6] = { two ? a.z : a.x, two ? a.w : a.y, two ? b.x : a.z,
+                            two ? b.y : a.w, two ? b.z : b.x, two ? b.w : b.y };
+    uint32_t y[5];
+#pragma unroll
+    for (int j = 0; j < 5; j++)
+        y[j] = one ? x[j + 1] : x[j];
+    const unsigned r = (s & 1) * 16;
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+        o[j] = __funnelshift_r(y[j], y[j + 1], r);
+}
+
+enum { TO_SLOT, TO_ROW, TO_DM };
+
+/* Samples t .. t + 7 of a 16-bit row, four words of two, within its end. */
+__device__ __forceinline__ void put_words(int16_t *row, int t, int end, const uint32_t (&r)[4])
+{
+    if (t + VEC <= end) {
+        *(uint4 *)(row + t) = make_uint4(r[0], r[1], r[2], r[3]);
+        return;
+    }
+    for (int j = 0; j < VEC && t + j < end; j++)
+        row[t + j] = (int16_t)(j % 2 ? r[j / 2] >> 16 : r[j / 2]);
+}
+
+/* Row x of a group over its packs from this lane's: into its slot, or a
+ * target into its stored row or its DM's series (sums past 16 bits). */
+template <int TO>
+__device__ __forceinline__ void band_row(const FOp &x, int t0, int lane, const BandArgs &A,
+                                         uint4 *S)
+{
+    const uint4 *u = S + x.u * A.pw, *l = S + (x.l < 0 ? 0 : x.l) * A.pw;
+    for (int p = lane; p < x.npk; p += 32) {
+        uint32_t v[4], w[4] = { 0, 0, 0, 0 };
+        slot_words(u, x.su, p, v);
+        if (x.l >= 0)
+            slot_words(l, x.sl, p, w);
+        const int t = t0 + 8 * p;
+        if (TO == TO_DM) {
+            float f[VEC];
+#pragma unroll
+            for (int j = 0; j < VEC; j++)
+                f[j] = (float)(half_of(v, j) + half_of(w, j));
+            put_floats<float>(A.out + (int64_t)x.gref * A.ostride, t, A.nout, f);
+        } else {
+            uint32_t r[4];
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                r[j] = __vadd2(v[j], w[j]);
+            if (TO == TO_SLOT)
+                S[x.dst * A.pw + p] = make_uint4(r[0], r[1], r[2], r[3]);
+            else
+                put_words(A.rows + (int64_t)x.gref * A.pitch, t, A.nout + x.glim, r);
+        }
+    }
+}
+
+/* A band: blockIdx.x a group, tiles of T samples from blockIdx.y on. The
+ * group's descriptors are copied into shared memory once (the slots
+ * leave L1 no room to cache them). Each tile stages the group's external
+ * rows into slots, then makes its rows depth by depth in slots, the
+ * targets into device memory: the rows between never leave the
+ * multiprocessor. A warp takes a row at a time, its lanes consecutive
+ * packs (rows differ in their shifts). */
+__global__ void __launch_bounds__(FTHREADS, FBLOCKS)
+    band_kernel(const FGroup *__restrict__ G, const uint4 *__restrict__ D, BandArgs A)
+{
+    extern __shared__ uint4 S[];
+    __shared__ FGroup g;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (threadIdx.x == 0)
+        g = G[blockIdx.x];
+    __syncthreads();
+    uint4 *desc = S + A.nslot * A.pw + 4;
+    for (int i = threadIdx.x; i < 2 * (g.next + g.nop); i += FTHREADS)
+        desc[i] = D[2 * (int64_t)g.desc0 + i];
+    __syncthreads();
+    const FExt *E = (const FExt *)desc;
+    const FOp *O = (const FOp *)(desc + 2 * g.next);
+    for (int tile = blockIdx.y; tile < A.ntile; tile += gridDim.y) {
+        const int t0 = tile * A.T;
+        for (int i = warp; i < g.next; i += FWARPS) {
+            const FExt e = E[i];
+            for (int p = lane; p < A.pw; p += 32)
+                stage_ext(e, t0, p, A, S + e.slot * A.pw);
+        }
+        __syncthreads();
+        for (int s = 0, o = 0; s < g.nstage; o += g.nops[s++]) {
+            for (int i = warp; i < g.nops[s]; i += FWARPS) {
+                const FOp x = O[o + i];
+                if (x.dst >= 0)
+                    band_row<TO_SLOT>(x, t0, lane, A, S);
+                else if (x.dst == -1)
+                    band_row<TO_ROW>(x, t0, lane, A, S);
+                else
+                    band_row<TO_DM>(x, t0, lane, A, S);
+            }
+            __syncthreads();
+        }
+    }
+}
+
 /* ---- the items (host) ---------------------------------------------------------- */
 
 struct FdmtLevel {
@@ -560,6 +749,9 @@ struct FdmtLevel {
     double bytes;                 /* DRAM bytes per output sample (the model) */
     int kmul;                     /* column (d, c)'s order: c + kmul * d (flow_columns) */
     int grid;                     /* the flow kernel's blocks: as many as fit at once */
+    int nband, nstore;            /* bands of depths; stored rows they write */
+    int nsm;                      /* multiprocessors */
+    struct Band *band;
     struct Buffers {
         cudaStream_t st;
         void *rows;
@@ -631,7 +823,8 @@ static Op item(const ddtk_fdmt_plan *f, const int *rowbase, int s, const int32_t
 }
 
 /* Every computed row's item, by depth (the root's DMs last); the DRAM model. */
-static int build_items(FdmtLevel *L, const int *rowbase, int insize, Op **items, int *nitems)
+static int build_items(FdmtLevel *L, const int *rowbase, int insize, Op **items, int **inode,
+                       int *nitems)
 {
     const ddtk_fdmt_plan *f = L->f;
     const int R = f->nnode - 1, rowsize = L->narrow ? 2 : 4;
@@ -639,8 +832,12 @@ static int build_items(FdmtLevel *L, const int *rowbase, int insize, Op **items,
     for (int s = 0; s < R; s++)
         most += (size_t)f->node[s].nd;
     Op *it = (Op *)ddtk_malloc(most * sizeof *it, "FDMT items");
-    if (!it)
+    int *in = (int *)ddtk_malloc(most * sizeof *in, "FDMT items");
+    if (!it || !in) {
+        free(it);
+        free(in);
         return DDTK_ESYS;
+    }
     int n = 0;
     for (int d = 1; d <= L->ndepth; d++) {
         L->first[d] = n;
@@ -653,12 +850,14 @@ static int build_items(FdmtLevel *L, const int *rowbase, int insize, Op **items,
                 const int32_t *r = N->route + 4 * (size_t)i;
                 if (r[3] < 0)
                     continue;
+                in[n] = s;
                 it[n++] = item(f, rowbase, s, r, 0, K_ROW, rowbase[s] + i, r[3]);
                 L->lim[d] = r[3] > L->lim[d] ? r[3] : L->lim[d];
                 L->bytes += rowsize;
             }
         }
         for (int i = 0; i < f->ndm && d == L->ndepth; i++) {
+            in[n] = R;
             it[n++] = item(f, rowbase, R, f->out_route + 4 * (size_t)i, f->out_route[4 * i + 3],
                            K_OUT, i, 0);
             L->bytes += 4;
@@ -676,11 +875,334 @@ static int build_items(FdmtLevel *L, const int *rowbase, int insize, Op **items,
     /* A unit over chunk c reads its rows' chunks c .. c + 1 + (a + 7) / WSPAN. */
     L->kmul = 2 + (amax + 7) / WSPAN;
     *items = it;
+    *inode = in;
     *nitems = n;
     return DDTK_OK;
 }
 
+/* ---- the bands (host) ---------------------------------------------------------- */
+
+#ifndef BAND0
+#define BAND0 5                   /* depths of the lowest band */
+#endif
+#ifndef BANDN
+#define BANDN 5                   /* the most depths of each band above it */
+#endif
+
+/* The launch of a band of depths (d0, d1]: its groups, tiles of T samples,
+ * slots of pitch samples, shared memory, the targets' largest lim. */
+struct Band {
+    int d0, d1, T, pitch, ngroup, nslot, lim;
+    size_t smem;
+    FGroup *d_groups;
+    FOp *d_desc;
+};
+
+/* What the groups are made from: the items with their depths and nodes,
+ * each stored row's item, the depth that reads it and its id among the
+ * stored targets; per-group scratch by key (an item for a row made in the
+ * group, nitem + channel for an input row, nitem + nchan + row for a
+ * stored row staged). */
+struct BandCtx {
+    const Op *it;
+    int n, nchan;
+    int *depth, *inode, *rowitem, *cdepth, *gid;
+    int *stamp, *start, *end, *death, *slot, *lim, *list, *isk;
+    int nlist, gen;
+};
+
+static int key_of(const BandCtx *C, int d0, int kind, int ref)
+{
+    if (kind == K_ROW && C->depth[C->rowitem[ref]] > d0)
+        return C->rowitem[ref];
+    return C->n + (kind == K_IN ? ref : C->nchan + ref);
+}
+
+/* Key k's window grown to what a row of stage `stage` starting at start..end
+ * (tile-relative, before T) reads at shift sh. */
+static void reach_key(BandCtx *C, int g, int k, int start, int end, int sh, int stage, int lim)
+{
+    if (C->stamp[k] != g) {
+        C->stamp[k] = g;
+        C->start[k] = start + sh;
+        C->end[k] = end + sh;
+        C->death[k] = stage;
+        C->lim[k] = lim;
+        C->isk[k] = 0;
+        C->list[C->nlist++] = k;
+        return;
+    }
+    C->start[k] = start + sh < C->start[k] ? start + sh : C->start[k];
+    C->end[k] = end + sh > C->end[k] ? end + sh : C->end[k];
+    C->death[k] = stage > C->death[k] ? stage : C->death[k];
+}
+
+/* Group g's rows for targets tg[0 .. nt): every row they need within the
+ * band and the rows staged, their windows (off a multiple of 8) and slots;
+ * returns the slots, *H the most a slot holds past T. */
+static int group_rows(BandCtx *C, const int *tg, int nt, int d0, int d1, int *H)
+{
+    const int g = ++C->gen;
+    C->nlist = 0;
+    for (int i = 0; i < nt; i++) {
+        reach_key(C, g, tg[i], 0, 0, 0, 0, 0);
+        C->death[tg[i]] = -1;
+        C->isk[tg[i]] = 1;
+    }
+    for (int d = d1; d > d0; d--)
+        for (int i = 0; i < C->nlist; i++) {
+            const int k = C->list[i];
+            if (k >= C->n || C->depth[k] != d)
+                continue;
+            const Op &x = C->it[k];
+            reach_key(C, g, key_of(C, d0, x.ukind, x.uref), C->start[k], C->end[k], x.ua, d - d0,
+                      x.ulim);
+            if (x.lkind != K_NONE)
+                reach_key(C, g, key_of(C, d0, x.lkind, x.lref), C->start[k], C->end[k], x.la,
+                          d - d0, x.llim);
+        }
+    *H = 0;
+    for (int i = 0; i < C->nlist; i++) {
+        const int k = C->list[i];
+        C->start[k] = C->start[k] / 8 * 8;
+        const int ext = (C->end[k] - C->start[k] + 7) / 8 * 8;
+        *H = !C->isk[k] && ext > *H ? ext : *H;
+    }
+    /* Slots by stage: a row's slot is free from the stage after its last reader. */
+    int nslot = 0, nfree = 0;
+    int *freed = C->list + C->nlist;
+    for (int s = 0; s <= d1 - d0; s++) {
+        for (int i = 0; i < C->nlist; i++) {
+            const int k = C->list[i];
+            if (!C->isk[k] && C->death[k] == s - 1)
+                freed[nfree++] = C->slot[k];
+        }
+        for (int i = 0; i < C->nlist; i++) {
+            const int k = C->list[i];
+            const int born = k >= C->n ? 0 : C->depth[k] - d0;
+            if (!C->isk[k] && born == s)
+                C->slot[k] = nfree ? freed[--nfree] : nslot++;
+        }
+    }
+    return nslot;
+}
+
+/* Group g's descriptors for tiles of T samples, from D[*nd]: its staged
+ * rows, then its rows stage by stage. */
+static void group_emit(BandCtx *C, int d0, int d1, int T, FGroup *G, FOp *D, int *nd)
+{
+    static_assert(sizeof(FExt) == sizeof(FOp), "a group's descriptors share one array");
+    memset(G, 0, sizeof *G);
+    G->desc0 = *nd;
+    G->nstage = d1 - d0;
+    for (int i = 0; i < C->nlist; i++) {
+        const int k = C->list[i];
+        if (k < C->n)
+            continue;
+        const int ch = k - C->n < C->nchan;
+        const FExt e = { C->slot[k], ch ? K_IN : K_ROW,
+                         ch ? k - C->n : C->gid[k - C->n - C->nchan], C->lim[k], C->start[k],
+                         { 0, 0, 0 } };
+        memcpy(&D[(*nd)++], &e, sizeof e);
+        G->next++;
+    }
+    for (int s = 1; s <= d1 - d0; s++)
+        for (int i = 0; i < C->nlist; i++) {
+            const int k = C->list[i];
+            if (k >= C->n || C->depth[k] != d0 + s)
+                continue;
+            const Op &x = C->it[k];
+            const int u = key_of(C, d0, x.ukind, x.uref);
+            const int l = x.lkind == K_NONE ? -1 : key_of(C, d0, x.lkind, x.lref);
+            FOp o;
+            o.u = C->slot[u];
+            o.su = C->start[k] + x.ua - C->start[u];
+            o.l = l < 0 ? -1 : C->slot[l];
+            o.sl = l < 0 ? 0 : C->start[k] + x.la - C->start[l];
+            o.dst = C->isk[k] ? (x.dkind == K_OUT ? -2 : -1) : C->slot[k];
+            o.npk = C->isk[k] ? T / 8 : (T + C->end[k] - C->start[k] + 7) / 8;
+            o.gref = x.dkind == K_OUT ? x.dref : x.dkind == K_ROW ? C->gid[x.dref] : 0;
+            o.glim = x.dlim;
+            D[(*nd)++] = o;
+            G->nops[s - 1]++;
+            G->nop++;
+        }
+}
+
+/* Targets of band (d0, d1] in item order, split node by node into groups
+ * of at most gmax: group i is tg[gs[i] .. gs[i + 1]). */
+static int band_groups(const BandCtx *C, const int *tg, int nt, int gmax, int *gs)
+{
+    int ng = 0;
+    for (int a = 0; a < nt;) {
+        int b = a;
+        while (b < nt && C->inode[tg[b]] == C->inode[tg[a]])
+            b++;
+        const int parts = (b - a + gmax - 1) / gmax;
+        for (int j = 0; j < parts; j++)
+            gs[ng++] = a + (int)((int64_t)(b - a) * j / parts);
+        a = b;
+    }
+    gs[ng] = nt;
+    return ng;
+}
+
+/* Band (d0, d1] planned for the group size and tile that move the fewest
+ * bytes per output sample (staged rows read, targets written, and a warp's
+ * sums in shared memory counted as 0.3 bytes a lane's sample, idle lanes
+ * included) in the shared memory of FBLOCKS blocks a multiprocessor, and
+ * uploaded; 1 where no group size fits. */
+static int plan_band(BandCtx *C, int d0, int d1, size_t budget, Band *B, double *bytes)
+{
+    int nt = 0;
+    for (int k = 0; k < C->n; k++)
+        if (C->depth[k] > d0 && C->depth[k] <= d1
+            && (C->it[k].dkind == K_OUT || C->cdepth[C->it[k].dref] > d1))
+            C->list[nt++] = k;
+    int *tg = (int *)ddtk_malloc((size_t)(nt ? nt : 1) * sizeof *tg, "FDMT bands");
+    int *gs = (int *)ddtk_malloc((size_t)(nt + 1) * sizeof *gs, "FDMT bands");
+    if (!tg || !gs) {
+        free(tg);
+        free(gs);
+        return DDTK_ESYS;
+    }
+    memcpy(tg, C->list, (size_t)nt * sizeof *tg);
+    int best = 0, T = 0;
+    size_t rows = 0;
+    double cost = 0;
+    for (int gmax = 64; gmax >= 1; gmax /= 2) {
+        const int ng = band_groups(C, tg, nt, gmax, gs);
+        int nslot = 1, H = 0, ndesc = 0;
+        double next = 0, ops = 0, outb = 0;
+        for (int g = 0; g < ng; g++) {
+            int h;
+            const int s = group_rows(C, tg + gs[g], gs[g + 1] - gs[g], d0, d1, &h);
+            nslot = s > nslot ? s : nslot;
+            H = h > H ? h : H;
+            ndesc = C->nlist > ndesc ? C->nlist : ndesc;
+            for (int i = 0; i < C->nlist; i++) {
+                const int k = C->list[i];
+                next += k >= C->n;
+                ops += k < C->n;
+                outb += C->isk[k] ? (C->it[k].dkind == K_OUT ? 4 : 2) : 0;
+            }
+        }
+        const int64_t room = ((int64_t)budget - 64 - ndesc * (int64_t)sizeof(FOp)) / (2 * nslot)
+                             - H - 8;
+        for (int t = 64; t <= room && t <= 2048; t += 8) {
+            const double passes = (t + H + 8 + 255) / 256;      /* of a warp over a row */
+            const double c = (next * 2 * (t + H) + 0.3 * ops * 256 * passes) / t + outb;
+            if (!best || c < cost) {
+                best = gmax, T = t, cost = c, rows = (size_t)(next + ops);
+            }
+        }
+    }
+    const int ng = best ? band_groups(C, tg, nt, best, gs) : 0;
+    FGroup *G = (FGroup *)ddtk_calloc((size_t)(ng ? ng : 1), sizeof *G, "FDMT bands");
+    FOp *D = (FOp *)ddtk_malloc((rows ? rows : 1) * sizeof *D, "FDMT bands");
+    int rc = !best ? 1 : G && D ? DDTK_OK : DDTK_ESYS;
+    int H = 0, nslot = 1, nd = 0, ndesc = 0;
+    for (int g = 0; !rc && g < ng; g++) {
+        int h;
+        const int s = group_rows(C, tg + gs[g], gs[g + 1] - gs[g], d0, d1, &h);
+        nslot = s > nslot ? s : nslot;
+        H = h > H ? h : H;
+        ndesc = C->nlist > ndesc ? C->nlist : ndesc;
+        group_emit(C, d0, d1, T, G + g, D, &nd);
+    }
+    /* A slot holds a pack more than its rows read: a shifted read takes the
+     * pack after the last one, which must not be another slot's. */
+    const int pitch = T + H + 8;
+    *B = Band{ d0, d1, T, pitch, ng, nslot, 0,
+               (size_t)nslot * pitch * 2 + 64 + (size_t)ndesc * sizeof(FOp), NULL, NULL };
+    for (int i = 0; i < nd; i++)
+        B->lim = D[i].dst == -1 && D[i].glim > B->lim ? D[i].glim : B->lim;
+    *bytes += cost;
+    if (!rc)
+        rc = ddtk_cuda_upload((void **)&B->d_groups, G, (size_t)ng * sizeof *G,
+                              "uploading the FDMT's bands");
+    if (!rc)
+        rc = ddtk_cuda_upload((void **)&B->d_desc, D, (size_t)nd * sizeof *D,
+                              "uploading the FDMT's bands");
+    free(tg);
+    free(gs);
+    free(G);
+    free(D);
+    return rc;
+}
+
+/* Depths (0, cut[1]], (cut[1], cut[2]], ...: BAND0 at the bottom, the rest
+ * in near-equal bands of at most BANDN; returns how many. */
+static int band_cuts(int ndepth, int *cut)
+{
+    cut[0] = 0;
+    cut[1] = ndepth < BAND0 ? ndepth : BAND0;
+    const int r = ndepth - cut[1], nb = (r + BANDN - 1) / BANDN;
+    for (int j = 1; j <= nb; j++)
+        cut[1 + j] = cut[1] + (int)((int64_t)r * j / nb);
+    return 1 + nb;
+}
+
+/* Every band of level L planned from its items (it[0 .. n), node inode[k]);
+ * 1 where one does not fit shared memory. */
+static int build_bands(FdmtLevel *L, const Op *it, int n, const int *inode, size_t budget)
+{
+    const int nkeys = n + L->f->nrows + L->nrows, nr = L->nrows ? L->nrows : 1;
+    BandCtx C;
+    memset(&C, 0, sizeof C);
+    C.it = it;
+    C.n = n;
+    C.nchan = L->f->nrows;
+    C.inode = (int *)inode;
+    int **arrays[] = { &C.depth, &C.rowitem, &C.cdepth, &C.gid, &C.stamp, &C.start, &C.end,
+                       &C.death, &C.slot, &C.lim, &C.isk, &C.list };
+    const int sizes[] = { n, nr, nr, nr, nkeys, nkeys, nkeys, nkeys, nkeys, nkeys, nkeys,
+                          2 * nkeys };
+    int rc = DDTK_OK;
+    for (int i = 0; i < 12; i++)
+        if (!(*arrays[i] = (int *)ddtk_calloc((size_t)sizes[i], sizeof(int), "FDMT bands")))
+            rc = DDTK_ESYS;
+    L->band = (Band *)ddtk_calloc((size_t)L->ndepth + 1, sizeof *L->band, "FDMT bands");
+    int cut[64];                  /* depths: below 32 (channels below 2^31) */
+    const int nb = band_cuts(L->ndepth, cut);
+    rc = rc ? rc : L->band ? DDTK_OK : DDTK_ESYS;
+    for (int d = 1; d <= L->ndepth; d++)
+        for (int k = L->first[d]; k < L->first[d + 1]; k++)
+            C.depth[k] = d;
+    for (int k = 0; !rc && k < n; k++) {
+        if (it[k].dkind == K_ROW)
+            C.rowitem[it[k].dref] = k;
+        if (it[k].ukind == K_ROW)
+            C.cdepth[it[k].uref] = C.depth[k];
+        if (it[k].lkind == K_ROW)
+            C.cdepth[it[k].lref] = C.depth[k];
+    }
+    /* Stored rows: the targets of every band but the top one. */
+    L->nstore = 0;
+    for (int b = 0; !rc && b < nb; b++)
+        for (int k = 0; k < n; k++)
+            if (C.depth[k] > cut[b] && C.depth[k] <= cut[b + 1] && it[k].dkind == K_ROW)
+                C.gid[it[k].dref] = C.cdepth[it[k].dref] > cut[b + 1] ? L->nstore++ : -1;
+    L->bytes = 0;
+    for (int b = 0; !rc && b < nb; b++)
+        rc = plan_band(&C, cut[b], cut[b + 1], budget, &L->band[L->nband++], &L->bytes);
+    for (int i = 0; i < 12; i++)
+        free(*arrays[i]);
+    return rc;
+}
+
 /* ---- the level ------------------------------------------------------------------ */
+
+static void free_bands(FdmtLevel *L)
+{
+    for (int b = 0; L->band && b < L->nband; b++) {
+        cudaFree(L->band[b].d_groups);
+        cudaFree(L->band[b].d_desc);
+    }
+    free(L->band);
+    L->band = NULL;
+    L->nband = 0;
+}
 
 static void destroy(void *state)
 {
@@ -688,6 +1210,7 @@ static void destroy(void *state)
     if (!L)
         return;
     cudaFree(L->d_items);
+    free_bands(L);
     for (int i = 0; i < 2; i++) {
         cudaFree(L->buf[i].rows);
         cudaFree(L->buf[i].flags);
@@ -709,6 +1232,7 @@ static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
     *state = L;
     L->f = (const ddtk_fdmt_plan *)lv->state;
     L->enc = enc;
+    L->nsm = prop.multiProcessorCount;
     *slack = 0;                   /* input reads past nout + overlap give zero */
     const ddtk_fdmt_plan *f = L->f;
     const int insize = enc.storage == ST_U8 ? 1 : enc.storage == ST_U16 ? 2 : 4;
@@ -722,16 +1246,30 @@ static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
     }
     store_rows(L, rowbase);
     Op *items = NULL;
-    int n = 0;
-    int rc = build_items(L, rowbase, insize, &items, &n);
+    int *inode = NULL, n = 0;
+    int rc = build_items(L, rowbase, insize, &items, &inode, &n);
     free(rowbase);
     if (rc)
         return rc;
     rc = ddtk_cuda_upload((void **)&L->d_items, items, (size_t)n * sizeof *items,
                           "uploading the FDMT's items");
-    free(items);
-    int per = 0;
+    const double model = L->bytes;
+    const size_t budget = std::min((size_t)prop.sharedMemPerBlockOptin,
+                                   (size_t)prop.sharedMemPerMultiprocessor / FBLOCKS - 1024);
     if (!rc && L->narrow)
+        rc = build_bands(L, items, n, inode, budget);
+    free(items);
+    free(inode);
+    if (rc == 1) {                /* a band does not fit: the flow kernel */
+        free_bands(L);
+        L->bytes = model;
+        rc = DDTK_OK;
+    }
+    if (!rc && L->nband)          /* the same for every level: the attribute is the kernel's */
+        DDTK_CUDA(cudaFuncSetAttribute(band_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       (int)budget), "sizing the FDMT's bands");
+    int per = 0;
+    if (!rc && L->narrow && !L->nband)
         DDTK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, flow_kernel<uint8_t>,
                                                                 THREADS, 0),
                   "sizing the FDMT's kernel");
@@ -752,6 +1290,8 @@ static int64_t row_bytes(const FdmtLevel *L, int64_t nout)
 static int64_t dev_bytes(const void *state, int64_t most)
 {
     const FdmtLevel *L = (const FdmtLevel *)state;
+    if (L->nband)
+        return (int64_t)L->nstore * row_bytes(L, most);
     const int64_t flags = L->narrow ? (pitch_of(L, most) + WSPAN - 1) / WSPAN * 4 : 0;
     return (int64_t)L->nrows * (row_bytes(L, most) + flags);
 }
@@ -877,6 +1417,26 @@ static int run_flow(const FdmtLevel *L, FdmtLevel::Buffers *B, const void *rows,
     return DDTK_OK;
 }
 
+/* Byte input with 16-bit rows in bands: a launch a band. */
+static int run_bands(const FdmtLevel *L, void *stored, const void *rows, int64_t stride,
+                     int64_t nout, float *out, int64_t ostride, cudaStream_t st)
+{
+    const uint32_t bias2 = (uint32_t)(L->enc.bias & 0xffff) * 0x10001u;
+    for (int b = 0; b < L->nband; b++) {
+        const Band &B = L->band[b];
+        const int ntile = (int)((nout + B.lim + B.T - 1) / B.T);
+        const BandArgs A = { (const uint8_t *)rows, stride, (int)(nout + L->f->overlap), bias2,
+                             (int16_t *)stored, pitch_of(L, nout), (int)nout, out, ostride,
+                             B.T, B.pitch / 8, B.nslot, ntile };
+        /* Four waves of blocks, each looping over its group's tiles. */
+        const int per = std::max(1, 4 * FBLOCKS * L->nsm / B.ngroup);
+        dim3 grid((unsigned)B.ngroup, (unsigned)std::min(ntile, std::min(per, MAX_GRID_Y)));
+        band_kernel<<<grid, FTHREADS, B.smem, st>>>(B.d_groups, (const uint4 *)B.d_desc, A);
+        DDTK_CUDA(cudaGetLastError(), "launching an FDMT band");
+    }
+    return DDTK_OK;
+}
+
 /* The depths in order, a launch each. */
 template <typename T, typename S>
 static int run(const FdmtLevel *L, void *stored, const void *rows, int64_t stride, int64_t nout,
@@ -901,10 +1461,13 @@ static int gulp(void *state, const void *rows, int64_t stride, int64_t nout, flo
     if (nout <= 0)
         return DDTK_OK;
     FdmtLevel::Buffers *B = NULL;
-    int rc = reserve(L, st, (size_t)L->nrows * (size_t)row_bytes(L, nout), &B);
+    const int nrows = L->nband ? L->nstore : L->nrows;
+    int rc = reserve(L, st, (size_t)nrows * (size_t)row_bytes(L, nout), &B);
     if (rc)
         return rc;
     void *stored = B->rows;
+    if (L->nband)
+        return run_bands(L, stored, rows, stride, nout, out, ostride, st);
     if (L->enc.storage == ST_U8 && L->narrow)
         return run_flow(L, B, rows, stride, nout, out, ostride, st);
     if (L->enc.storage == ST_U8)
@@ -918,11 +1481,15 @@ static int gulp(void *state, const void *rows, int64_t stride, int64_t nout, flo
 static void report(const void *state, char *buf, size_t n)
 {
     const FdmtLevel *L = (const FdmtLevel *)state;
+    char how[96];
+    if (L->nband)
+        snprintf(how, sizeof how, "%d bands of depths in shared memory", L->nband);
+    else
+        snprintf(how, sizeof how, "%s", L->narrow ? "one launch" : "a launch each");
     snprintf(buf, n, "fdmt: %d DMs, %d merge depths (%s), %d stored rows (%s), %lld "
              "adds per output, DRAM model %.3g KB per output sample",
-             L->f->ndm, L->f->depth, L->narrow ? "one launch" : "a launch each", L->nrows,
-             L->narrow ? "16-bit" : "float",
-             (long long)L->f->adds, L->bytes / 1e3);
+             L->f->ndm, L->f->depth, how, L->nband ? L->nstore : L->nrows,
+             L->narrow ? "16-bit" : "float", (long long)L->f->adds, L->bytes / 1e3);
 }
 
 }  // namespace ddgpu
