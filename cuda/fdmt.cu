@@ -1,68 +1,62 @@
 /*
  * fdmt.cu - the GPU half of the FDMT (src/algos/fdmt.c has the descriptor and the
  * merge tree, cpu/fdmt.c the CPU kernel): every row of the merge tree's
- * nodes (the root's: the DMs' series) made from two rows below it, stored
- * in device memory.
+ * nodes (the root's: the DMs' series) made from two rows below it.
  *
  * At create the host walks the tree once into items, one per computed row:
  * its two operands (a stored row of a child, or an input row for a leaf)
  * with their shifts, and its destination (a stored row, or a DM's series),
  * grouped by depth.
  *
- * Byte input with 16-bit rows (flow_kernel; 1-, 2- and 4-bit data, and
- * 8-bit data of up to 256 channels): one launch a gulp. A unit is an
- * item over a chunk of WSPAN samples; warps take units in an order where
- * every unit a unit reads comes first (flow_columns), wait for the chunks
- * they read to be flagged made, and make them as warp_item does: the
- * operands' aligned vectors of 8 copied into shared memory stages ahead
- * (cp.async), each lane's 8 samples shifted out of two vectors and summed
- * as 16-bit integers two to a word. Other input (depth_kernel): a launch a
- * depth, blockIdx.y an item, VEC consecutive samples a thread, read and
- * written as aligned vectors of 8 (the second vector the next lane's, by a
- * shuffle), summed as floats.
+ * Byte input with 16-bit rows (band_kernel; 1-, 2- and 4-bit data, and
+ * 8-bit data of up to 256 channels): the depths in bands of up to five
+ * (BAND0, BANDN), a launch a band. A band's targets are the rows read
+ * above it (or the DMs); the host splits them into groups (up to 64 rows
+ * of one node) and lists what each group needs: the rows it stages from
+ * device memory (input rows, or targets of the band below) and every row
+ * between, each with a window of samples relative to a tile and a slot of
+ * shared memory (slots reused once their last reader's depth is done). A
+ * block stages a tile's rows and makes the group's rows depth by depth in
+ * slots, 16-bit sums two to a word, the targets into device memory: the
+ * rows between never leave the multiprocessor. Other input (depth_kernel):
+ * a launch a depth, blockIdx.y an item, VEC consecutive samples a thread,
+ * read and written as aligned vectors of 8 (the second vector the next
+ * lane's, by a shuffle), summed as floats, every row but the root's and
+ * the leaves' stored in device memory.
  *
  * Each row is upper[t + a] + lower[t + b] as on the CPU: the same operands in
  * the same order, so every series equals the CPU's byte for byte (float
- * input included). Reads past what a row holds give zero; they never reach
- * an output.
+ * input included; integer sums are exact in any order). Reads past what a
+ * row holds give zero or, in a slot, whatever it held; neither reaches an
+ * output.
  *
  * The history, htru 30 s (1024 channels, 2-bit, DM 0-1000, 3952 DMs),
  * kernel seconds. Kernels that fused the depths three or four at a time
- * with the rows between them in shared rings (fd3821b-15416e7) cut the
- * modelled DRAM traffic of level 0 from 78 to 18 KB per output sample but
- * were bound by instructions and barriers (ncu, htru 8 s: about 180 warp
- * instructions per 32 adds, 17-53% of warp time stalled on barriers): on
- * one H200 0.086 s, 0.063 s with depths 1-4 fused and a kernel per depth
- * after, 0.043-0.062 s with a kernel per depth throughout (0.079-0.512 s
- * with the first 2, 3, 5 or 6 depths fused). With a kernel per depth,
- * vectors of 8 took it from 0.059 s (a load and a store per sample) to
- * 0.048 s, shifting them as 32-bit words to 0.047 s, at most 42 registers
- * a thread to 0.041 s (interleaved runs on one H200, stop 39). Then, on
- * one H100 (stop 42): ncu found the depths bound by L2 (94% of its peak,
- * 15 bytes of L2 traffic an add, 300 warp instructions a pack); the second
- * vector taken from the next lane and 16-bit sums two to a word cut L2
- * traffic from 17.8 to 10.1 GB and instructions by 27% (first 60 launches
- * of htru 8 s): 0.043-0.046 -> 0.035-0.037 s (8-bit input, float rows, the
- * shuffle alone: 0.017 -> 0.012 s). Long-scoreboard stalls then led (DRAM
- * at 54%): the warp pipelines (4 stages in flight, 8 a warp's share of a
- * row; 3 and 8, 4 and 16, 2 and 4 gave 0.031-0.032 s) took it to 0.031 s,
- * DRAM to 64%, the stalls to issue. A launch per depth still ended each
- * depth in a partial wave, 50 launches a gulp over 5 levels (bigger gulps
- * hid it: 0.023 s at 65536 spectra): the one launch of units took it to
- * 0.026-0.027 s (0.021 s at 65536), the same with column orders of slack
- * 2, 3, 4 or 6 (kmul) and polling sleeps of 20 or 100 ns; slack 1 (every
- * read a chunk behind, fewer bytes in L2 between a write and its read)
- * waited more: 0.031 s; chunks of 512, 1024 or 4096 samples: 0.039,
- * 0.036, 0.029 s. Finding a unit's column by a ballot from the warp's last
- * one (instead of a binary search) and one release after the warp's
- * barrier (instead of a fence a lane): mean of six 0.0268 -> 0.0258 s;
- * taking the next unit before making this one: 0.029 s (a unit taken
- * early holds up those that read it).
+ * with the rows between them in shared rings, a sample a thread
+ * (fd3821b-15416e7), were bound by instructions and barriers (180 warp
+ * instructions per 32 adds): 0.063-0.086 s on one H200, where a kernel per
+ * depth over rows in device memory, vectors of 8 a thread, gave 0.041 s
+ * (stop 39). On one H100 (stop 42) 16-bit sums two to a word, the second
+ * vector from the next lane, warp pipelines (cp.async) and one launch a
+ * gulp whose warps took items over chunks in dependency order (flags in
+ * device memory) took that to 0.0258 s, with DRAM at 60% of its peak and
+ * every stored row written to it (bench/fdmt-results.md, stop 42). The
+ * bands (stop 43, one H100, five runs each) move a row between depths
+ * through shared memory: 0.0254 -> 0.020 s with bands of 5 and 3 depths,
+ * the descriptors in global memory (L1 has no room left beside the slots:
+ * ncu showed L1TEX stalls, 95 warp instructions a pass of a warp over a
+ * row); 0.017 s with the descriptors copied into shared memory and a block
+ * looping over its group's tiles; 0.015 s with bands of 5 and 5 (4 and 4:
+ * 0.017 s, 6 and 4: 0.0168 s); 0.014 s with each row's shift as word
+ * selects instead of 16-bit moves (ncu: 134 -> 120 million instructions in
+ * the first band of htru 8 s) and the row's destination chosen once a row
+ * (4 and 5: 0.016 s, 6 and 5: 0.0154 s). 256 threads and four blocks a
+ * multiprocessor instead of 512 and two: 0.0254 s against 0.020 s.
  *
  * Stored rows are 16-bit integers where every stored sum fits (byte
- * input: exact either way), else floats. Every node but the root and the
- * leaves is stored: about 11,700 rows for htru's level 0, the gulp chosen
- * to fit them (dev_bytes).
+ * input: exact either way), else floats; the gulp is chosen to fit them
+ * (dev_bytes): 1326 rows for htru's level 0 in bands, about 11,700 a
+ * launch a depth.
  */
 #include "check.cuh"
 #include "engine.cuh"
@@ -76,15 +70,8 @@ namespace ddgpu {
 #define THREADS 256
 #define VEC 8                     /* consecutive samples a thread makes: one pack (16 was
                                      slower: 0.066 s against 0.048 s) */
-/* Blocks per multiprocessor the registers allow: six for flow_kernel (42
- * registers a thread) where a multiprocessor holds 1536 threads or more,
- * else four; four for depth_kernel (MIN_BLOCKS_F: its two operands' float
- * packs spill at 42). */
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#define MIN_BLOCKS 4
-#else
-#define MIN_BLOCKS 6
-#endif
+/* Blocks per multiprocessor for depth_kernel: four (its two operands'
+ * float packs spill at 42 registers a thread). */
 #define MIN_BLOCKS_F 4
 #define MAX_GRID_Y 65535
 /* Lanes of a warp that make samples: the last one reads the pack after
@@ -272,277 +259,6 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS_F)
 __device__ __forceinline__ int half_of(const uint32_t (&w)[4], int j)
 {
     return (int16_t)(j % 2 ? w[j / 2] >> 16 : w[j / 2] & 0xffffu);
-}
-
-/* ---- the warp pipelines (byte input, 16-bit rows) ---- */
-
-#define WSTAGES 4                 /* copies in flight a warp: stages of 256 samples */
-#define WCHUNK 8                  /* stages a warp makes of one row */
-#define WPACKS 33                 /* packs a stage holds of an operand: the warp's and the next */
-#define WARPS (THREADS / 32)
-#define WSPAN (WCHUNK * 256)      /* samples of a row a warp makes */
-
-/* A warp's staging: each operand's packs of WSTAGES stages (16 bytes a
- * pack, bytes of input using the first 8). */
-struct WarpBuf {
-    uint4 p[2][WSTAGES][WPACKS];
-};
-
-/* One operand as a warp sees it: its row, its end, its aligned start and
- * the shift within a pack; kind K_IN (bytes), K_ROW (16-bit) or K_NONE. */
-struct Operand {
-    const void *row;
-    int end, b0, m, kind;
-};
-
-template <typename T>
-__device__ __forceinline__ Operand operand_of(int kind, int ref, int lim, int g0,
-                                              const Args<T, int16_t> &A)
-{
-    Operand o;
-    o.kind = kind;
-    o.m = g0 & 7;
-    o.b0 = g0 - o.m;
-    if (kind == K_ROW) {
-        o.row = A.rows + (int64_t)ref * A.pitch;
-        o.end = A.nout + lim;
-    } else {
-        o.row = A.in + (int64_t)ref * A.istride;
-        o.end = kind == K_IN ? A.inlen : 0;
-    }
-    return o;
-}
-
-/* cp.async (sm_80 on): a copy of `size` bytes of which `bytes` are read
- * and the rest zero-filled, groups of them committed and waited for.
- * Before sm_80 plain loads and stores, done at once. */
-__device__ __forceinline__ void copy_async(uint4 *dst, const char *src, int size, int bytes)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    if (size == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
-                     "r"(bytes));
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(d), "l"(src),
-                     "r"(bytes));
-#else
-    if (size == 16)
-        *dst = bytes ? *(const uint4 *)src : make_uint4(0, 0, 0, 0);
-    else
-        *(uint2 *)dst = bytes ? *(const uint2 *)src : make_uint2(0, 0);
-#endif
-}
-
-__device__ __forceinline__ void copy_commit()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;\n" ::);
-#endif
-}
-
-/* Wait until at most `pending` committed groups are in flight. */
-template <int pending>
-__device__ __forceinline__ void copy_wait()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
-#endif
-}
-
-/* Copy this lane's pack of stage s (and lane 0 the pack after the warp's)
- * into dst, zero-filled where a pack starts at or past the end. */
-__device__ __forceinline__ void copy_stage(const Operand &o, int s, int lane, uint4 *dst)
-{
-    if (o.kind == K_NONE)
-        return;
-    const int size = o.kind == K_ROW ? 16 : 8;
-    for (int j = lane; j < WPACKS; j += 32) {
-        const int at = o.b0 + s * 256 + 8 * j;
-        const char *src = (const char *)o.row + (int64_t)(at < o.end ? at : 0) * (size / 8);
-        copy_async(dst + j, src, size, at < o.end ? size : 0);
-    }
-}
-
-/* This lane's 8 samples of stage s from the staged packs, as four words of
- * two 16-bit integers, zero from the end on. */
-__device__ __forceinline__ void staged(const Operand &o, int s, int lane, const uint4 *buf,
-                                       uint32_t bias2, uint32_t (&w)[4])
-{
-    if (o.kind == K_NONE) {
-        w[0] = w[1] = w[2] = w[3] = 0;
-        return;
-    }
-    const int g = o.b0 + o.m + s * 256 + 8 * lane;
-    if (o.kind == K_ROW) {
-        const Pack<int16_t> a = *(const Pack<int16_t> *)(buf + lane);
-        const Pack<int16_t> s2 =
-            o.m ? shifted<int16_t>(a, *(const Pack<int16_t> *)(buf + lane + 1), o.m) : a;
-        memcpy(w, &s2, sizeof w);
-    } else {
-        const Pack<uint8_t> a = *(const Pack<uint8_t> *)(buf + lane);
-        const Pack<uint8_t> s2 =
-            o.m ? shifted<uint8_t>(a, *(const Pack<uint8_t> *)(buf + lane + 1), o.m) : a;
-        uint32_t b[2];
-        memcpy(b, &s2, sizeof b);
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-            w[j] = __vsub2(__byte_perm(b[j / 2], 0, j % 2 ? 0x4342 : 0x4140), bias2);
-    }
-    if (g + VEC > o.end) {
-#pragma unroll
-        for (int j = 0; j < VEC; j++)
-            if (g + j >= o.end)
-                w[j / 2] &= j % 2 ? 0x0000ffffu : 0xffff0000u;
-    }
-}
-
-/* Item x's row over WCHUNK stages of 256 samples from t0, a warp: its
- * operands' packs copied into shared memory WSTAGES - 1 stages ahead of
- * the one summed, so that a warp keeps up to 4 KB of reads in flight
- * without registers for them. */
-template <typename T>
-__device__ __forceinline__ void warp_item(const Op &x, int t0, const Args<T, int16_t> &A,
-                                          WarpBuf &B, int lane)
-{
-    const int dend = x.dkind == K_ROW ? A.nout + x.dlim : A.nout;
-    const int nst = min(WCHUNK, (dend - t0 + 255) / 256);
-    const uint32_t bias2 = (uint32_t)(A.bias & 0xffff) * 0x10001u;
-    const Operand u = operand_of<T>(x.ukind, x.uref, x.ulim, t0 + x.ua, A);
-    const Operand l = operand_of<T>(x.lkind, x.lref, x.llim, t0 + x.la, A);
-    for (int s = 0; s < WSTAGES - 1; s++) {
-        if (s < nst) {
-            copy_stage(u, s, lane, B.p[0][s]);
-            copy_stage(l, s, lane, B.p[1][s]);
-        }
-        copy_commit();
-    }
-    for (int s = 0; s < nst; s++) {
-        const int next = s + WSTAGES - 1;
-        if (next < nst) {
-            copy_stage(u, next, lane, B.p[0][next % WSTAGES]);
-            copy_stage(l, next, lane, B.p[1][next % WSTAGES]);
-        }
-        copy_commit();
-        copy_wait<WSTAGES - 1>();
-        __syncwarp();
-        uint32_t v[4], w[4];
-        staged(u, s, lane, B.p[0][s % WSTAGES], bias2, v);
-        staged(l, s, lane, B.p[1][s % WSTAGES], bias2, w);
-        __syncwarp();
-        const int t = t0 + s * 256 + 8 * lane;
-        if (x.dkind == K_ROW) {
-            Pack<int16_t> r;
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                v[j] = __vadd2(v[j], w[j]);
-            memcpy(&r, v, sizeof r);
-            put_pack<int16_t>(A.rows + (int64_t)x.dref * A.pitch, t, dend, r);
-        } else if (x.dkind == K_OUT) {
-            float f[VEC];
-#pragma unroll
-            for (int j = 0; j < VEC; j++)
-                f[j] = (float)(half_of(v, j) + half_of(w, j));
-            put_floats<float>(A.out + (int64_t)x.dref * A.ostride, t, dend, f);
-        }
-    }
-}
-
-/* ---- one launch for every depth (byte input, 16-bit rows) ---- */
-
-/* Units of work in the order warps take them: column (d, c) is every item
- * of depth d over chunk c (WSPAN samples from c * WSPAN), its units
- * [start, start + n), items from item0. */
-struct Column {
-    int start, item0, n, c, d;
-};
-
-/* A launch's work list and the flags that say a stored row's chunk is
- * made (flags[row * fpitch + chunk] == epoch). */
-struct Flow {
-    const Column *col;
-    int ncol, total;
-    int *next;                    /* the next unit to take */
-    int *flags;
-    int fpitch, epoch;
-};
-
-__device__ __forceinline__ int load_acquire(const int *p)
-{
-    int v;
-    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ void store_release(int *p, int v)
-{
-    asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
-
-/* Wait (lane 0) for the chunks of stored row `ref` (nout + lim samples)
- * that samples from..from + WSPAN + 7 lie in. */
-__device__ __forceinline__ void wait_row(const Flow &F, int ref, int lim, int from, int nout)
-{
-    const int have = (nout + lim + WSPAN - 1) / WSPAN;
-    const int hi = min((from + WSPAN + 7) / WSPAN, have - 1);
-    for (int c = from / WSPAN; c <= hi; c++)
-        while (load_acquire(F.flags + (int64_t)ref * F.fpitch + c) != F.epoch)
-            __nanosleep(100);
-}
-
-/* Column of unit u, the last whose start is at most u, looked for from
- * column j on (a column at or before it: a warp's units only grow), 32
- * columns a step across the lanes; one step but where u passed 31. */
-__device__ __forceinline__ int column_from(const Flow &F, int j, int u, int lane)
-{
-    for (;;) {
-        const int i = j + lane;
-        const unsigned b = __ballot_sync(0xffffffffu, i < F.ncol && F.col[i].start <= u);
-        if (b != 0xffffffffu)
-            return j + 31 - __clz(b);
-        j += 31;
-    }
-}
-
-/* Every depth in one launch: each warp takes the next unit (an item over
- * a chunk), waits for the chunks of the rows it reads and makes it as
- * warp_item does, then flags its own chunk made. The columns are ordered
- * so that every unit a unit reads was taken before it (flow_columns):
- * no unit waits on one that no warp holds. Later depths start while
- * earlier ones finish, with no launch drained between them, and read
- * what the depth before wrote a moment ago, about half of it from L2
- * (ncu, htru 8 s). */
-template <typename T>
-__global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
-    flow_kernel(const Op *I, Flow F, Args<T, int16_t> A)
-{
-    __shared__ WarpBuf sbuf[WARPS];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    for (int j = 0;;) {
-        int u = 0;
-        if (lane == 0)
-            u = atomicAdd(F.next, 1);
-        u = __shfl_sync(0xffffffffu, u, 0);
-        if (u >= F.total)
-            return;
-        j = column_from(F, j, u, lane);
-        const Column col = F.col[j];
-        const Op x = I[col.item0 + u - col.start];
-        const int t0 = col.c * WSPAN;
-        if (lane == 0) {
-            if (x.ukind == K_ROW)
-                wait_row(F, x.uref, x.ulim, t0 + x.ua, A.nout);
-            if (x.lkind == K_ROW)
-                wait_row(F, x.lref, x.llim, t0 + x.la, A.nout);
-        }
-        __syncwarp();
-        warp_item<T>(x, t0, A, sbuf[warp], lane);
-        if (x.dkind == K_ROW) {
-            __syncwarp();         /* orders the lanes' stores before lane 0's release */
-            if (lane == 0)
-                store_release(F.flags + (int64_t)x.dref * F.fpitch + col.c, F.epoch);
-        }
-    }
 }
 
 /* ---- bands of depths in shared memory (byte input, 16-bit rows) ---- */
@@ -747,8 +463,6 @@ struct FdmtLevel {
     int narrow;                   /* stored as 16-bit integers */
     int64_t reach;                /* the most a stored row holds past the outputs */
     double bytes;                 /* DRAM bytes per output sample (the model) */
-    int kmul;                     /* column (d, c)'s order: c + kmul * d (flow_columns) */
-    int grid;                     /* the flow kernel's blocks: as many as fit at once */
     int nband, nstore;            /* bands of depths; stored rows they write */
     int nsm;                      /* multiprocessors */
     struct Band *band;
@@ -756,11 +470,6 @@ struct FdmtLevel {
         cudaStream_t st;
         void *rows;
         size_t bytes;
-        int *flags, *next;        /* the flow kernel's (16-bit rows) */
-        int fpitch, epoch;
-        Column *cols;
-        int ncol, total, colcap;
-        int64_t cols_nout;        /* the nout cols were made for */
     } buf[2];
 };
 
@@ -864,16 +573,11 @@ static int build_items(FdmtLevel *L, const int *rowbase, int insize, Op **items,
         }
     }
     L->first[L->ndepth + 1] = n;
-    int amax = 0;
     for (int k = 0; k < n; k++) {
         L->bytes += it[k].ukind == K_IN ? insize : rowsize;
         if (it[k].lkind != K_NONE)
             L->bytes += it[k].lkind == K_IN ? insize : rowsize;
-        amax = it[k].ukind == K_ROW && it[k].ua > amax ? it[k].ua : amax;
-        amax = it[k].lkind == K_ROW && it[k].la > amax ? it[k].la : amax;
     }
-    /* A unit over chunk c reads its rows' chunks c .. c + 1 + (a + 7) / WSPAN. */
-    L->kmul = 2 + (amax + 7) / WSPAN;
     *items = it;
     *inode = in;
     *nitems = n;
@@ -1051,7 +755,7 @@ static int band_groups(const BandCtx *C, const int *tg, int nt, int gmax, int *g
  * bytes per output sample (staged rows read, targets written, and a warp's
  * sums in shared memory counted as 0.3 bytes a lane's sample, idle lanes
  * included) in the shared memory of FBLOCKS blocks a multiprocessor, and
- * uploaded; 1 where no group size fits. */
+ * uploaded. */
 static int plan_band(BandCtx *C, int d0, int d1, size_t budget, Band *B, double *bytes)
 {
     int nt = 0;
@@ -1089,7 +793,7 @@ static int plan_band(BandCtx *C, int d0, int d1, size_t budget, Band *B, double 
         }
         const int64_t room = ((int64_t)budget - 64 - ndesc * (int64_t)sizeof(FOp)) / (2 * nslot)
                              - H - 8;
-        for (int t = 64; t <= room && t <= 2048; t += 8) {
+        for (int t = 8; t <= room && t <= 2048; t += 8) {
             const double passes = (t + H + 8 + 255) / 256;      /* of a warp over a row */
             const double c = (next * 2 * (t + H) + 0.3 * ops * 256 * passes) / t + outb;
             if (!best || c < cost) {
@@ -1100,7 +804,9 @@ static int plan_band(BandCtx *C, int d0, int d1, size_t budget, Band *B, double 
     const int ng = best ? band_groups(C, tg, nt, best, gs) : 0;
     FGroup *G = (FGroup *)ddtk_calloc((size_t)(ng ? ng : 1), sizeof *G, "FDMT bands");
     FOp *D = (FOp *)ddtk_malloc((rows ? rows : 1) * sizeof *D, "FDMT bands");
-    int rc = !best ? 1 : G && D ? DDTK_OK : DDTK_ESYS;
+    int rc = !best ? ddtk_fail(DDTK_ESYS, "FDMT: the GPU's shared memory (%zu bytes a block) "
+                               "holds no group of depths %d-%d", budget, d0 + 1, d1)
+             : G && D ? DDTK_OK : DDTK_ESYS;
     int H = 0, nslot = 1, nd = 0, ndesc = 0;
     for (int g = 0; !rc && g < ng; g++) {
         int h;
@@ -1143,8 +849,7 @@ static int band_cuts(int ndepth, int *cut)
     return 1 + nb;
 }
 
-/* Every band of level L planned from its items (it[0 .. n), node inode[k]);
- * 1 where one does not fit shared memory. */
+/* Every band of level L planned from its items (it[0 .. n), node inode[k]). */
 static int build_bands(FdmtLevel *L, const Op *it, int n, const int *inode, size_t budget)
 {
     const int nkeys = n + L->f->nrows + L->nrows, nr = L->nrows ? L->nrows : 1;
@@ -1193,30 +898,19 @@ static int build_bands(FdmtLevel *L, const Op *it, int n, const int *inode, size
 
 /* ---- the level ------------------------------------------------------------------ */
 
-static void free_bands(FdmtLevel *L)
-{
-    for (int b = 0; L->band && b < L->nband; b++) {
-        cudaFree(L->band[b].d_groups);
-        cudaFree(L->band[b].d_desc);
-    }
-    free(L->band);
-    L->band = NULL;
-    L->nband = 0;
-}
-
 static void destroy(void *state)
 {
     FdmtLevel *L = (FdmtLevel *)state;
     if (!L)
         return;
     cudaFree(L->d_items);
-    free_bands(L);
-    for (int i = 0; i < 2; i++) {
-        cudaFree(L->buf[i].rows);
-        cudaFree(L->buf[i].flags);
-        cudaFree(L->buf[i].next);
-        cudaFree(L->buf[i].cols);
+    for (int b = 0; L->band && b < L->nband; b++) {
+        cudaFree(L->band[b].d_groups);
+        cudaFree(L->band[b].d_desc);
     }
+    free(L->band);
+    for (int i = 0; i < 2; i++)
+        cudaFree(L->buf[i].rows);
     free(L->first);
     free(L->lim);
     free(L);
@@ -1251,29 +945,18 @@ static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
     free(rowbase);
     if (rc)
         return rc;
-    rc = ddtk_cuda_upload((void **)&L->d_items, items, (size_t)n * sizeof *items,
-                          "uploading the FDMT's items");
-    const double model = L->bytes;
     const size_t budget = std::min((size_t)prop.sharedMemPerBlockOptin,
                                    (size_t)prop.sharedMemPerMultiprocessor / FBLOCKS - 1024);
-    if (!rc && L->narrow)
+    if (L->narrow)
         rc = build_bands(L, items, n, inode, budget);
+    else
+        rc = ddtk_cuda_upload((void **)&L->d_items, items, (size_t)n * sizeof *items,
+                              "uploading the FDMT's items");
     free(items);
     free(inode);
-    if (rc == 1) {                /* a band does not fit: the flow kernel */
-        free_bands(L);
-        L->bytes = model;
-        rc = DDTK_OK;
-    }
-    if (!rc && L->nband)          /* the same for every level: the attribute is the kernel's */
+    if (!rc && L->narrow)         /* the same for every level: the attribute is the kernel's */
         DDTK_CUDA(cudaFuncSetAttribute(band_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        (int)budget), "sizing the FDMT's bands");
-    int per = 0;
-    if (!rc && L->narrow && !L->nband)
-        DDTK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, flow_kernel<uint8_t>,
-                                                                THREADS, 0),
-                  "sizing the FDMT's kernel");
-    L->grid = (per > 0 ? per : 1) * prop.multiProcessorCount;
     return rc;
 }
 
@@ -1290,10 +973,7 @@ static int64_t row_bytes(const FdmtLevel *L, int64_t nout)
 static int64_t dev_bytes(const void *state, int64_t most)
 {
     const FdmtLevel *L = (const FdmtLevel *)state;
-    if (L->nband)
-        return (int64_t)L->nstore * row_bytes(L, most);
-    const int64_t flags = L->narrow ? (pitch_of(L, most) + WSPAN - 1) / WSPAN * 4 : 0;
-    return (int64_t)L->nrows * (row_bytes(L, most) + flags);
+    return (int64_t)(L->narrow ? L->nstore : L->nrows) * row_bytes(L, most);
 }
 
 /* Stream st's stored rows, grown to `bytes` (contents not kept). */
@@ -1318,103 +998,6 @@ static void launch(int64_t span, int n, cudaStream_t st, const Op *items, const 
 {
     dim3 grid((unsigned)((span + SPAN - 1) / SPAN), (unsigned)(n < MAX_GRID_Y ? n : MAX_GRID_Y));
     depth_kernel<T, S><<<grid, THREADS, 0, st>>>(items, n, A);
-}
-
-/* Chunks of depth d's rows in a gulp of nout outputs. */
-static int chunks_of(const FdmtLevel *L, int d, int64_t nout)
-{
-    return (int)((nout + L->lim[d] + WSPAN - 1) / WSPAN);
-}
-
-/* The columns of a gulp of nout outputs, in the order warps take them: by
- * c + kmul * d, then by depth. A unit over chunk c reads chunks up to
- * c + kmul - 1 of rows of lower depths, whose columns come before it
- * (c + kmul * d grows by kmul a depth). */
-static int flow_columns(const FdmtLevel *L, int64_t nout, Column **cols, int *ncol, int *total)
-{
-    int most = 0, last = 0;
-    for (int d = 1; d <= L->ndepth; d++) {
-        const int nc = chunks_of(L, d, nout), key = nc - 1 + L->kmul * d;
-        most += nc;
-        last = key > last ? key : last;
-    }
-    Column *c = (Column *)ddtk_malloc((size_t)most * sizeof *c, "FDMT columns");
-    if (!c)
-        return DDTK_ESYS;
-    int n = 0, at = 0;
-    for (int key = 0; key <= last; key++)
-        for (int d = 1; d <= L->ndepth; d++) {
-            const int k = key - L->kmul * d, items = L->first[d + 1] - L->first[d];
-            if (k < 0 || k >= chunks_of(L, d, nout) || !items)
-                continue;
-            c[n++] = Column{ at, L->first[d], items, k, d };
-            at += items;
-        }
-    *cols = c;
-    *ncol = n;
-    *total = at;
-    return DDTK_OK;
-}
-
-/* Buffer set B's flags (zeroed where they grow: a new epoch count) and
- * columns for a gulp of nout. */
-static int flow_state(const FdmtLevel *L, FdmtLevel::Buffers *B, int64_t nout, cudaStream_t st)
-{
-    const int fpitch = (int)((pitch_of(L, nout) + WSPAN - 1) / WSPAN);
-    if (!B->next)
-        DDTK_CUDA(cudaMalloc(&B->next, sizeof(int)), "allocating the FDMT's counter");
-    if (fpitch > B->fpitch) {
-        cudaFree(B->flags);
-        B->flags = NULL;
-        B->fpitch = 0;
-        const size_t bytes = (size_t)(L->nrows ? L->nrows : 1) * fpitch * sizeof(int);
-        DDTK_CUDA(cudaMalloc(&B->flags, bytes), "allocating the FDMT's flags");
-        DDTK_CUDA(cudaMemsetAsync(B->flags, 0, bytes, st), "clearing the FDMT's flags");
-        B->fpitch = fpitch;
-        B->epoch = 0;
-    }
-    if (B->cols_nout != nout) {
-        Column *c = NULL;
-        int n = 0;
-        int rc = flow_columns(L, nout, &c, &n, &B->total);
-        if (rc)
-            return rc;
-        if (n > B->colcap) {
-            cudaFree(B->cols);
-            B->cols = NULL;
-            B->colcap = 0;
-            if (cudaMalloc(&B->cols, (size_t)n * sizeof *c) != cudaSuccess) {
-                free(c);
-                return ddtk_cuda_fail("allocating the FDMT's columns", cudaGetLastError());
-            }
-            B->colcap = n;
-        }
-        cudaError_t e = cudaMemcpyAsync(B->cols, c, (size_t)n * sizeof *c,
-                                        cudaMemcpyHostToDevice, st);
-        free(c);
-        DDTK_CUDA(e, "uploading the FDMT's columns");
-        B->ncol = n;
-        B->cols_nout = nout;
-    }
-    DDTK_CUDA(cudaMemsetAsync(B->next, 0, sizeof(int), st), "clearing the FDMT's counter");
-    return DDTK_OK;
-}
-
-/* Byte input with 16-bit rows: every depth in one launch. */
-static int run_flow(const FdmtLevel *L, FdmtLevel::Buffers *B, const void *rows, int64_t stride,
-                    int64_t nout, float *out, int64_t ostride, cudaStream_t st)
-{
-    int rc = flow_state(L, B, nout, st);
-    if (rc)
-        return rc;
-    const Args<uint8_t, int16_t> A = { (const uint8_t *)rows, stride,
-                                       (int)(nout + L->f->overlap), L->enc.bias,
-                                       (int16_t *)B->rows, pitch_of(L, nout), (int)nout, out,
-                                       ostride };
-    const Flow F = { B->cols, B->ncol, B->total, B->next, B->flags, B->fpitch, ++B->epoch };
-    flow_kernel<uint8_t><<<L->grid, THREADS, 0, st>>>(L->d_items, F, A);
-    DDTK_CUDA(cudaGetLastError(), "launching the FDMT");
-    return DDTK_OK;
 }
 
 /* Byte input with 16-bit rows in bands: a launch a band. */
@@ -1461,15 +1044,12 @@ static int gulp(void *state, const void *rows, int64_t stride, int64_t nout, flo
     if (nout <= 0)
         return DDTK_OK;
     FdmtLevel::Buffers *B = NULL;
-    const int nrows = L->nband ? L->nstore : L->nrows;
-    int rc = reserve(L, st, (size_t)nrows * (size_t)row_bytes(L, nout), &B);
+    int rc = reserve(L, st, (size_t)dev_bytes(L, nout), &B);
     if (rc)
         return rc;
     void *stored = B->rows;
-    if (L->nband)
+    if (L->narrow)
         return run_bands(L, stored, rows, stride, nout, out, ostride, st);
-    if (L->enc.storage == ST_U8 && L->narrow)
-        return run_flow(L, B, rows, stride, nout, out, ostride, st);
     if (L->enc.storage == ST_U8)
         return run<uint8_t, float>(L, stored, rows, stride, nout, out, ostride, st);
     if (L->enc.storage == ST_U16)
@@ -1481,14 +1061,12 @@ static int gulp(void *state, const void *rows, int64_t stride, int64_t nout, flo
 static void report(const void *state, char *buf, size_t n)
 {
     const FdmtLevel *L = (const FdmtLevel *)state;
-    char how[96];
-    if (L->nband)
-        snprintf(how, sizeof how, "%d bands of depths in shared memory", L->nband);
-    else
-        snprintf(how, sizeof how, "%s", L->narrow ? "one launch" : "a launch each");
+    char how[64] = "a launch each";
+    if (L->narrow)
+        snprintf(how, sizeof how, "%d bands in shared memory", L->nband);
     snprintf(buf, n, "fdmt: %d DMs, %d merge depths (%s), %d stored rows (%s), %lld "
              "adds per output, DRAM model %.3g KB per output sample",
-             L->f->ndm, L->f->depth, how, L->nband ? L->nstore : L->nrows,
+             L->f->ndm, L->f->depth, how, L->narrow ? L->nstore : L->nrows,
              L->narrow ? "16-bit" : "float", (long long)L->f->adds, L->bytes / 1e3);
 }
 
