@@ -987,6 +987,10 @@ static int reserve(FdmtLevel *L, cudaStream_t st, size_t bytes, FdmtLevel::Buffe
         B->rows = NULL;
         B->bytes = 0;
         DDTK_CUDA(cudaMalloc(&B->rows, bytes ? bytes : 4), "allocating FDMT rows");
+        /* Zeroed once: a pack that straddles a row's end is read whole (the
+         * samples past it masked), and compute-sanitizer's initcheck should
+         * find no read of memory never written. */
+        DDTK_CUDA(cudaMemsetAsync(B->rows, 0, bytes ? bytes : 4, st), "clearing FDMT rows");
         B->bytes = bytes;
     }
     return DDTK_OK;
