@@ -8,21 +8,18 @@
  * with their shifts, and its destination (a stored row, or a DM's series),
  * grouped by depth.
  *
- * Byte input with 16-bit rows (band_kernel; 1-, 2- and 4-bit data, and
- * 8-bit data of up to 256 channels): the depths in bands of up to five
- * (BAND0, BANDN), a launch a band. A band's targets are the rows read
- * above it (or the DMs); the host splits them into groups (up to 64 rows
- * of one node) and lists what each group needs: the rows it stages from
- * device memory (input rows, or targets of the band below) and every row
- * between, each with a window of samples relative to a tile and a slot of
- * shared memory (slots reused once their last reader's depth is done). A
- * block stages a tile's rows and makes the group's rows depth by depth in
- * slots, 16-bit sums two to a word, the targets into device memory: the
- * rows between never leave the multiprocessor. Other input (depth_kernel):
- * a launch a depth, blockIdx.y an item, VEC consecutive samples a thread,
- * read and written as aligned vectors of 8 (the second vector the next
- * lane's, by a shuffle), summed as floats, every row but the root's and
- * the leaves' stored in device memory.
+ * The depths run in bands of up to five (BAND0, BANDN), a launch a band
+ * (band_kernel). A band's targets are the rows read above it (or the DMs);
+ * the host splits them into groups (up to 64 rows of one node) and lists
+ * what each group needs: the rows it stages from device memory (input
+ * rows, or targets of the band below) and every row between, each with a
+ * window of samples relative to a tile and a slot of shared memory (slots
+ * reused once their last reader's depth is done). A block stages a tile's
+ * rows and makes the group's rows depth by depth in slots, the targets
+ * into device memory: the rows between never leave the multiprocessor.
+ * Rows are 16-bit integers summed two to a word where every stored sum
+ * fits (1-, 2- and 4-bit data, 8-bit data of up to 256 channels), else
+ * floats (a pack of 16 bytes holds 8 samples or 4).
  *
  * Each row is upper[t + a] + lower[t + b] as on the CPU: the same operands in
  * the same order, so every series equals the CPU's byte for byte (float
@@ -53,10 +50,10 @@
  * (4 and 5: 0.016 s, 6 and 5: 0.0154 s). 256 threads and four blocks a
  * multiprocessor instead of 512 and two: 0.0254 s against 0.020 s.
  *
- * Stored rows are 16-bit integers where every stored sum fits (byte
- * input: exact either way), else floats; the gulp is chosen to fit them
- * (dev_bytes): 1326 rows for htru's level 0 in bands, about 11,700 a
- * launch a depth.
+ * Float rows replaced a launch a depth over rows in device memory (stop
+ * 43; figures in bench/fdmt-results.md). Only the targets of every band
+ * but the top one are stored (1326 rows for htru's level 0 instead of
+ * about 11,700), the gulp chosen to fit them (dev_bytes).
  */
 #include "check.cuh"
 #include "engine.cuh"
@@ -67,202 +64,7 @@
 
 namespace ddgpu {
 
-#define THREADS 256
-#define VEC 8                     /* consecutive samples a thread makes: one pack (16 was
-                                     slower: 0.066 s against 0.048 s) */
-/* Blocks per multiprocessor for depth_kernel: four (its two operands'
- * float packs spill at 42 registers a thread). */
-#define MIN_BLOCKS_F 4
 #define MAX_GRID_Y 65535
-/* Lanes of a warp that make samples: the last one reads the pack after
- * theirs for lane 30 (pack_pair), cheaper than a read of its own (a
- * divergent load spilled registers) at 1/32 of the threads. */
-#define LANES 31
-#define SPAN (THREADS / 32 * LANES * VEC)     /* samples a block makes */
-
-/* Where an operand comes from or a row goes: a stored row (ref: its row;
- * lim: it holds nout + lim samples), an input row, nothing (a one-row
- * band's root), a DM's series. */
-enum { K_ROW, K_IN, K_NONE, K_OUT };
-
-/* One row: d[t] = u[t + ua] + l[t + la] (three 16-byte loads). */
-struct __align__(16) Op {
-    int ukind, uref, ulim, ua;
-    int lkind, lref, llim, la;
-    int dkind, dref, dlim, pad;
-};
-
-/* A launch's arrays: the input rows (stride istride, inlen samples valid,
- * integer codes less bias), the stored rows (pitch apart), the series. */
-template <typename T, typename S>
-struct Args {
-    const T *in;
-    int64_t istride;
-    int inlen;                    /* samples in a row: a gulp's, far below 2^31 (32-bit
-                                     offsets within a row save the registers of 64-bit ones) */
-    int bias;
-    S *rows;                      /* floats, or 16-bit integers where every stored sum fits one
-                                     (integer input): the same values either way */
-    int64_t pitch;
-    int nout;
-    float *out;
-    int64_t ostride;
-};
-
-/* A thread's VEC consecutive samples as an aligned vector of 8: 16-byte
- * loads and stores of 16-bit rows (bytes of 8-bit input, two of floats)
- * instead of one instruction a sample. */
-template <typename E>
-struct alignas(8 * sizeof(E)) Pack {
-    E e[8];
-};
-
-/* Elements m .. m + 7 of two consecutive packs (m < 8), shifted as 32-bit
- * words: the shift is an item's, the same for a whole block, so the
- * switch does not diverge and the words stay in registers. */
-template <typename E>
-__device__ __forceinline__ Pack<E> shifted(const Pack<E> &a, const Pack<E> &b, int m)
-{
-    constexpr int W = 2 * (int)sizeof(E);        /* words in a pack */
-    uint32_t w[2 * W], o[W];
-    memcpy(w, &a, sizeof a);
-    memcpy(w + W, &b, sizeof b);
-    const int off = m * (int)sizeof(E), r = 8 * (off % 4);
-    switch (off / 4) {
-#define SHIFT_WORDS(Q)                                                   \
-    case Q:                                                              \
-        if (Q < W) {                                                     \
-            _Pragma("unroll") for (int j = 0; j < W; j++)                \
-                o[j] = __funnelshift_r(w[j + Q], w[(j + Q + 1) % (2 * W)], r); \
-        }                                                                \
-        break;
-        SHIFT_WORDS(0) SHIFT_WORDS(1) SHIFT_WORDS(2) SHIFT_WORDS(3)
-        SHIFT_WORDS(4) SHIFT_WORDS(5) SHIFT_WORDS(6) SHIFT_WORDS(7)
-#undef SHIFT_WORDS
-    }
-    Pack<E> p;
-    memcpy(&p, o, sizeof p);
-    return p;
-}
-
-/* This lane's aligned pack at b and the one after it, zero where a pack
- * starts at or past end: the one after is the next lane's, by a shuffle
- * (the lanes' packs are consecutive; the warp's last lane only reads, see
- * LANES). One load a lane instead of two halved the L2 traffic the depths
- * are bound by (ncu, htru 8 s on an H100: L2 at 94% of its peak, half the
- * second loads missing L1). Every lane of the warp calls it. A pack that
- * starts below the row's end lies within its pitch or stride (both
- * multiples of 64). */
-template <typename E>
-__device__ __forceinline__ void pack_pair(const E *p, int b, int end, int m, Pack<E> &a,
-                                          Pack<E> &n)
-{
-    constexpr int W = 2 * (int)sizeof(E);
-    const Pack<E> zero = {};
-    a = b < end ? *(const Pack<E> *)(p + b) : zero;
-    if (!m)
-        return;
-    uint32_t w[W];
-    memcpy(w, &a, sizeof a);
-#pragma unroll
-    for (int j = 0; j < W; j++)
-        w[j] = __shfl_down_sync(0xffffffffu, w[j], 1);
-    memcpy(&n, w, sizeof n);
-}
-
-/* Samples g .. g + VEC - 1 of row p (VEC = 8) as the pack they span,
- * shifted into place; whether any lies at or past end. */
-template <typename E>
-__device__ __forceinline__ Pack<E> gather_pack(const E *p, int g, int end, bool *tail)
-{
-    const int m = (int)(g & 7);
-    Pack<E> a, n;
-    pack_pair<E>(p, g - m, end, m, a, n);
-    *tail = g + VEC > end;
-    return m ? shifted<E>(a, n, m) : a;
-}
-
-/* Samples g .. g + VEC - 1 of row p (an input row's, T, or a stored row's)
- * as floats, zero from end on, as the CPU reads them. */
-template <typename E, typename T>
-__device__ __forceinline__ void gather_row(const E *p, int g, int end, int bias,
-                                           float (&o)[VEC])
-{
-    bool tail;
-    const Pack<E> s = gather_pack<E>(p, g, end, &tail);
-#pragma unroll
-    for (int j = 0; j < VEC; j++)
-        o[j] = !tail || g + j < end ? decode<T>((T)s.e[j], bias) : 0.0f;
-}
-
-/* Samples g .. g + VEC - 1 of an operand: a stored row's or an input row's. */
-template <typename T, typename S>
-__device__ __forceinline__ void gather(int kind, int ref, int lim, int g,
-                                       const Args<T, S> &A, float (&o)[VEC])
-{
-    if (kind == K_ROW)
-        gather_row<S, S>(A.rows + (int64_t)ref * A.pitch, g, A.nout + lim, 0, o);
-    else
-        gather_row<T, T>(A.in + (int64_t)ref * A.istride, g, A.inlen, A.bias, o);
-}
-
-/* Store samples t .. t + VEC - 1 of a row within its range: the whole pack
- * where the range allows. */
-template <typename E>
-__device__ __forceinline__ void put_pack(E *p, int t, int end, const Pack<E> &r)
-{
-    if (t + VEC <= end)
-        *(Pack<E> *)(p + t) = r;
-    else
-        for (int j = 0; j < VEC && t + j < end; j++)
-            p[t + j] = r.e[j];
-}
-
-template <typename E>
-__device__ __forceinline__ void put_floats(E *p, int t, int end, const float (&v)[VEC])
-{
-    Pack<E> r;
-#pragma unroll
-    for (int j = 0; j < VEC; j++)
-        r.e[j] = (E)v[j];
-    put_pack<E>(p, t, end, r);
-}
-
-/* One depth: blockIdx.y the item, VEC consecutive samples a thread. Each
- * row is upper plus lower, as on the CPU. */
-template <typename T, typename S>
-__global__ void __launch_bounds__(THREADS, MIN_BLOCKS_F)
-    depth_kernel(const Op *I, int nitem, Args<T, S> A)
-{
-    const int lane = threadIdx.x & 31;
-    const int t = blockIdx.x * SPAN + ((threadIdx.x >> 5) * LANES + lane) * VEC;
-    for (int k = blockIdx.y; k < nitem; k += gridDim.y) {
-        const Op x = I[k];
-        float v[VEC], l[VEC];
-        gather<T, S>(x.ukind, x.uref, x.ulim, t + x.ua, A, v);
-        if (x.lkind != K_NONE) {
-            gather<T, S>(x.lkind, x.lref, x.llim, t + x.la, A, l);
-#pragma unroll
-            for (int i = 0; i < VEC; i++)
-                v[i] = v[i] + l[i];
-        }
-        if (lane == LANES)
-            continue;
-        if (x.dkind == K_ROW)
-            put_floats<S>(A.rows + (int64_t)x.dref * A.pitch, t, A.nout + x.dlim, v);
-        else if (x.dkind == K_OUT)
-            put_floats<float>(A.out + (int64_t)x.dref * A.ostride, t, A.nout, v);
-    }
-}
-
-/* 16-bit integer j of four words of two. */
-__device__ __forceinline__ int half_of(const uint32_t (&w)[4], int j)
-{
-    return (int16_t)(j % 2 ? w[j / 2] >> 16 : w[j / 2] & 0xffffu);
-}
-
-/* ---- bands of depths in shared memory (byte input, 16-bit rows) ---- */
-
 #ifndef FTHREADS
 #define FTHREADS 512
 #endif
@@ -271,6 +73,18 @@ __device__ __forceinline__ int half_of(const uint32_t (&w)[4], int j)
 #endif
 #define FWARPS (FTHREADS / 32)
 #define MAXSTAGE 8                /* depths a band fuses at most */
+
+/* Where an operand comes from or a row goes: a stored row (ref: its row;
+ * lim: it holds nout + lim samples), an input row, nothing (a one-row
+ * band's root), a DM's series. */
+enum { K_ROW, K_IN, K_NONE, K_OUT };
+
+/* One row (host): d[t] = u[t + ua] + l[t + la]. */
+struct Op {
+    int ukind, uref, ulim, ua;
+    int lkind, lref, llim, la;
+    int dkind, dref, dlim;
+};
 
 /* A group's row staged from device memory: an input row (K_IN) or a
  * stored row of a band below (K_ROW), samples t0 + off .. of a tile into
@@ -293,127 +107,194 @@ struct FGroup {
     int nops[MAXSTAGE];
 };
 
+/* A band's launch over input samples of type T and rows of type E
+ * (int16_t where every stored sum fits, else float). */
+template <typename T, typename E>
 struct BandArgs {
-    const uint8_t *in;
+    const T *in;
     int64_t istride;
-    int inlen;
-    uint32_t bias2;               /* the bias in both halves of a word */
-    int16_t *rows;                /* the stored rows (targets of bands below the top) */
+    int inlen, bias;
+    E *rows;                      /* the stored rows (targets of bands below the top) */
     int64_t pitch;
     int nout;
     float *out;
     int64_t ostride;
-    int T, pw, nslot, ntile;      /* samples a tile makes, packs a slot holds, slots, tiles */
+    int tile, pw, nslot, ntile;   /* samples a tile makes, packs a slot holds, slots, tiles */
 };
 
-/* Pack p of an external row into its slot: bytes widened less the bias,
- * zero from the row's end on. */
-__device__ __forceinline__ void stage_ext(const FExt &e, int t0, int p, const BandArgs &A,
-                                          uint4 *slot)
+/* N elements as one aligned vector: one load or store. */
+template <typename V, int N>
+struct alignas(N * sizeof(V)) Vec {
+    V v[N];
+};
+
+/* A pack: 16 bytes of a slot, NP samples of E. */
+template <typename E>
+__host__ __device__ constexpr int np_of()
 {
-    const int g = t0 + e.off + 8 * p;
-    const int end = e.kind == K_IN ? A.inlen : A.nout + e.lim;
-    uint32_t w[4] = { 0, 0, 0, 0 };
-    if (g < end) {
-        if (e.kind == K_IN) {
-            const uint2 b = __ldg((const uint2 *)(A.in + (int64_t)e.ref * A.istride + g));
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                w[j] = __vsub2(__byte_perm(j < 2 ? b.x : b.y, 0, j % 2 ? 0x4342 : 0x4140),
-                               A.bias2);
-        } else {
-            const uint4 v = __ldg((const uint4 *)(A.rows + (int64_t)e.ref * A.pitch + g));
-            w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
-        }
-        if (g + VEC > end) {
-#pragma unroll
-            for (int j = 0; j < VEC; j++)
-                if (g + j >= end)
-                    w[j / 2] &= j % 2 ? 0x0000ffffu : 0xffff0000u;
-        }
-    }
-    slot[p] = make_uint4(w[0], w[1], w[2], w[3]);
+    return 16 / (int)sizeof(E);
 }
 
-/* Samples s + 8 p .. s + 8 p + 7 of a slot as four words of two: the pack
- * they start in and the next one, the words selected in two steps and
- * shifted by a half where s is odd, without branches on the shift (the
- * same for a whole row) or half-word moves. */
+/* Samples g .. g + NP - 1 of row r as E, integer codes less the bias,
+ * zero from end on (g < end: a pack that starts below a row's end lies
+ * within its pitch or stride, multiples of 64). */
+template <typename T, typename E>
+__device__ __forceinline__ uint4 load_pack(const T *r, int g, int end, int bias)
+{
+    constexpr int NP = np_of<E>();
+    E e[NP];
+    if constexpr (sizeof(T) == 1 && sizeof(E) == 2) {
+        /* bytes widened two to a word, the bias taken from both halves */
+        const uint2 b = __ldg((const uint2 *)(r + g));
+        const uint32_t bias2 = (uint32_t)(bias & 0xffff) * 0x10001u;
+        uint32_t w[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            w[j] = __vsub2(__byte_perm(j < 2 ? b.x : b.y, 0, j % 2 ? 0x4342 : 0x4140), bias2);
+        memcpy(e, w, sizeof e);
+    } else if constexpr (sizeof(T) == sizeof(E)) {
+        const Vec<T, NP> v = *(const Vec<T, NP> *)(r + g);
+        memcpy(e, &v, sizeof e);
+    } else {
+        const Vec<T, NP> v = *(const Vec<T, NP> *)(r + g);
+#pragma unroll
+        for (int j = 0; j < NP; j++)
+            e[j] = (E)decode<T>(v.v[j], bias);
+    }
+    if (g + NP > end) {
+#pragma unroll
+        for (int j = 0; j < NP; j++)
+            if (g + j >= end)
+                e[j] = 0;
+    }
+    uint4 p;
+    memcpy(&p, e, sizeof p);
+    return p;
+}
+
+/* Pack p of an external row into its slot, zero from the row's end on. */
+template <typename T, typename E>
+__device__ __forceinline__ void stage_ext(const FExt &e, int t0, int p,
+                                          const BandArgs<T, E> &A, uint4 *slot)
+{
+    const int g = t0 + e.off + np_of<E>() * p;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (e.kind == K_IN && g < A.inlen)
+        v = load_pack<T, E>(A.in + (int64_t)e.ref * A.istride, g, A.inlen, A.bias);
+    else if (e.kind == K_ROW && g < A.nout + e.lim)
+        v = load_pack<E, E>(A.rows + (int64_t)e.ref * A.pitch, g, A.nout + e.lim, 0);
+    slot[p] = v;
+}
+
+/* Pack p of a slot's samples from s on, as four words: the pack they start
+ * in and the next one, the words selected in two steps (and for 16-bit
+ * samples shifted by a half where s is odd), without branches on the
+ * shift (the same for a whole row) or half-word moves. */
+template <typename E>
 __device__ __forceinline__ void slot_words(const uint4 *slot, int s, int p, uint32_t (&o)[4])
 {
-    const uint4 a = slot[p + (s >> 3)];
-    if (!(s & 7)) {
+    constexpr int NP = np_of<E>(), SH = NP == 8 ? 3 : 2;
+    const uint4 a = slot[p + (s >> SH)];
+    const int m = s & (NP - 1);
+    if (!m) {
         o[0] = a.x, o[1] = a.y, o[2] = a.z, o[3] = a.w;
         return;
     }
-    const uint4 b = slot[p + (s >> 3) + 1];
-    const bool two = s & 4, one = s & 2;
+    const uint4 b = slot[p + (s >> SH) + 1];
+    const int q = NP == 8 ? m >> 1 : m;           /* words into the pack */
+    const bool two = q & 2, one = q & 1;
     const uint32_t x[6] = { two ? a.z : a.x, two ? a.w : a.y, two ? b.x : a.z,
                             two ? b.y : a.w, two ? b.z : b.x, two ? b.w : b.y };
     uint32_t y[5];
 #pragma unroll
     for (int j = 0; j < 5; j++)
         y[j] = one ? x[j + 1] : x[j];
-    const unsigned r = (s & 1) * 16;
+    const unsigned r = NP == 8 ? (s & 1) * 16 : 0;
 #pragma unroll
     for (int j = 0; j < 4; j++)
         o[j] = __funnelshift_r(y[j], y[j + 1], r);
 }
 
-enum { TO_SLOT, TO_ROW, TO_DM };
-
-/* Samples t .. t + 7 of a 16-bit row, four words of two, within its end. */
-__device__ __forceinline__ void put_words(int16_t *row, int t, int end, const uint32_t (&r)[4])
+/* 16-bit integer j of four words of two. */
+__device__ __forceinline__ int half_of(const uint32_t (&w)[4], int j)
 {
-    if (t + VEC <= end) {
-        *(uint4 *)(row + t) = make_uint4(r[0], r[1], r[2], r[3]);
+    return (int16_t)(j % 2 ? w[j / 2] >> 16 : w[j / 2] & 0xffffu);
+}
+
+/* Samples t .. t + N - 1 of a row within its end: one store where whole. */
+template <typename V, int N>
+__device__ __forceinline__ void put_samples(V *row, int t, int end, const V (&v)[N])
+{
+    if (t + N <= end) {
+        Vec<V, N> x;
+        memcpy(&x, v, sizeof x);
+        *(Vec<V, N> *)(row + t) = x;
         return;
     }
-    for (int j = 0; j < VEC && t + j < end; j++)
-        row[t + j] = (int16_t)(j % 2 ? r[j / 2] >> 16 : r[j / 2]);
+    for (int j = 0; j < N && t + j < end; j++)
+        row[t + j] = v[j];
+}
+
+enum { TO_SLOT, TO_ROW, TO_DM };
+
+/* Pack p of row x from its operands' words: upper plus lower as on the CPU
+ * (16-bit integers two to a word, or floats), into r. */
+template <typename E>
+__device__ __forceinline__ void sum_words(const uint32_t (&v)[4], const uint32_t (&w)[4],
+                                          bool lower, uint32_t (&r)[4])
+{
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+        r[j] = !lower ? v[j]
+               : sizeof(E) == 2 ? __vadd2(v[j], w[j])
+                                : __float_as_uint(__uint_as_float(v[j]) + __uint_as_float(w[j]));
 }
 
 /* Row x of a group over its packs from this lane's: into its slot, or a
- * target into its stored row or its DM's series (sums past 16 bits). */
-template <int TO>
-__device__ __forceinline__ void band_row(const FOp &x, int t0, int lane, const BandArgs &A,
-                                         uint4 *S)
+ * target into its stored row or its DM's series (16-bit sums widened to
+ * 32 bits there: the DMs' sums pass 16 bits). */
+template <int TO, typename T, typename E>
+__device__ __forceinline__ void band_row(const FOp &x, int t0, int lane,
+                                         const BandArgs<T, E> &A, uint4 *S)
 {
+    constexpr int NP = np_of<E>();
     const uint4 *u = S + x.u * A.pw, *l = S + (x.l < 0 ? 0 : x.l) * A.pw;
     for (int p = lane; p < x.npk; p += 32) {
-        uint32_t v[4], w[4] = { 0, 0, 0, 0 };
-        slot_words(u, x.su, p, v);
+        uint32_t v[4], w[4] = { 0, 0, 0, 0 }, r[4];
+        slot_words<E>(u, x.su, p, v);
         if (x.l >= 0)
-            slot_words(l, x.sl, p, w);
-        const int t = t0 + 8 * p;
-        if (TO == TO_DM) {
-            float f[VEC];
+            slot_words<E>(l, x.sl, p, w);
+        const int t = t0 + NP * p;
+        if constexpr (TO == TO_DM && sizeof(E) == 2) {
+            float f[8];
 #pragma unroll
-            for (int j = 0; j < VEC; j++)
+            for (int j = 0; j < 8; j++)
                 f[j] = (float)(half_of(v, j) + half_of(w, j));
-            put_floats<float>(A.out + (int64_t)x.gref * A.ostride, t, A.nout, f);
+            put_samples<float, 8>(A.out + (int64_t)x.gref * A.ostride, t, A.nout, f);
         } else {
-            uint32_t r[4];
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                r[j] = __vadd2(v[j], w[j]);
-            if (TO == TO_SLOT)
+            sum_words<E>(v, w, x.l >= 0, r);
+            E e[NP];
+            memcpy(e, r, sizeof e);
+            if constexpr (TO == TO_SLOT)
                 S[x.dst * A.pw + p] = make_uint4(r[0], r[1], r[2], r[3]);
+            else if constexpr (TO == TO_ROW)
+                put_samples<E, NP>(A.rows + (int64_t)x.gref * A.pitch, t, A.nout + x.glim, e);
             else
-                put_words(A.rows + (int64_t)x.gref * A.pitch, t, A.nout + x.glim, r);
+                put_samples<float, NP>(A.out + (int64_t)x.gref * A.ostride, t, A.nout, e);
         }
     }
 }
 
-/* A band: blockIdx.x a group, tiles of T samples from blockIdx.y on. The
- * group's descriptors are copied into shared memory once (the slots
+/* A band: blockIdx.x a group, tiles of `tile` samples from blockIdx.y on.
+ * The group's descriptors are copied into shared memory once (the slots
  * leave L1 no room to cache them). Each tile stages the group's external
  * rows into slots, then makes its rows depth by depth in slots, the
  * targets into device memory: the rows between never leave the
  * multiprocessor. A warp takes a row at a time, its lanes consecutive
  * packs (rows differ in their shifts). */
+template <typename T, typename E>
 __global__ void __launch_bounds__(FTHREADS, FBLOCKS)
-    band_kernel(const FGroup *__restrict__ G, const uint4 *__restrict__ D, BandArgs A)
+    band_kernel(const FGroup *__restrict__ G, const uint4 *__restrict__ D, BandArgs<T, E> A)
 {
     extern __shared__ uint4 S[];
     __shared__ FGroup g;
@@ -425,14 +306,14 @@ __global__ void __launch_bounds__(FTHREADS, FBLOCKS)
     for (int i = threadIdx.x; i < 2 * (g.next + g.nop); i += FTHREADS)
         desc[i] = D[2 * (int64_t)g.desc0 + i];
     __syncthreads();
-    const FExt *E = (const FExt *)desc;
+    const FExt *E_ = (const FExt *)desc;
     const FOp *O = (const FOp *)(desc + 2 * g.next);
     for (int tile = blockIdx.y; tile < A.ntile; tile += gridDim.y) {
-        const int t0 = tile * A.T;
+        const int t0 = tile * A.tile;
         for (int i = warp; i < g.next; i += FWARPS) {
-            const FExt e = E[i];
+            const FExt e = E_[i];
             for (int p = lane; p < A.pw; p += 32)
-                stage_ext(e, t0, p, A, S + e.slot * A.pw);
+                stage_ext<T, E>(e, t0, p, A, S + e.slot * A.pw);
         }
         __syncthreads();
         for (int s = 0, o = 0; s < g.nstage; o += g.nops[s++]) {
@@ -455,12 +336,10 @@ __global__ void __launch_bounds__(FTHREADS, FBLOCKS)
 struct FdmtLevel {
     const ddtk_fdmt_plan *f;
     Encoding enc;
-    Op *d_items;                  /* every depth's items, depth by depth */
-    int ndepth;                   /* launches: the tree's depth (1 for a one-row band) */
+    int ndepth;                   /* the tree's depth (1 for a one-row band) */
     int *first;                   /* depth k's items: [first[k], first[k + 1]) */
-    int *lim;                     /* depth k's largest dlim */
-    int nrows;                    /* stored rows */
-    int narrow;                   /* stored as 16-bit integers */
+    int nrows;                    /* rows of the nodes but the leaves and the root */
+    int narrow;                   /* rows as 16-bit integers (else floats) */
     int64_t reach;                /* the most a stored row holds past the outputs */
     double bytes;                 /* DRAM bytes per output sample (the model) */
     int nband, nstore;            /* bands of depths; stored rows they write */
@@ -532,11 +411,10 @@ static Op item(const ddtk_fdmt_plan *f, const int *rowbase, int s, const int32_t
 }
 
 /* Every computed row's item, by depth (the root's DMs last); the DRAM model. */
-static int build_items(FdmtLevel *L, const int *rowbase, int insize, Op **items, int **inode,
-                       int *nitems)
+static int build_items(FdmtLevel *L, const int *rowbase, Op **items, int **inode, int *nitems)
 {
     const ddtk_fdmt_plan *f = L->f;
-    const int R = f->nnode - 1, rowsize = L->narrow ? 2 : 4;
+    const int R = f->nnode - 1;
     size_t most = (size_t)f->ndm;
     for (int s = 0; s < R; s++)
         most += (size_t)f->node[s].nd;
@@ -550,7 +428,6 @@ static int build_items(FdmtLevel *L, const int *rowbase, int insize, Op **items,
     int n = 0;
     for (int d = 1; d <= L->ndepth; d++) {
         L->first[d] = n;
-        L->lim[d] = 0;
         for (int s = 0; s < R && d < L->ndepth; s++) {
             const ddtk_fdmt_node *N = &f->node[s];
             if (N->depth != d)
@@ -561,23 +438,15 @@ static int build_items(FdmtLevel *L, const int *rowbase, int insize, Op **items,
                     continue;
                 in[n] = s;
                 it[n++] = item(f, rowbase, s, r, 0, K_ROW, rowbase[s] + i, r[3]);
-                L->lim[d] = r[3] > L->lim[d] ? r[3] : L->lim[d];
-                L->bytes += rowsize;
             }
         }
         for (int i = 0; i < f->ndm && d == L->ndepth; i++) {
             in[n] = R;
             it[n++] = item(f, rowbase, R, f->out_route + 4 * (size_t)i, f->out_route[4 * i + 3],
                            K_OUT, i, 0);
-            L->bytes += 4;
         }
     }
     L->first[L->ndepth + 1] = n;
-    for (int k = 0; k < n; k++) {
-        L->bytes += it[k].ukind == K_IN ? insize : rowsize;
-        if (it[k].lkind != K_NONE)
-            L->bytes += it[k].lkind == K_IN ? insize : rowsize;
-    }
     *items = it;
     *inode = in;
     *nitems = n;
@@ -609,7 +478,7 @@ struct Band {
  * stored row staged). */
 struct BandCtx {
     const Op *it;
-    int n, nchan;
+    int n, nchan, esize;          /* esize: bytes of a row's sample */
     int *depth, *inode, *rowitem, *cdepth, *gid;
     int *stamp, *start, *end, *death, *slot, *lim, *list, *isk;
     int nlist, gen;
@@ -724,7 +593,8 @@ static void group_emit(BandCtx *C, int d0, int d1, int T, FGroup *G, FOp *D, int
             o.l = l < 0 ? -1 : C->slot[l];
             o.sl = l < 0 ? 0 : C->start[k] + x.la - C->start[l];
             o.dst = C->isk[k] ? (x.dkind == K_OUT ? -2 : -1) : C->slot[k];
-            o.npk = C->isk[k] ? T / 8 : (T + C->end[k] - C->start[k] + 7) / 8;
+            const int np = 16 / C->esize;
+            o.npk = C->isk[k] ? T / np : (T + C->end[k] - C->start[k] + np - 1) / np;
             o.gref = x.dkind == K_OUT ? x.dref : x.dkind == K_ROW ? C->gid[x.dref] : 0;
             o.glim = x.dlim;
             D[(*nd)++] = o;
@@ -788,14 +658,15 @@ static int plan_band(BandCtx *C, int d0, int d1, size_t budget, Band *B, double 
                 const int k = C->list[i];
                 next += k >= C->n;
                 ops += k < C->n;
-                outb += C->isk[k] ? (C->it[k].dkind == K_OUT ? 4 : 2) : 0;
+                outb += C->isk[k] ? (C->it[k].dkind == K_OUT ? 4 : C->esize) : 0;
             }
         }
-        const int64_t room = ((int64_t)budget - 64 - ndesc * (int64_t)sizeof(FOp)) / (2 * nslot)
-                             - H - 8;
+        const int64_t room = ((int64_t)budget - 64 - ndesc * (int64_t)sizeof(FOp))
+                             / (C->esize * nslot) - H - 8;
+        const int warp = 32 * 16 / C->esize;                   /* samples a warp's pass makes */
         for (int t = 8; t <= room && t <= 2048; t += 8) {
-            const double passes = (t + H + 8 + 255) / 256;      /* of a warp over a row */
-            const double c = (next * 2 * (t + H) + 0.3 * ops * 256 * passes) / t + outb;
+            const double passes = (t + H + 8 + warp - 1) / warp;  /* of a warp over a row */
+            const double c = (next * C->esize * (t + H) + 0.3 * ops * warp * passes) / t + outb;
             if (!best || c < cost) {
                 best = gmax, T = t, cost = c, rows = (size_t)(next + ops);
             }
@@ -820,7 +691,7 @@ static int plan_band(BandCtx *C, int d0, int d1, size_t budget, Band *B, double 
      * pack after the last one, which must not be another slot's. */
     const int pitch = T + H + 8;
     *B = Band{ d0, d1, T, pitch, ng, nslot, 0,
-               (size_t)nslot * pitch * 2 + 64 + (size_t)ndesc * sizeof(FOp), NULL, NULL };
+               (size_t)nslot * pitch * C->esize + 64 + (size_t)ndesc * sizeof(FOp), NULL, NULL };
     for (int i = 0; i < nd; i++)
         B->lim = D[i].dst == -1 && D[i].glim > B->lim ? D[i].glim : B->lim;
     *bytes += cost;
@@ -858,6 +729,7 @@ static int build_bands(FdmtLevel *L, const Op *it, int n, const int *inode, size
     C.it = it;
     C.n = n;
     C.nchan = L->f->nrows;
+    C.esize = L->narrow ? 2 : 4;
     C.inode = (int *)inode;
     int **arrays[] = { &C.depth, &C.rowitem, &C.cdepth, &C.gid, &C.stamp, &C.start, &C.end,
                        &C.death, &C.slot, &C.lim, &C.isk, &C.list };
@@ -903,7 +775,6 @@ static void destroy(void *state)
     FdmtLevel *L = (FdmtLevel *)state;
     if (!L)
         return;
-    cudaFree(L->d_items);
     for (int b = 0; L->band && b < L->nband; b++) {
         cudaFree(L->band[b].d_groups);
         cudaFree(L->band[b].d_desc);
@@ -912,8 +783,27 @@ static void destroy(void *state)
     for (int i = 0; i < 2; i++)
         cudaFree(L->buf[i].rows);
     free(L->first);
-    free(L->lim);
     free(L);
+}
+
+template <typename T, typename E>
+static int band_attribute(int budget)
+{
+    DDTK_CUDA(cudaFuncSetAttribute(band_kernel<T, E>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   budget), "sizing the FDMT's bands");
+    return DDTK_OK;
+}
+
+/* The shared memory the band kernel of L's input and rows may take. */
+static int band_attributes(const FdmtLevel *L, int budget)
+{
+    if (L->narrow)
+        return band_attribute<uint8_t, int16_t>(budget);
+    if (L->enc.storage == ST_U8)
+        return band_attribute<uint8_t, float>(budget);
+    if (L->enc.storage == ST_U16)
+        return band_attribute<uint16_t, float>(budget);
+    return band_attribute<float, float>(budget);
 }
 
 static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
@@ -929,34 +819,27 @@ static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
     L->nsm = prop.multiProcessorCount;
     *slack = 0;                   /* input reads past nout + overlap give zero */
     const ddtk_fdmt_plan *f = L->f;
-    const int insize = enc.storage == ST_U8 ? 1 : enc.storage == ST_U16 ? 2 : 4;
     int *rowbase = (int *)ddtk_malloc((size_t)f->nnode * sizeof *rowbase, "FDMT rows");
     L->ndepth = f->depth > 0 ? f->depth : 1;
     L->first = (int *)ddtk_calloc((size_t)L->ndepth + 2, sizeof *L->first, "FDMT depths");
-    L->lim = (int *)ddtk_calloc((size_t)L->ndepth + 2, sizeof *L->lim, "FDMT depths");
-    if (!rowbase || !L->first || !L->lim) {
+    if (!rowbase || !L->first) {
         free(rowbase);
         return DDTK_ESYS;
     }
     store_rows(L, rowbase);
     Op *items = NULL;
     int *inode = NULL, n = 0;
-    int rc = build_items(L, rowbase, insize, &items, &inode, &n);
+    int rc = build_items(L, rowbase, &items, &inode, &n);
     free(rowbase);
     if (rc)
         return rc;
     const size_t budget = std::min((size_t)prop.sharedMemPerBlockOptin,
                                    (size_t)prop.sharedMemPerMultiprocessor / FBLOCKS - 1024);
-    if (L->narrow)
-        rc = build_bands(L, items, n, inode, budget);
-    else
-        rc = ddtk_cuda_upload((void **)&L->d_items, items, (size_t)n * sizeof *items,
-                              "uploading the FDMT's items");
+    rc = build_bands(L, items, n, inode, budget);
     free(items);
     free(inode);
-    if (!rc && L->narrow)         /* the same for every level: the attribute is the kernel's */
-        DDTK_CUDA(cudaFuncSetAttribute(band_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       (int)budget), "sizing the FDMT's bands");
+    if (!rc)                      /* the same for every level: the attribute is the kernel's */
+        rc = band_attributes(L, (int)budget);
     return rc;
 }
 
@@ -973,7 +856,7 @@ static int64_t row_bytes(const FdmtLevel *L, int64_t nout)
 static int64_t dev_bytes(const void *state, int64_t most)
 {
     const FdmtLevel *L = (const FdmtLevel *)state;
-    return (int64_t)(L->narrow ? L->nstore : L->nrows) * row_bytes(L, most);
+    return (int64_t)L->nstore * row_bytes(L, most);
 }
 
 /* Stream st's stored rows, grown to `bytes` (contents not kept). */
@@ -996,47 +879,23 @@ static int reserve(FdmtLevel *L, cudaStream_t st, size_t bytes, FdmtLevel::Buffe
     return DDTK_OK;
 }
 
-/* A depth's launch over span samples of n items. */
-template <typename T, typename S>
-static void launch(int64_t span, int n, cudaStream_t st, const Op *items, const Args<T, S> &A)
-{
-    dim3 grid((unsigned)((span + SPAN - 1) / SPAN), (unsigned)(n < MAX_GRID_Y ? n : MAX_GRID_Y));
-    depth_kernel<T, S><<<grid, THREADS, 0, st>>>(items, n, A);
-}
-
-/* Byte input with 16-bit rows in bands: a launch a band. */
+/* The bands in order, a launch each. */
+template <typename T, typename E>
 static int run_bands(const FdmtLevel *L, void *stored, const void *rows, int64_t stride,
                      int64_t nout, float *out, int64_t ostride, cudaStream_t st)
 {
-    const uint32_t bias2 = (uint32_t)(L->enc.bias & 0xffff) * 0x10001u;
     for (int b = 0; b < L->nband; b++) {
         const Band &B = L->band[b];
         const int ntile = (int)((nout + B.lim + B.T - 1) / B.T);
-        const BandArgs A = { (const uint8_t *)rows, stride, (int)(nout + L->f->overlap), bias2,
-                             (int16_t *)stored, pitch_of(L, nout), (int)nout, out, ostride,
-                             B.T, B.pitch / 8, B.nslot, ntile };
+        const BandArgs<T, E> A = { (const T *)rows, stride, (int)(nout + L->f->overlap),
+                                   L->enc.bias, (E *)stored, pitch_of(L, nout), (int)nout, out,
+                                   ostride, B.T, B.pitch / np_of<E>(), B.nslot, ntile };
         /* Four waves of blocks, each looping over its group's tiles. */
         const int per = std::max(1, 4 * FBLOCKS * L->nsm / B.ngroup);
         dim3 grid((unsigned)B.ngroup, (unsigned)std::min(ntile, std::min(per, MAX_GRID_Y)));
-        band_kernel<<<grid, FTHREADS, B.smem, st>>>(B.d_groups, (const uint4 *)B.d_desc, A);
+        band_kernel<T, E><<<grid, FTHREADS, B.smem, st>>>(B.d_groups, (const uint4 *)B.d_desc,
+                                                          A);
         DDTK_CUDA(cudaGetLastError(), "launching an FDMT band");
-    }
-    return DDTK_OK;
-}
-
-/* The depths in order, a launch each. */
-template <typename T, typename S>
-static int run(const FdmtLevel *L, void *stored, const void *rows, int64_t stride, int64_t nout,
-               float *out, int64_t ostride, cudaStream_t st)
-{
-    const Args<T, S> A = { (const T *)rows, stride, (int)(nout + L->f->overlap), L->enc.bias,
-                           (S *)stored, pitch_of(L, nout), (int)nout, out, ostride };
-    for (int d = 1; d <= L->ndepth; d++) {
-        const int n = L->first[d + 1] - L->first[d];
-        if (n == 0)
-            continue;
-        launch(nout + L->lim[d], n, st, L->d_items + L->first[d], A);
-        DDTK_CUDA(cudaGetLastError(), "launching an FDMT depth");
     }
     return DDTK_OK;
 }
@@ -1053,25 +912,22 @@ static int gulp(void *state, const void *rows, int64_t stride, int64_t nout, flo
         return rc;
     void *stored = B->rows;
     if (L->narrow)
-        return run_bands(L, stored, rows, stride, nout, out, ostride, st);
+        return run_bands<uint8_t, int16_t>(L, stored, rows, stride, nout, out, ostride, st);
     if (L->enc.storage == ST_U8)
-        return run<uint8_t, float>(L, stored, rows, stride, nout, out, ostride, st);
+        return run_bands<uint8_t, float>(L, stored, rows, stride, nout, out, ostride, st);
     if (L->enc.storage == ST_U16)
-        return run<uint16_t, float>(L, stored, rows, stride, nout, out, ostride, st);
-    return run<float, float>(L, stored, rows, stride, nout, out, ostride, st);
+        return run_bands<uint16_t, float>(L, stored, rows, stride, nout, out, ostride, st);
+    return run_bands<float, float>(L, stored, rows, stride, nout, out, ostride, st);
 }
 
 /* -v: the kernels, the stored rows and the traffic model. */
 static void report(const void *state, char *buf, size_t n)
 {
     const FdmtLevel *L = (const FdmtLevel *)state;
-    char how[64] = "a launch each";
-    if (L->narrow)
-        snprintf(how, sizeof how, "%d bands in shared memory", L->nband);
-    snprintf(buf, n, "fdmt: %d DMs, %d merge depths (%s), %d stored rows (%s), %lld "
-             "adds per output, DRAM model %.3g KB per output sample",
-             L->f->ndm, L->f->depth, how, L->narrow ? L->nstore : L->nrows,
-             L->narrow ? "16-bit" : "float", (long long)L->f->adds, L->bytes / 1e3);
+    snprintf(buf, n, "fdmt: %d DMs, %d merge depths (%d bands in shared memory), %d stored "
+             "rows (%s), %lld adds per output, DRAM model %.3g KB per output sample",
+             L->f->ndm, L->f->depth, L->nband, L->nstore, L->narrow ? "16-bit" : "float",
+             (long long)L->f->adds, L->bytes / 1e3);
 }
 
 }  // namespace ddgpu
