@@ -100,6 +100,73 @@ size_t ddtk_fdmt_workspace(ddtk_fdmt_plan *f, int64_t chunk);
 void ddtk_fdmt_chunk_cpu(const ddtk_fdmt_plan *f, const float *rows, size_t stride, int64_t n,
                          int64_t chunk, float *ws, float *out, size_t ostride);
 
+/* ---- the GPU's plan: bands of depths in shared memory (fdmt_bands.c) ---------- */
+
+/* Where a GPU row's operand comes from or where it goes. */
+enum { DDTK_FDMT_ROW, DDTK_FDMT_IN, DDTK_FDMT_NONE, DDTK_FDMT_OUT };
+
+#ifdef __cplusplus
+#define DDTK_ALIGN16 alignas(16)
+#else
+#define DDTK_ALIGN16 _Alignas(16)
+#endif
+
+/* A group's row staged from device memory: an input row (IN, ref its
+ * channel) or a stored target of a band below (ROW, ref its id among the
+ * stored rows, holding n + lim samples), samples t0 + off .. (off a
+ * multiple of 8) of a tile from t0 into slot `slot`. */
+typedef struct ddtk_fdmt_ext {
+    DDTK_ALIGN16 int32_t slot;
+    int32_t kind, ref, lim, off, pad[3];
+} ddtk_fdmt_ext;
+
+/* One row of a group over npk packs of 16 bytes (8 samples of 16 bits or
+ * 4 floats): u[su + t] + l[sl + t] (l < 0: none) into slot dst, or for a
+ * target (dst < 0) into stored row gref (-1, holding n + glim samples) or
+ * DM series gref (-2). */
+typedef struct ddtk_fdmt_op {
+    DDTK_ALIGN16 int32_t u;
+    int32_t su, l, sl, dst, npk, gref, glim;
+} ddtk_fdmt_op;
+
+#define DDTK_FDMT_MAXSTAGE 8      /* depths a band holds at most */
+
+/* A group: its descriptors from desc[desc0], next staged rows', then nop
+ * rows', nops[s] of them at the band's depth d0 + 1 + s. */
+typedef struct ddtk_fdmt_group {
+    int32_t desc0, next, nstage, nop;
+    int32_t nops[DDTK_FDMT_MAXSTAGE];
+} ddtk_fdmt_group;
+
+/* A band of depths (d0, d1]: ngroup groups, tiles of `tile` samples, slots
+ * of `pitch` samples (nslot of them), smem bytes of shared memory a block
+ * (slots and one group's descriptors), lim: the most its stored targets
+ * hold past the outputs. */
+typedef struct ddtk_fdmt_band {
+    int d0, d1, tile, pitch, ngroup, nslot, lim, ndesc;
+    size_t smem;
+    ddtk_fdmt_group *group;
+    ddtk_fdmt_op *desc;           /* staged rows as ddtk_fdmt_ext, same size */
+} ddtk_fdmt_band;
+
+/* The bands of a level: nstore stored rows of n + reach samples each; the
+ * modelled bytes of device memory per output sample. */
+typedef struct ddtk_fdmt_bands {
+    int nband, nstore, esize;
+    int64_t reach;
+    double bytes;
+    ddtk_fdmt_band *band;
+} ddtk_fdmt_bands;
+
+/* Channels of the widest node whose rows are stored (16-bit rows need its
+ * sums to fit). */
+int ddtk_fdmt_widest(const ddtk_fdmt_plan *f);
+/* The bands of plan f for rows of esize bytes a sample (2: 16-bit
+ * integers, 4: floats) in blocks of at most `budget` bytes of shared
+ * memory. */
+int ddtk_fdmt_bands_init(ddtk_fdmt_bands *B, const ddtk_fdmt_plan *f, int esize, size_t budget);
+void ddtk_fdmt_bands_free(ddtk_fdmt_bands *B);
+
 DDTK_END_DECLS
 
 #endif
