@@ -11,9 +11,9 @@
  * (an item of a depth above the band's bottom) or a row staged (an input
  * row, or a target of the band below). Each row's window is where its
  * readers read it, relative to a tile's first output (the tile's length T
- * added at launch), its start rounded down to a multiple of 8 so that
- * staging reads whole packs; a slot is shared memory of one row's window,
- * reused from the depth after its last reader's.
+ * added at launch), a staged row's start rounded down to a multiple of 8
+ * so that staging reads whole packs; a slot is shared memory of one row's
+ * window, reused from the depth after its last reader's.
  */
 #include "fdmt.h"
 
@@ -197,10 +197,13 @@ static int group_rows(ctx *C, const int *tg, int nt, int d0, int d1, int *H)
                 reach_key(C, key_of(C, d0, x->lkind, x->lref), C->start[k], C->end[k], x->la,
                           d - d0, x->llim);
         }
+    /* Staged rows start at a multiple of 8 (whole packs of device memory);
+     * rows made here start where their readers' reads do (rounding theirs
+     * down too would start a reader's reads before their windows). */
     *H = 0;
     for (int i = 0; i < C->nlist; i++) {
         const int k = C->list[i];
-        C->start[k] = C->start[k] / 8 * 8;
+        C->start[k] = k >= C->n ? C->start[k] / 8 * 8 : C->start[k];
         const int ext = (C->end[k] - C->start[k] + 7) / 8 * 8;
         *H = !C->isk[k] && ext > *H ? ext : *H;
     }

@@ -6,8 +6,10 @@
  * integer rows wrapping as the GPU's do, or floats) for power-of-two and
  * odd channel counts, both band orders, one and two channels, shared
  * memory from an H100's share down to a few KB, and the slots start full
- * of junk so that a window too short shows. No read leaves its slot, and
- * no block takes more shared memory than the budget.
+ * of junk so that a window too short shows. No read leaves its slot (a
+ * row's window once began before its reader's: harmless to the outputs,
+ * but a read before the slot), and no block takes more shared memory than
+ * the budget.
  */
 #include "fdmt.h"
 #include "check.h"
@@ -70,7 +72,9 @@ static int run_band(const geom *g, const ddtk_fdmt_band *B, const float *rows, i
             for (int s = 0, o = 0; s < G->nstage; o += G->nops[s++])
                 for (int i = o; i < o + G->nops[s]; i++) {
                     const ddtk_fdmt_op *x = &O[i];
-                    /* the last pack read (a shifted read takes the one after) */
+                    /* the first and the last pack read (a shifted read takes the one
+                     * after) */
+                    bad |= x->su < 0 || (x->l >= 0 && x->sl < 0);
                     bad |= (x->su / np + x->npk + (x->su % np != 0)) * np > B->pitch;
                     bad |= x->l >= 0 && (x->sl / np + x->npk + (x->sl % np != 0)) * np > B->pitch;
                     for (int j = 0; j < np * x->npk; j++) {
