@@ -49,7 +49,7 @@ static int run_band(const geom *g, const ddtk_fdmt_band *B, const float *rows, i
 {
     const int np = 16 / g->esize, T = B->tile, ntile = (nout + B->lim + T - 1) / T;
     const size_t nslot = (size_t)B->nslot * B->pitch;
-    float *S = malloc((nslot + np) * sizeof *S);
+    float *S = malloc(nslot * sizeof *S);
     int bad = 0;
     for (int gi = 0; gi < B->ngroup; gi++)
         for (int tile = 0; tile < ntile; tile++) {
@@ -57,7 +57,7 @@ static int run_band(const geom *g, const ddtk_fdmt_band *B, const float *rows, i
             const ddtk_fdmt_ext *E = (const ddtk_fdmt_ext *)(B->desc + G->desc0);
             const ddtk_fdmt_op *O = B->desc + G->desc0 + G->next;
             const int t0 = tile * T;
-            for (size_t i = 0; i < nslot + np; i++)
+            for (size_t i = 0; i < nslot; i++)
                 S[i] = (float)(int16_t)next(seed);
             for (int i = 0; i < G->next; i++) {
                 const int end = E[i].kind == DDTK_FDMT_IN ? inlen : nout + E[i].lim;
@@ -73,10 +73,14 @@ static int run_band(const geom *g, const ddtk_fdmt_band *B, const float *rows, i
                 for (int i = o; i < o + G->nops[s]; i++) {
                     const ddtk_fdmt_op *x = &O[i];
                     /* the first and the last pack read (a shifted read takes the one
-                     * after) */
-                    bad |= x->su < 0 || (x->l >= 0 && x->sl < 0);
-                    bad |= (x->su / np + x->npk + (x->su % np != 0)) * np > B->pitch;
-                    bad |= x->l >= 0 && (x->sl / np + x->npk + (x->sl % np != 0)) * np > B->pitch;
+                     * after); a row that reads outside a slot is not run */
+                    if (x->su < 0 || (x->l >= 0 && x->sl < 0)
+                        || (x->su / np + x->npk + (x->su % np != 0)) * np > B->pitch
+                        || (x->l >= 0
+                            && (x->sl / np + x->npk + (x->sl % np != 0)) * np > B->pitch)) {
+                        bad = 1;
+                        continue;
+                    }
                     for (int j = 0; j < np * x->npk; j++) {
                         const float u = S[(size_t)x->u * B->pitch + x->su + j];
                         const float l = x->l < 0 ? 0 : S[(size_t)x->l * B->pitch + x->sl + j];
