@@ -4,7 +4,8 @@
 # of dd_direct's S/N at the same DMs, gulp and band-order invariance, the
 # outputs and options of the suite, bad options, and CPU = GPU (skipped
 # without one). The bit-exactness of the transform against an independent
-# reference is test/unit/test_fdmt.c.
+# reference is test/unit/test_fdmt.c; the GPU's band plan, run on the host
+# against the CPU's transform, test/unit/test_fdmt_bands.c.
 
 load common
 
