@@ -130,6 +130,7 @@ typedef struct ddtk_fdmt_op {
 } ddtk_fdmt_op;
 
 #define DDTK_FDMT_MAXSTAGE 8      /* depths a band holds at most */
+#define DDTK_FDMT_PACK 16         /* bytes of a pack, what a lane makes of a row at once */
 
 /* A group: its descriptors from desc[desc0], next staged rows', then nop
  * rows', nops[s] of them at the band's depth d0 + 1 + s. */

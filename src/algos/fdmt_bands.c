@@ -233,7 +233,7 @@ static void group_emit(const ctx *C, int d0, int d1, int T, ddtk_fdmt_group *G,
 {
     _Static_assert(sizeof(ddtk_fdmt_ext) == sizeof(ddtk_fdmt_op),
                    "a group's descriptors share one array");
-    const int np = 16 / C->esize;                 /* samples a 16-byte pack holds */
+    const int np = DDTK_FDMT_PACK / C->esize;     /* samples a pack holds */
     memset(G, 0, sizeof *G);
     G->desc0 = *nd;
     G->nstage = d1 - d0;
@@ -290,25 +290,46 @@ static int band_groups(const ctx *C, const int *tg, int nt, int gmax, int *gs)
     return ng;
 }
 
+/* A band's shape: groups of at most gmax targets, tiles of T samples,
+ * slots of T + H + PAD samples (nslot a block), ndesc descriptors a group
+ * at most, rows descriptors in all; the modelled bytes per output sample. */
+typedef struct shape {
+    int gmax, T, H, nslot, ndesc;
+    size_t rows;
+    double cost;
+} shape;
+
+/* A slot holds a pack more than its rows read: a shifted read takes the
+ * pack after the last one, which must not be another slot's. */
+#define PAD 8
+
+/* Shared memory a block of shape h takes with tiles of T samples: the
+ * slots, a spare pack, one group's descriptors. */
+static size_t smem_of(const shape *h, int T, int esize)
+{
+    return (size_t)h->nslot * (T + h->H + PAD) * esize + 64
+           + (size_t)h->ndesc * sizeof(ddtk_fdmt_op);
+}
+
 /* The group size and tile of band (d0, d1] that move the fewest bytes per
  * output sample (staged rows read, targets written, and a warp's sums in
  * shared memory counted as 0.3 bytes a lane's sample, idle lanes
- * included) within `budget` bytes of shared memory a block: *gmax 0 where
- * none fits. */
+ * included) within `budget` bytes of shared memory a block: best->gmax 0
+ * where none fits. */
 static void choose(ctx *C, const int *tg, int nt, int d0, int d1, size_t budget, int *gs,
-                   int *gmax, int *T, size_t *rows, double *cost)
+                   shape *best)
 {
-    *gmax = 0;
+    best->gmax = 0;
     for (int gm = GROUP_MAX; gm >= 1; gm /= 2) {
         const int ng = band_groups(C, tg, nt, gm, gs);
-        int nslot = 1, H = 0, ndesc = 0;
+        shape h = { gm, 0, 0, 1, 0, 0, 0 };
         double next = 0, ops = 0, outb = 0;
         for (int g = 0; g < ng; g++) {
-            int h;
-            const int s = group_rows(C, tg + gs[g], gs[g + 1] - gs[g], d0, d1, &h);
-            nslot = s > nslot ? s : nslot;
-            H = h > H ? h : H;
-            ndesc = C->nlist > ndesc ? C->nlist : ndesc;
+            int H;
+            const int s = group_rows(C, tg + gs[g], gs[g + 1] - gs[g], d0, d1, &H);
+            h.nslot = s > h.nslot ? s : h.nslot;
+            h.H = H > h.H ? H : h.H;
+            h.ndesc = C->nlist > h.ndesc ? C->nlist : h.ndesc;
             for (int i = 0; i < C->nlist; i++) {
                 const int k = C->list[i];
                 next += k >= C->n;
@@ -316,15 +337,14 @@ static void choose(ctx *C, const int *tg, int nt, int d0, int d1, size_t budget,
                 outb += C->isk[k] ? (C->it[k].dkind == DDTK_FDMT_OUT ? 4 : C->esize) : 0;
             }
         }
-        const int64_t room = ((int64_t)budget - 64 - ndesc * (int64_t)sizeof(ddtk_fdmt_op))
-                             / (C->esize * nslot) - H - 8;
-        const int warp = 32 * 16 / C->esize;                   /* samples a warp's pass makes */
-        for (int t = 8; t <= room && t <= TILE_MAX; t += 8) {
-            const double passes = (t + H + 8 + warp - 1) / warp;  /* of a warp over a row */
-            const double c = (next * C->esize * (t + H) + 0.3 * ops * warp * passes) / t + outb;
-            if (!*gmax || c < *cost) {
-                *gmax = gm, *T = t, *cost = c, *rows = (size_t)(next + ops);
-            }
+        h.rows = (size_t)(next + ops);
+        const int warp = 32 * DDTK_FDMT_PACK / C->esize;      /* samples a warp's pass makes */
+        for (int t = 8; t <= TILE_MAX && smem_of(&h, t, C->esize) <= budget; t += 8) {
+            const double passes = (t + h.H + PAD + warp - 1) / warp;  /* of a warp over a row */
+            h.T = t;
+            h.cost = (next * C->esize * (t + h.H) + 0.3 * ops * warp * passes) / t + outb;
+            if (!best->gmax || h.cost < best->cost)
+                *best = h;
         }
     }
 }
@@ -339,44 +359,37 @@ static int plan_band(ctx *C, int d0, int d1, size_t budget, ddtk_fdmt_band *B, d
             C->list[nt++] = k;
     int *tg = ddtk_malloc((size_t)(nt ? nt : 1) * sizeof *tg, "FDMT bands");
     int *gs = ddtk_malloc((size_t)(nt + 1) * sizeof *gs, "FDMT bands");
-    int gmax = 0, T = 0, rc = tg && gs ? DDTK_OK : DDTK_ESYS;
-    size_t rows = 0;
-    double cost = 0;
+    shape h = { 0, 0, 0, 0, 0, 0, 0 };
+    int rc = tg && gs ? DDTK_OK : DDTK_ESYS;
     if (!rc) {
         memcpy(tg, C->list, (size_t)nt * sizeof *tg);
-        choose(C, tg, nt, d0, d1, budget, gs, &gmax, &T, &rows, &cost);
-        if (!gmax)
+        choose(C, tg, nt, d0, d1, budget, gs, &h);
+        if (!h.gmax)
             rc = ddtk_fail(DDTK_ESYS, "FDMT: the GPU's shared memory (%zu bytes a block) "
                            "holds no group of depths %d-%d", budget, d0 + 1, d1);
     }
-    const int ng = rc ? 0 : band_groups(C, tg, nt, gmax, gs);
+    const int ng = rc ? 0 : band_groups(C, tg, nt, h.gmax, gs);
     B->group = rc ? NULL : ddtk_calloc((size_t)(ng ? ng : 1), sizeof *B->group, "FDMT bands");
-    B->desc = rc ? NULL : ddtk_malloc((rows ? rows : 1) * sizeof *B->desc, "FDMT bands");
+    B->desc = rc ? NULL : ddtk_malloc((h.rows ? h.rows : 1) * sizeof *B->desc, "FDMT bands");
     if (!rc && (!B->group || !B->desc))
         rc = DDTK_ESYS;
-    int H = 0, nslot = 1, ndesc = 0;
     B->ndesc = 0;
     for (int g = 0; !rc && g < ng; g++) {
-        int h;
-        const int s = group_rows(C, tg + gs[g], gs[g + 1] - gs[g], d0, d1, &h);
-        nslot = s > nslot ? s : nslot;
-        H = h > H ? h : H;
-        ndesc = C->nlist > ndesc ? C->nlist : ndesc;
-        group_emit(C, d0, d1, T, &B->group[g], B->desc, &B->ndesc);
+        int H;
+        group_rows(C, tg + gs[g], gs[g + 1] - gs[g], d0, d1, &H);
+        group_emit(C, d0, d1, h.T, &B->group[g], B->desc, &B->ndesc);
     }
-    /* A slot holds a pack more than its rows read: a shifted read takes the
-     * pack after the last one, which must not be another slot's. */
     B->d0 = d0;
     B->d1 = d1;
-    B->tile = T;
-    B->pitch = T + H + 8;
+    B->tile = h.T;
+    B->pitch = h.T + h.H + PAD;
     B->ngroup = ng;
-    B->nslot = nslot;
-    B->smem = (size_t)nslot * B->pitch * C->esize + 64 + (size_t)ndesc * sizeof(ddtk_fdmt_op);
+    B->nslot = h.nslot;
+    B->smem = smem_of(&h, h.T, C->esize);
     B->lim = 0;
     for (int i = 0; i < B->ndesc; i++)
         B->lim = B->desc[i].dst == -1 && B->desc[i].glim > B->lim ? B->desc[i].glim : B->lim;
-    *bytes += cost;
+    *bytes += h.cost;
     free(tg);
     free(gs);
     return rc;
