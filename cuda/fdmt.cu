@@ -91,11 +91,11 @@ struct alignas(N * sizeof(V)) Vec {
     V v[N];
 };
 
-/* A pack: 16 bytes of a slot, NP samples of E. */
+/* A pack of a slot (DDTK_FDMT_PACK bytes): NP samples of E. */
 template <typename E>
 __host__ __device__ constexpr int np_of()
 {
-    return 16 / (int)sizeof(E);
+    return DDTK_FDMT_PACK / (int)sizeof(E);
 }
 
 /* Samples g .. g + NP - 1 of row r as E, integer codes less the bias,
@@ -303,6 +303,8 @@ struct FdmtLevel {
     Encoding enc;
     int narrow;                   /* rows as 16-bit integers (else floats) */
     int nsm;                      /* multiprocessors */
+    int (*run)(const FdmtLevel *, void *, const void *, int64_t, int64_t, float *, int64_t,
+               cudaStream_t);     /* run_bands for the input's and the rows' types */
     ddtk_fdmt_bands plan;
     struct DevBand {
         FGroup *groups;
@@ -329,62 +331,6 @@ static void destroy(void *state)
     for (int i = 0; i < 2; i++)
         cudaFree(L->buf[i].rows);
     free(L);
-}
-
-template <typename T, typename E>
-static int band_attribute(int budget)
-{
-    DDTK_CUDA(cudaFuncSetAttribute(band_kernel<T, E>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   budget), "sizing the FDMT's bands");
-    return DDTK_OK;
-}
-
-/* The shared memory the band kernel of L's input and rows may take. */
-static int band_attributes(const FdmtLevel *L, int budget)
-{
-    if (L->narrow)
-        return band_attribute<uint8_t, int16_t>(budget);
-    if (L->enc.storage == ST_U8)
-        return band_attribute<uint8_t, float>(budget);
-    if (L->enc.storage == ST_U16)
-        return band_attribute<uint16_t, float>(budget);
-    return band_attribute<float, float>(budget);
-}
-
-static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
-                  const cudaDeviceProp &prop, void **state, int64_t *slack)
-{
-    (void)p;
-    FdmtLevel *L = (FdmtLevel *)ddtk_calloc(1, sizeof *L, "GPU FDMT level");
-    if (!L)
-        return DDTK_ESYS;
-    *state = L;
-    L->f = (const ddtk_fdmt_plan *)lv->state;
-    L->enc = enc;
-    L->nsm = prop.multiProcessorCount;
-    *slack = 0;                   /* input reads past nout + overlap give zero */
-    /* Integer samples lie in [-bias, maxval - bias]: a stored row's sums fit
-     * 16 bits while its channels times the largest magnitude do. */
-    const int64_t big = enc.bias > enc.maxval - enc.bias ? enc.bias : enc.maxval - enc.bias;
-    L->narrow = enc.storage == ST_U8 && enc.maxval > 0
-                && big * ddtk_fdmt_widest(L->f) <= 32767;
-    const size_t budget = std::min((size_t)prop.sharedMemPerBlockOptin,
-                                   (size_t)prop.sharedMemPerMultiprocessor / FBLOCKS - 1024);
-    int rc = ddtk_fdmt_bands_init(&L->plan, L->f, L->narrow ? 2 : 4, budget);
-    if (!rc && !(L->dev = (FdmtLevel::DevBand *)ddtk_calloc((size_t)L->plan.nband,
-                                                             sizeof *L->dev, "FDMT bands")))
-        rc = DDTK_ESYS;
-    for (int b = 0; !rc && b < L->plan.nband; b++) {
-        const ddtk_fdmt_band &B = L->plan.band[b];
-        rc = ddtk_cuda_upload((void **)&L->dev[b].groups, B.group,
-                              (size_t)B.ngroup * sizeof *B.group, "uploading the FDMT's bands");
-        if (!rc)
-            rc = ddtk_cuda_upload((void **)&L->dev[b].desc, B.desc,
-                                  (size_t)B.ndesc * sizeof *B.desc, "uploading the FDMT's bands");
-    }
-    if (!rc)                      /* the same for every level: the attribute is the kernel's */
-        rc = band_attributes(L, (int)budget);
-    return rc;
 }
 
 static int64_t pitch_of(const FdmtLevel *L, int64_t nout)
@@ -444,6 +390,63 @@ static int run_bands(const FdmtLevel *L, void *stored, const void *rows, int64_t
     return DDTK_OK;
 }
 
+template <typename T, typename E>
+static int bind(FdmtLevel *L, int budget)
+{
+    L->run = run_bands<T, E>;
+    /* the same for every level: the attribute is the kernel's */
+    DDTK_CUDA(cudaFuncSetAttribute(band_kernel<T, E>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   budget), "sizing the FDMT's bands");
+    return DDTK_OK;
+}
+
+/* L's kernel for its input's samples and its rows': 16-bit rows for byte
+ * input whose sums fit them, else floats. */
+static int bind_types(FdmtLevel *L, int budget)
+{
+    if (L->narrow)
+        return bind<uint8_t, int16_t>(L, budget);
+    if (L->enc.storage == ST_U8)
+        return bind<uint8_t, float>(L, budget);
+    if (L->enc.storage == ST_U16)
+        return bind<uint16_t, float>(L, budget);
+    return bind<float, float>(L, budget);
+}
+
+static int create(const ddtk_plan *p, const ddtk_level *lv, Encoding enc,
+                  const cudaDeviceProp &prop, void **state, int64_t *slack)
+{
+    (void)p;
+    FdmtLevel *L = (FdmtLevel *)ddtk_calloc(1, sizeof *L, "GPU FDMT level");
+    if (!L)
+        return DDTK_ESYS;
+    *state = L;
+    L->f = (const ddtk_fdmt_plan *)lv->state;
+    L->enc = enc;
+    L->nsm = prop.multiProcessorCount;
+    *slack = 0;                   /* input reads past nout + overlap give zero */
+    /* Integer samples lie in [-bias, maxval - bias]: a stored row's sums fit
+     * 16 bits while its channels times the largest magnitude do. */
+    const int64_t big = enc.bias > enc.maxval - enc.bias ? enc.bias : enc.maxval - enc.bias;
+    L->narrow = enc.storage == ST_U8 && enc.maxval > 0
+                && big * ddtk_fdmt_widest(L->f) <= 32767;
+    const size_t budget = std::min((size_t)prop.sharedMemPerBlockOptin,
+                                   (size_t)prop.sharedMemPerMultiprocessor / FBLOCKS - 1024);
+    int rc = ddtk_fdmt_bands_init(&L->plan, L->f, L->narrow ? 2 : 4, budget);
+    if (!rc && !(L->dev = (FdmtLevel::DevBand *)ddtk_calloc((size_t)L->plan.nband,
+                                                             sizeof *L->dev, "FDMT bands")))
+        rc = DDTK_ESYS;
+    for (int b = 0; !rc && b < L->plan.nband; b++) {
+        const ddtk_fdmt_band &B = L->plan.band[b];
+        rc = ddtk_cuda_upload((void **)&L->dev[b].groups, B.group,
+                              (size_t)B.ngroup * sizeof *B.group, "uploading the FDMT's bands");
+        if (!rc)
+            rc = ddtk_cuda_upload((void **)&L->dev[b].desc, B.desc,
+                                  (size_t)B.ndesc * sizeof *B.desc, "uploading the FDMT's bands");
+    }
+    return rc ? rc : bind_types(L, (int)budget);
+}
+
 static int gulp(void *state, const void *rows, int64_t stride, int64_t nout, float *out,
                 int64_t ostride, cudaStream_t st)
 {
@@ -454,14 +457,7 @@ static int gulp(void *state, const void *rows, int64_t stride, int64_t nout, flo
     int rc = reserve(L, st, (size_t)dev_bytes(L, nout), &B);
     if (rc)
         return rc;
-    void *stored = B->rows;
-    if (L->narrow)
-        return run_bands<uint8_t, int16_t>(L, stored, rows, stride, nout, out, ostride, st);
-    if (L->enc.storage == ST_U8)
-        return run_bands<uint8_t, float>(L, stored, rows, stride, nout, out, ostride, st);
-    if (L->enc.storage == ST_U16)
-        return run_bands<uint16_t, float>(L, stored, rows, stride, nout, out, ostride, st);
-    return run_bands<float, float>(L, stored, rows, stride, nout, out, ostride, st);
+    return L->run(L, B->rows, rows, stride, nout, out, ostride, st);
 }
 
 /* -v: the kernels, the stored rows and the traffic model. */
