@@ -1,7 +1,7 @@
 /*
  * check.h - the smallest unit-test harness: CHECK(cond) records a failure
  * with its line; main returns check_result(). Also the tests' normal
- * deviates (check_gauss).
+ * deviates (check_gauss) and uniform integers (check_rand).
  */
 #ifndef DDTK_CHECK_H
 #define DDTK_CHECK_H
@@ -27,6 +27,13 @@ static int check_failures;
             check_failures++; \
         } \
     } while (0)
+
+/* A 24-bit uniform integer from the linear congruential state x. */
+static inline unsigned check_rand(unsigned *x)
+{
+    *x = *x * 1103515245u + 12345u;
+    return *x >> 8;
+}
 
 /* A standard normal deviate (Marsaglia's polar method) from the erand48
  * state rng. */

@@ -21,18 +21,12 @@
 #define FOFF -2.0
 #define KILLED 11
 
-static unsigned next(unsigned *x)
-{
-    *x = *x * 1103515245u + 12345u;
-    return *x >> 8;
-}
-
 /* Random samples of an nbits file, [t][c] in the descending band's order. */
 static float *samples(int nbits, unsigned seed)
 {
     float *v = malloc((size_t)NSAMP * NCH * sizeof *v);
     for (size_t i = 0; i < (size_t)NSAMP * NCH; i++) {
-        unsigned r = next(&seed);
+        unsigned r = check_rand(&seed);
         v[i] = nbits == 32 ? (float)((int)(r % 20001) - 10000) / 64.0f
                            : (float)(r & ((1u << (nbits < 16 ? nbits : 16)) - 1));
     }

@@ -22,12 +22,6 @@
 #define TSAMP 0.000064
 #define H100 115712               /* bytes a block of two on an H100 */
 
-static unsigned next(unsigned *x)
-{
-    *x = *x * 1103515245u + 12345u;
-    return *x >> 8;
-}
-
 typedef struct geom {
     int nch;
     double fch1, foff, dm_max;
@@ -58,7 +52,7 @@ static int run_band(const geom *g, const ddtk_fdmt_band *B, const float *rows, i
             const ddtk_fdmt_op *O = B->desc + G->desc0 + G->next;
             const int t0 = tile * T;
             for (size_t i = 0; i < nslot; i++)
-                S[i] = (float)(int16_t)next(seed);
+                S[i] = (float)(int16_t)check_rand(seed);
             for (int i = 0; i < G->next; i++) {
                 const int end = E[i].kind == DDTK_FDMT_IN ? inlen : nout + E[i].lim;
                 for (int j = 0; j < B->pitch; j++) {
@@ -127,8 +121,8 @@ static void test_geometry(const geom *g, int nout)
     unsigned seed = 7;
     const int bias = (g->maxval + 1) / 2;
     for (size_t i = 0; i < (size_t)g->nch * stride; i++)
-        rows[i] = g->maxval ? (float)((int)(next(&seed) % (g->maxval + 1)) - bias)
-                            : (float)((int)(next(&seed) % 20001) - 10000) / 64.0f;
+        rows[i] = g->maxval ? (float)((int)(check_rand(&seed) % (g->maxval + 1)) - bias)
+                            : (float)((int)(check_rand(&seed) % 20001) - 10000) / 64.0f;
     float *ws = malloc((ddtk_fdmt_workspace(&f, nout) + 16) * sizeof *ws);
     float *ref = malloc((size_t)f.ndm * nout * sizeof *ref);
     float *out = malloc((size_t)f.ndm * nout * sizeof *out);
