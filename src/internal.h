@@ -113,6 +113,23 @@ int ddtk_clean_eof(const ddtk_input *in);
 int64_t ddtk_clean_delivered(const ddtk_input *in);
 void ddtk_cleaner_free(ddtk_cleaner *k);
 
+/* What a device cleaning in's spectra as the host would (cuda/rfi_gpu.cu)
+ * needs: the raw layout, the blocks and the clip. */
+typedef struct ddtk_clean_geom {
+    int nchans, nifs, nbits, sgn;
+    int64_t block;                /* spectra per block, counted from the input's start */
+    double clip_sigma;
+} ddtk_clean_geom;
+/* Whether in's cleaning can be a device's (--rfi auto without a mask, nothing
+ * read yet), with *g its geometry. */
+int ddtk_clean_geometry(const ddtk_input *in, ddtk_clean_geom *g);
+/* From now on in's reads are raw, its cleaning the device's, until
+ * ddtk_clean_take_back adds what the device cleaned (r, and ever[c]: channel
+ * c flagged in some block) to in's report (ddtk_input_clean_report). */
+void ddtk_clean_hand_over(ddtk_input *in);
+int ddtk_clean_on_device(const ddtk_input *in);
+void ddtk_clean_take_back(ddtk_input *in, const ddtk_rfi_report *r, const uint8_t *ever);
+
 /* ---- unpacking (unpack.c) ----------------------------------------------- */
 
 /*

@@ -126,6 +126,11 @@ int ddtk_source_pull_rows(ddtk_source *s, int64_t n, const int *row, int pol, fl
 int ddtk_source_scaled(const ddtk_source *s, int *sgn);
 int ddtk_source_pull_scaled(ddtk_source *s, int64_t n, uint8_t *out, int32_t *seg, float *tab,
                             int maxseg, int *nseg, int64_t *got);
+/* For the GPU: a file source's --rfi auto done on the device for one run
+ * (ddtk_clean_geometry, ddtk_clean_hand_over, ddtk_clean_take_back). */
+int ddtk_source_clean_geometry(const ddtk_source *s, ddtk_clean_geom *g);
+void ddtk_source_clean_hand_over(ddtk_source *s);
+void ddtk_source_clean_take_back(ddtk_source *s, const ddtk_rfi_report *r, const uint8_t *ever);
 /*
  * The gulp step: --gulp, else `preferred` (at least keep), never beyond the
  * input nor `most`, halved (in multiples of 8 spectra) while it does not fit.
@@ -167,6 +172,9 @@ int ddtk_gpu_choose(const ddtk_gpu_cost *c, int avail, char *why, size_t n);
 /* The model of plan p over nsamples spectra (series written somewhere that
  * costs the host time, or discarded), from H100 constants. */
 void ddtk_gpu_cost_of(const ddtk_plan *p, int64_t nsamples, int written, ddtk_gpu_cost *c);
+/* Whether --rfi auto cleans on the GPU for plan p (else on the host, on
+ * `threads` threads); why (n bytes) gets the reason, for -v. */
+int ddtk_gpu_cleans(const ddtk_plan *p, int threads, char *why, size_t n);
 
 /* ---- streaming layers ---------------------------------------------------------- */
 

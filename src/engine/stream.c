@@ -44,6 +44,21 @@ int ddtk_source_pull_scaled(ddtk_source *s, int64_t n, uint8_t *out, int32_t *se
     return ddtk_source_count(s, rc, n, *got);
 }
 
+int ddtk_source_clean_geometry(const ddtk_source *s, ddtk_clean_geom *g)
+{
+    return s->read == read_input && ddtk_clean_geometry(s->ctx, g);
+}
+
+void ddtk_source_clean_hand_over(ddtk_source *s)
+{
+    ddtk_clean_hand_over(s->ctx);
+}
+
+void ddtk_source_clean_take_back(ddtk_source *s, const ddtk_rfi_report *r, const uint8_t *ever)
+{
+    ddtk_clean_take_back(s->ctx, r, ever);
+}
+
 void ddtk_source_file(ddtk_source *s, ddtk_input *in)
 {
     memset(s, 0, sizeof *s);

@@ -306,7 +306,7 @@ int ddtk_input_read_scaled(ddtk_input *in, int64_t n, uint8_t *out, int32_t *seg
  * and the end are its. */
 int ddtk_input_read(ddtk_input *in, uint8_t *raw, int64_t n, int64_t *got)
 {
-    if (!in->clean)
+    if (!in->clean || ddtk_clean_on_device(in))
         return read_raw(in, raw, n, got);
     *got = 0;
     if (n <= 0)

@@ -25,7 +25,7 @@
  * The cost is kept small against the dedispersion it precedes: the data are
  * cleaned in their own layout (spectrum by spectrum, no transposed copy),
  * the channel statistics from a subsample of each block's spectra
- * (STATS_SPECTRA: their errors are a few per cent, far below what IQRM
+ * (RFI_STATS_SPECTRA: their errors are a few per cent, far below what IQRM
  * flags), the zero-DM series of every spectrum as one weighted sum over its
  * channels, IQRM's quantiles of a lag's two directions from one sort, and
  * the flagged channels' replacements of 8-bit data computed in a loop that
@@ -59,6 +59,7 @@
  * a fork and a join, and IQRM's sorts do not split by spectra.
  */
 #include "internal.h"
+#include "rfi_math.h"
 
 #include <math.h>
 #include <omp.h>
@@ -67,12 +68,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define IQRM_THRESHOLD 3.0        /* robust sigmas of a lagged difference */
-#define CLIP_THRESHOLD 5.0        /* robust sigmas of the zero-DM series */
-#define MIN_STATS 32              /* spectra a block needs for statistics */
-#define STATS_SPECTRA 512         /* at least this many spectra of a block give the
-                                     channels' statistics (every one of smaller blocks) */
-#define LANES 16                  /* partial sums of a spectrum's weighted sum */
 #define PREFETCH 4                /* spectra of the statistics' subsample read ahead */
 /* The read-ahead holds at most this many bytes of whole blocks (as the
  * PSRFITS reader's batches): 64 MiB is one 2 MiB block of htru (1024 8-bit
@@ -126,6 +121,7 @@ struct ddtk_cleaner {
     uint32_t *lthr;
     ddtk_rfi_report rep;
     uint8_t *ever;                /* [chan] flagged in some block */
+    int device;                   /* a device cleans (ddtk_clean_hand_over): reads are raw */
     /* Blocks of one read are cleaned on several threads: thread i > 0 uses
      * workers[i - 1], a copy of this cleaner's settings (o, mask, block)
      * with its own per-block arrays, counts and flags (added up by the
@@ -291,12 +287,11 @@ static float median_of(float *v, int64_t n)
 }
 
 /* Median and 1.4826 x MAD of x[0..n-1] from every step-th sample (at
- * least ROBUST_SAMPLES of them: selection was most of the cleaning's time),
- * using tmp. */
-#define ROBUST_SAMPLES 256
+ * least RFI_ROBUST_SAMPLES of them: selection was most of the cleaning's
+ * time), using tmp. */
 static void robust(const float *x, int64_t n, float *tmp, float *med, float *sig)
 {
-    const int64_t step = n / ROBUST_SAMPLES > 1 ? n / ROBUST_SAMPLES : 1;
+    const int64_t step = rfi_robust_step(n);
     int64_t m = 0;
     for (int64_t i = 0; i < n; i += step)
         tmp[m++] = x[i];
@@ -331,7 +326,7 @@ static void sort_floats(float *x, uint32_t *tmp, int n)
 
 /* IQRM on the per-channel statistic s (only high outliers count): for each
  * lag, a channel gets a vote when its difference from the channel lag away is
- * above the median difference by IQRM_THRESHOLD robust sigmas (IQR / 1.349);
+ * above the median difference by RFI_IQRM_THRESHOLD robust sigmas (IQR / 1.349);
  * it is flagged when a majority of its comparisons vote against it. The
  * quartiles and medians of a lag's two directions come from one sort: the
  * differences towards lower channels are those towards higher ones negated
@@ -341,7 +336,7 @@ static void iqrm(ddtk_cleaner *k, int nchan, const float *s, uint8_t *flag)
 {
     memset(k->votes, 0, (size_t)nchan * sizeof *k->votes);
     memset(k->tries, 0, (size_t)nchan * sizeof *k->tries);
-    for (int lag = 1; lag <= nchan / 4 && lag <= 64; lag *= 2) {
+    for (int lag = 1; lag <= nchan / 4 && lag <= RFI_IQRM_MAX_LAG; lag *= 2) {
         const int n = nchan - lag;
         const float *d = k->diff;
         if (n < 8)
@@ -353,7 +348,7 @@ static void iqrm(ddtk_cleaner *k, int nchan, const float *s, uint8_t *flag)
             float q1 = dir > 0 ? d[n / 4] : -d[n - 1 - n / 4];
             float q3 = dir > 0 ? d[3 * n / 4] : -d[n - 1 - 3 * n / 4];
             float med = dir > 0 ? d[n / 2] : -d[n - 1 - n / 2];
-            float lim = med + (float)IQRM_THRESHOLD * (q3 - q1) / 1.349f;
+            float lim = rfi_iqrm_limit(q1, q3, med);
             for (int c = 0; c < nchan; c++) {
                 int o = c + dir * lag;
                 if (o < 0 || o >= nchan)
@@ -370,47 +365,29 @@ static void iqrm(ddtk_cleaner *k, int nchan, const float *s, uint8_t *flag)
 /* ---- writing samples back ---------------------------------------------------- */
 
 /* Sample e of the raw block becomes x: float as it is, an integer format
- * by dithered rounding (floor(x + u), u uniform in [0, 1) from a hash of the
- * sample's place), so that replaced samples keep the level x on average where
- * plain rounding would shift every one by the same fraction. */
-static inline uint32_t dither_bits(int64_t where)
-{
-    uint64_t z = (uint64_t)where * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 31)) * 0xBF58476D1CE4E5B9ull;
-    return (uint32_t)(z >> 40);
-}
-
-static inline double dither(int64_t where)
-{
-    return (double)dither_bits(where) / 16777216.0;
-}
-
+ * by dithered rounding (rfi_quantise). */
 static void put(const ddtk_header *h, uint8_t *raw, int64_t e, int64_t where, float x)
 {
-    const int nbits = h->nbits, sgn = h->signed_data == 1;
+    const int nbits = h->nbits;
     if (nbits == 32) {
         memcpy(raw + 4 * e, &x, 4);
         return;
     }
-    double u = dither(where);
-    double lo = sgn ? -(double)(1 << (nbits - 1)) : 0,
-           hi = sgn ? (double)(1 << (nbits - 1)) - 1 : (double)(1 << nbits) - 1;
-    double v = floor((double)x + u);
-    v = v < lo ? lo : v > hi ? hi : v;
+    const int32_t v = rfi_quantise(x, where, nbits, h->signed_data == 1);
     if (nbits < 8) {
         int64_t bit = e * nbits;
         unsigned m = (1u << nbits) - 1u, sh = (unsigned)(bit & 7);
         raw[bit >> 3] = (uint8_t)((raw[bit >> 3] & ~(m << sh)) | ((unsigned)v << sh));
     } else if (nbits == 8)
-        raw[e] = (uint8_t)(int)v;
+        raw[e] = (uint8_t)v;
     else {
-        uint16_t u = (uint16_t)(int32_t)v;
+        uint16_t u = (uint16_t)v;
         memcpy(raw + 2 * e, &u, 2);
     }
 }
 
-/* floor(x + u) of put, for x's of unsigned 8-bit samples, as integers:
- * u is u24 / 2^24 and x + u is exact in double, so floor(x + u) is
+/* floor(x + u) of rfi_quantise, for x's of unsigned 8-bit samples, as
+ * integers: u is u24 / 2^24 and x + u is exact in double, so floor(x + u) is
  * floor(x) + 1 where u24 >= (1 - frac(x)) 2^24, else floor(x). *fl
  * (floor(x) within [-1, 256], which the clamp to [0, 255] then treats as
  * any value beyond) and *thr (that bound, 2^24 for a whole x) per x. */
@@ -431,7 +408,7 @@ static void put8(uint8_t *row, int64_t where, const int *col, const int32_t *fl,
                  const uint32_t *thr, int n, uint8_t *restrict tmp)
 {
     for (int j = 0; j < n; j++) {
-        int32_t v = fl[j] + (dither_bits(where + col[j]) >= thr[j]);
+        int32_t v = fl[j] + (rfi_dither_bits(where + col[j]) >= thr[j]);
         tmp[j] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
     }
     for (int j = 0; j < n; j++)
@@ -640,13 +617,13 @@ static int64_t sums(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *raw, i
 /* Per-IF means of every channel (the level of replaced samples: a block's
  * few outliers move it little, and integer data's median is biased by up to
  * half a step), the detection rows' mean and standard deviation, from every
- * step-th spectrum of the block (at least STATS_SPECTRA of them) but those
+ * step-th spectrum of the block (at least RFI_STATS_SPECTRA of them) but those
  * clipped (skip: NULL for none). */
 static void block_stats(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *raw, int64_t n,
                         const uint8_t *skip)
 {
     const int nc = h->nchans, ni = h->nifs;
-    const int64_t step = n / STATS_SPECTRA > 1 ? n / STATS_SPECTRA : 1;
+    const int64_t step = rfi_stats_step(n);
     const int64_t m = unsigned8(h) && ni == 1 ? sums8(k, nc, raw, n, step, skip)
                                               : sums(k, h, raw, n, step, skip);
     if (m == 0)                   /* every one clipped: the first pass's stand */
@@ -654,9 +631,7 @@ static void block_stats(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *ra
     for (int64_t v = 0; v < (int64_t)ni * nc; v++)
         k->med[v] = (float)(k->sum[v] / (double)m);
     for (int c = 0; c < nc; c++) {
-        double mean = k->dsum[c] / (double)m, var = k->dsq[c] / (double)m - mean * mean;
-        k->stat[c] = (float)sqrt(var > 0 ? var : 0);
-        k->mean[c] = (float)mean;
+        rfi_moments(k->dsum[c], k->dsq[c], m, &k->mean[c], &k->stat[c]);
         /* the zero-DM normalisation: a block's few impulses move the mean
          * and deviation little, and selection took most of the time */
         k->dmed[c] = k->mean[c];
@@ -664,11 +639,11 @@ static void block_stats(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *ra
     }
 }
 
-typedef float lanes_f __attribute__((vector_size(LANES * sizeof(float))));
+typedef float lanes_f __attribute__((vector_size(RFI_LANES * sizeof(float))));
 
 /* z[s] for the ns <= 4 spectra whose floats are x[s nc ...]: each one's
- * sum of w[c] x[c] less off, as LANES partial sums (each added in channel
- * order, then to the channels past the last whole LANES in double), so that
+ * sum of w[c] x[c] less off, as RFI_LANES partial sums (each added in channel
+ * order, then to the channels past the last whole RFI_LANES in double), so that
  * it vectorises; several spectra's chains go side by side, where one
  * spectrum's adds each waited for the last (four of 8-bit spectra: 15.5 ->
  * 7.8 ms of htru 10 s on one thread). */
@@ -676,7 +651,7 @@ static inline void zsums(const float *x, const float *w, int nc, double off, int
 {
     lanes_f acc[4] = { { 0 } };
     int c = 0;
-    for (; c + LANES <= nc; c += LANES) {
+    for (; c + RFI_LANES <= nc; c += RFI_LANES) {
         lanes_f wv;
         memcpy(&wv, w + c, sizeof wv);
         for (int s = 0; s < ns; s++) {
@@ -689,7 +664,7 @@ static inline void zsums(const float *x, const float *w, int nc, double off, int
         double zt = -off;
         for (int i = c; i < nc; i++)
             zt += (double)w[i] * x[(int64_t)s * nc + i];
-        for (int j = 0; j < LANES; j++)
+        for (int j = 0; j < RFI_LANES; j++)
             zt += acc[s][j];
         z[s] = (float)zt;
     }
@@ -697,7 +672,7 @@ static inline void zsums(const float *x, const float *w, int nc, double off, int
 
 /* Zero-DM outliers among the spectra of the block, over unflagged channels:
  * each spectrum's sum of (x - mean) / std is one weighted sum of its values
- * (LANES partial sums, so that it vectorises) less a constant. Marks them
+ * (RFI_LANES partial sums, so that it vectorises) less a constant. Marks them
  * in k->clip (clear on entry); returns how many. */
 static int64_t clip_spectra(ddtk_cleaner *k, const ddtk_header *h, const uint8_t *raw, int64_t n)
 {
@@ -706,7 +681,7 @@ static int64_t clip_spectra(ddtk_cleaner *k, const ddtk_header *h, const uint8_t
     double off = 0;
     int live = 0;
     for (int c = 0; c < nc; c++) {
-        w[c] = k->flag[c] || !(k->sig[c] > 0) ? 0.0f : 1.0f / k->sig[c];
+        w[c] = rfi_weight(k->flag[c], k->sig[c]);
         off += (double)w[c] * k->dmed[c];
         live += w[c] > 0;
     }
@@ -848,7 +823,7 @@ static void clean_block(ddtk_cleaner *k, const ddtk_input *in, uint8_t *raw, int
     memset(k->clip, 0, (size_t)n);
     memset(k->flag, 0, (size_t)nc);
     block_stats(k, h, raw, n, NULL);
-    if (k->o.auto_rfi && n >= MIN_STATS) {
+    if (k->o.auto_rfi && n >= RFI_MIN_STATS) {
         flag_channels(k, nc);
         const int64_t clipped = clip_spectra(k, h, raw, n);
         /* Statistics again without the clipped spectra: a dropout's zeros
@@ -880,7 +855,7 @@ int ddtk_input_clean(ddtk_input *in, const ddtk_clean_opts *o)
     in->clean = k;
     k->o = *o;
     if (!(k->o.clip_sigma > 0))
-        k->o.clip_sigma = CLIP_THRESHOLD;
+        k->o.clip_sigma = RFI_CLIP_THRESHOLD;
     k->block = o->block > 0 ? o->block : DDTK_RFI_BLOCK;
     int rc = o->mask ? read_mask(&k->mask, o->mask, &in->hdr) : DDTK_OK;
     k->have_mask = o->mask != NULL;
@@ -1090,6 +1065,49 @@ int64_t ddtk_clean_delivered(const ddtk_input *in)
 {
     const ddtk_cleaner *k = in->clean;
     return k->first + k->used;
+}
+
+int ddtk_clean_geometry(const ddtk_input *in, ddtk_clean_geom *g)
+{
+    const ddtk_cleaner *k = in->clean;
+    if (!k || !k->o.auto_rfi || k->have_mask || k->device || k->first || k->have
+        || in->samples_read)
+        return 0;
+    g->nchans = in->hdr.nchans;
+    g->nifs = in->hdr.nifs;
+    g->nbits = in->hdr.nbits;
+    g->sgn = in->hdr.signed_data == 1;
+    g->block = k->block;
+    g->clip_sigma = k->o.clip_sigma;
+    return 1;
+}
+
+void ddtk_clean_hand_over(ddtk_input *in)
+{
+    in->clean->device = 1;
+}
+
+int ddtk_clean_on_device(const ddtk_input *in)
+{
+    return in->clean->device;
+}
+
+/* The host's cleaner goes on where the device's stopped: its next block is
+ * the one after what was delivered. */
+void ddtk_clean_take_back(ddtk_input *in, const ddtk_rfi_report *r, const uint8_t *ever)
+{
+    ddtk_cleaner *k = in->clean;
+    k->device = 0;
+    k->first = in->samples_read;
+    k->have = k->used = 0;
+    k->eof = in->eof;
+    k->rep.blocks += r->blocks;
+    k->rep.chan_blocks += r->chan_blocks;
+    k->rep.spectra_clipped += r->spectra_clipped;
+    k->rep.samples += r->samples;
+    k->rep.samples_masked += r->samples_masked;
+    for (int c = 0; c < in->hdr.nchans; c++)
+        k->ever[c] |= ever[c];
 }
 
 void ddtk_input_clean_report(const ddtk_input *in, ddtk_rfi_report *r)
