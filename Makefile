@@ -139,6 +139,9 @@ build/src/search/sps.o: CFLAGS += -fno-trapping-math
 # Its device half does the same operations unfused, so the GPU's candidates are
 # the CPU's (nvcc otherwise contracts a*b + c into fused multiply-adds).
 build/cuda/sps_gpu.o: NVCCFLAGS += -fmad=false
+# The device's RFI cleaner does the host's arithmetic (src/io/rfi_math.h) without
+# fused multiply-adds, as rfi.o is built, for the host's flags and samples.
+build/cuda/rfi_gpu.o: NVCCFLAGS += -fmad=false
 # The tolerance DM list's recurrence (a*b + c terms) gives the same doubles in
 # every build, fused multiply-adds or not (-march=native's FMA against the
 # sanitizer build's none): the DMs are in the outputs' headers.

@@ -87,10 +87,11 @@ int fallback_tile(int shape);
 cudaError_t launch_fallback(Storage s, int shape, int dms_per_block, const DirectArgs &a,
                             cudaStream_t st);
 
-/* Unpack n raw spectra into rows at column col (rowmap: file channel -> row or -1). */
+/* Unpack n raw spectra, from raw's spectrum `first` on, into rows at column
+ * col (rowmap: file channel -> row or -1). */
 struct UnpackArgs {
     const uint8_t *raw;
-    int64_t n, col, stride;
+    int64_t first, n, col, stride;
     int nchans, nifs, nbits, pol, sgn;
     const int *rowmap;
     void *rows;

@@ -243,7 +243,7 @@ __global__ void __launch_bounds__(256) unpack_kernel(UnpackArgs u)
         int c = c0 + tx;
         uint32_t v = 0;
         if (c < u.nchans && s0 + s < u.n) {
-            int64_t e = (s0 + s) * per_spectrum + c;
+            int64_t e = (u.first + s0 + s) * per_spectrum + c;
             if (u.tab)
                 v = __float_as_uint(scaled_sample(u, s0 + s, c));
             else

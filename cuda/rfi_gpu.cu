@@ -1,0 +1,707 @@
+/*
+ * rfi_gpu.cu - --rfi auto on the device: the blocks of src/io/rfi.c cleaned
+ * in a GPU's raw input buffer, so that the GPU path's host only reads (on a
+ * 16-core H100 host the host's cleaning of htru 540 s took 0.94-1.36 s of
+ * reads against 1.19 s of GPU streaming, and slowed the copies beside it).
+ *
+ * Every block goes through the host cleaner's passes, each a kernel over a
+ * chunk of blocks: the channels' sums over the statistics' subsample (a
+ * thread per channel, adding spectra in the host's order), their moments;
+ * IQRM over the channels (a thread block per block, each lag's differences
+ * sorted in shared memory: a sort gives the host's quantiles, which come
+ * from any sort); the zero-DM weights and offset, each spectrum's weighted
+ * sum in the host's RFI_LANES partial sums (a half warp a spectrum) and the
+ * block's robust clip; where spectra were clipped, the statistics and flags
+ * again without them; the replaced samples' levels and the replacement.
+ * The arithmetic the host does is rfi_math.h's, built here with -fmad=false
+ * as the host's with -ffp-contract=off, so flags, clips and samples are the
+ * host's bit for bit (test/gpu_psrfits.bats compares every series).
+ */
+#include "check.cuh"
+#include "rfi_gpu.cuh"
+#include "rfi_math.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK 64                  /* blocks a pass's kernels take at once */
+#define SORT_THREADS 512          /* a block's sorts */
+#define ROBUST_MOST 512           /* the zero-DM subsample's most (rfi_robust_step) */
+#define MAX_IFS 4                 /* a thread's per-IF sums (more: the host cleans) */
+
+/* A chunk's workspace: per block, its sums, statistics, flags, zero-DM series
+ * and clips. */
+struct work {
+    double *dsum, *dsq;           /* [block][chan] sums of the detected rows */
+    float *med, *stat, *mean;     /* [block][if][chan] means; [block][chan] std and mean */
+    float *w, *z, *level;         /* [block][chan] zero-DM weights; [block][t]; [block][if][chan] */
+    double *off;                  /* [block] the zero-DM sum's constant */
+    int *live, *nclip, *nflag;    /* [block] channels weighed, spectra clipped, channels flagged */
+    int *votes;                   /* IQRM's [block][statistic][chan] votes, then as many tries */
+    uint8_t *flag, *clip;         /* [block][chan]; [block][t] */
+};
+
+struct ddtk_rfi_gpu {
+    ddtk_clean_geom g;
+    int nsets, count;
+    work *ws;
+    unsigned long long *counts;   /* blocks, chan_blocks, spectra_clipped, samples, masked */
+    uint8_t *ever;                /* [chan] */
+};
+
+/* The kernels' view of a chunk: nb blocks of raw (the first the
+ * observation's block at / block), the last of last spectra. */
+struct Chunk {
+    uint8_t *raw;
+    int64_t at, block, last;
+    int nb, nc, ni, nbits, sgn;
+    float clip_sigma;
+    work w;
+};
+
+__device__ __forceinline__ int64_t spectra_of(const Chunk &k, int j)
+{
+    return j == k.nb - 1 ? k.last : k.block;
+}
+
+/* Element e of the raw data as the host's ddtk_sample reads it. */
+__device__ __forceinline__ float sample(const uint8_t *raw, int64_t e, int nbits, int sgn)
+{
+    if (nbits <= 4) {
+        const int64_t bit = e * nbits;
+        return (float)((raw[bit >> 3] >> (bit & 7)) & ((1u << nbits) - 1u));
+    }
+    if (nbits == 8)
+        return sgn ? (float)(int8_t)raw[e] : (float)raw[e];
+    if (nbits == 16) {
+        const uint16_t v = (uint16_t)(raw[2 * e] | (raw[2 * e + 1] << 8));
+        return sgn ? (float)(int16_t)v : (float)v;
+    }
+    return __uint_as_float((uint32_t)raw[4 * e] | (uint32_t)raw[4 * e + 1] << 8
+                           | (uint32_t)raw[4 * e + 2] << 16 | (uint32_t)raw[4 * e + 3] << 24);
+}
+
+/* The detected value of spectrum t's channel c (IF 0, or IFs 0 and 1 summed). */
+__device__ __forceinline__ float detected(const Chunk &k, const uint8_t *raw, int64_t t, int c)
+{
+    const int64_t e = t * k.nc * k.ni + c;
+    const float x = sample(raw, e, k.nbits, k.sgn);
+    return k.ni >= 2 ? x + sample(raw, e + k.nc, k.nbits, k.sgn) : x;
+}
+
+/* ---- statistics ------------------------------------------------------------ */
+
+#define STATS_CHANS 32            /* a stats block's channels, */
+#define STATS_SLICES 16           /* each summed by this many threads (integer samples) */
+
+/* Block blockIdx.y's channel sums over its subsample (but its clipped spectra
+ * on the second pass, and only where it clipped some), and their moments. A
+ * block where every spectrum was clipped keeps its first pass's. Integer
+ * samples' sums are integers, exact in double in any order, so
+ * STATS_SLICES threads share a channel's spectra (one thread a channel took
+ * 0.33 ms a gulp of htru); floats are added by one thread in the host's
+ * order. */
+__global__ void __launch_bounds__(STATS_CHANS * STATS_SLICES) stats_kernel(Chunk k, int second)
+{
+    __shared__ double part[STATS_SLICES][MAX_IFS + 2][STATS_CHANS];
+    __shared__ int64_t parts_m[STATS_SLICES][STATS_CHANS];
+    const int j = blockIdx.y, cx = threadIdx.x % STATS_CHANS, sl = threadIdx.x / STATS_CHANS;
+    const int c = blockIdx.x * STATS_CHANS + cx, slices = k.nbits == 32 ? 1 : STATS_SLICES;
+    const int64_t n = spectra_of(k, j);
+    if ((second && k.w.nclip[j] == 0) || (second && n < RFI_MIN_STATS))
+        return;
+    const int nv = k.nc * k.ni;
+    const uint8_t *raw = k.raw + (size_t)((int64_t)j * k.block * nv * k.nbits / 8);
+    const uint8_t *skip = second ? k.w.clip + (size_t)j * k.block : NULL;
+    const int64_t step = rfi_stats_step(n);
+    double sum[MAX_IFS] = { 0, 0, 0, 0 }, dsum = 0, dsq = 0;
+    int64_t m = 0;
+    for (int64_t t = sl * step; c < k.nc && sl < slices && t < n; t += slices * step) {
+        if (skip && skip[t])
+            continue;
+        m++;
+        const int64_t e = t * nv + c;
+        float x0 = 0, x1 = 0;
+        for (int i = 0; i < k.ni; i++) {
+            const float x = sample(raw, e + (int64_t)i * k.nc, k.nbits, k.sgn);
+            x0 = i == 0 ? x : x0;
+            x1 = i == 1 ? x : x1;
+            sum[i] += x;
+        }
+        const double d = k.ni >= 2 ? x0 + x1 : x0;
+        dsum += d;
+        dsq += d * d;
+    }
+    for (int i = 0; i < MAX_IFS; i++)
+        part[sl][i][cx] = sum[i];
+    part[sl][MAX_IFS][cx] = dsum;
+    part[sl][MAX_IFS + 1][cx] = dsq;
+    parts_m[sl][cx] = m;
+    __syncthreads();
+    if (sl || c >= k.nc)
+        return;
+    for (int q = 1; q < slices; q++) {
+        for (int i = 0; i < MAX_IFS; i++)
+            sum[i] += part[q][i][cx];
+        dsum += part[q][MAX_IFS][cx];
+        dsq += part[q][MAX_IFS + 1][cx];
+        m += parts_m[q][cx];
+    }
+    if (m == 0)
+        return;
+    for (int i = 0; i < k.ni; i++)
+        k.w.med[((size_t)j * k.ni + i) * k.nc + c] = (float)(sum[i] / (double)m);
+    const size_t jc = (size_t)j * k.nc + c;
+    rfi_moments(dsum, dsq, m, &k.w.mean[jc], &k.w.stat[jc]);
+}
+
+/* ---- IQRM ---------------------------------------------------------------------- */
+
+__device__ __forceinline__ uint32_t float_key(float f)
+{
+    const uint32_t u = __float_as_uint(f);
+    return u ^ ((uint32_t)((int32_t)u >> 31) | 0x80000000u);
+}
+
+__device__ __forceinline__ float key_float(uint32_t u)
+{
+    return __uint_as_float(u & 0x80000000u ? u & 0x7fffffffu : ~u);
+}
+
+/* keys[0..p) (p a power of two) in ascending order, by the whole block. */
+__device__ void bitonic_sort(uint32_t *keys, int p)
+{
+    for (int size = 2; size <= p; size <<= 1)
+        for (int stride = size >> 1; stride > 0; stride >>= 1) {
+            __syncthreads();
+            for (int i = threadIdx.x; i < p / 2; i += blockDim.x) {
+                const int lo = 2 * i - (i & (stride - 1)), hi = lo + stride;
+                const int up = (lo & size) == 0;
+                const uint32_t a = keys[lo], b = keys[hi];
+                if ((a > b) == up) {
+                    keys[lo] = b;
+                    keys[hi] = a;
+                }
+            }
+        }
+    __syncthreads();
+}
+
+#define NLAGS 7                   /* lags 1, 2, 4 ... RFI_IQRM_MAX_LAG */
+
+/* IQRM's votes of one lag on one statistic of a block (blockIdx.x: the
+ * statistic, deviations then means, times NLAGS plus the lag's index;
+ * blockIdx.y: the block), as the host's iqrm() makes them for that lag:
+ * added to the block's votes and tries, which iqrm_flags_kernel reads. The
+ * lags run side by side (one after another in a block they were its
+ * latency: 14 sorts). */
+__global__ void iqrm_lag_kernel(Chunk k, int p, int second)
+{
+    extern __shared__ uint32_t keys[];
+    const int j = blockIdx.y, stat = blockIdx.x / NLAGS, lag = 1 << (blockIdx.x % NLAGS);
+    const int nc = k.nc, n = nc - lag;
+    const int64_t ns = spectra_of(k, j);
+    if (ns < RFI_MIN_STATS || (second && k.w.nclip[j] == 0) || lag > nc / 4
+        || lag > RFI_IQRM_MAX_LAG || n < 8)
+        return;
+    const float *s = (stat ? k.w.mean : k.w.stat) + (size_t)j * nc;
+    int *votes = k.w.votes + ((size_t)j * 2 + stat) * nc, *tries = votes + (size_t)2 * k.nb * nc;
+    for (int c = threadIdx.x; c < p; c += blockDim.x)
+        keys[c] = c < n ? float_key(s[c] - s[c + lag]) : 0xffffffffu;
+    bitonic_sort(keys, p);
+    for (int dir = -1; dir <= 1; dir += 2) {
+        const float q1 = dir > 0 ? key_float(keys[n / 4]) : -key_float(keys[n - 1 - n / 4]);
+        const float q3 = dir > 0 ? key_float(keys[3 * n / 4])
+                                 : -key_float(keys[n - 1 - 3 * n / 4]);
+        const float med = dir > 0 ? key_float(keys[n / 2]) : -key_float(keys[n - 1 - n / 2]);
+        const float lim = rfi_iqrm_limit(q1, q3, med);
+        for (int c = threadIdx.x; c < nc; c += blockDim.x) {
+            const int o = c + dir * lag;
+            if (o < 0 || o >= nc)
+                continue;
+            atomicAdd(&tries[c], 1);
+            if (s[c] - s[o] > lim && q3 > q1)
+                atomicAdd(&votes[c], 1);
+        }
+    }
+}
+
+/* Each channel's flag from the votes (a majority of its comparisons on
+ * either statistic); on the first pass also its zero-DM weight. A short
+ * block (fewer than RFI_MIN_STATS spectra) is flagged nowhere. */
+__global__ void iqrm_flags_kernel(Chunk k, int second)
+{
+    const int j = blockIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
+    const int64_t n = spectra_of(k, j);
+    if (c >= k.nc || (second && (k.w.nclip[j] == 0 || n < RFI_MIN_STATS)))
+        return;
+    const size_t at = (size_t)j * k.nc + c, both = (size_t)k.nb * 2 * k.nc;
+    const int *v = k.w.votes + (size_t)j * 2 * k.nc + c, *t = v + both;
+    const int f = n >= RFI_MIN_STATS && ((t[0] > 0 && 2 * v[0] > t[0])
+                                         || (t[k.nc] > 0 && 2 * v[k.nc] > t[k.nc]));
+    k.w.flag[at] = (uint8_t)f;
+    if (!second)
+        k.w.w[at] = rfi_weight(f, k.w.stat[at]);
+}
+
+#define OFF_CHANS 2048            /* channels an offset's products stage at once */
+
+/* The zero-DM sum's constant of block blockIdx.x: the weighted means added
+ * in the host's order, one chain of adds (each product of two floats is
+ * exact in double, so only the adds round: the products are made side by
+ * side, the chain by one thread from shared memory; from device memory it
+ * took 0.08 ms a gulp), and the channels weighed. */
+__global__ void offset_kernel(Chunk k)
+{
+    __shared__ double prod[OFF_CHANS];
+    __shared__ int live;
+    const int j = blockIdx.x;
+    if (spectra_of(k, j) < RFI_MIN_STATS)
+        return;
+    const float *w = k.w.w + (size_t)j * k.nc, *mean = k.w.mean + (size_t)j * k.nc;
+    double off = 0;
+    if (threadIdx.x == 0)
+        live = 0;
+    for (int c0 = 0; c0 < k.nc; c0 += OFF_CHANS) {
+        const int m = k.nc - c0 < OFF_CHANS ? k.nc - c0 : OFF_CHANS;
+        int mine = 0;
+        __syncthreads();
+        for (int c = threadIdx.x; c < m; c += blockDim.x) {
+            prod[c] = (double)w[c0 + c] * mean[c0 + c];
+            mine += w[c0 + c] > 0;
+        }
+        atomicAdd(&live, mine);
+        __syncthreads();
+        for (int c = 0; c < m && threadIdx.x == 0; c++)
+            off += prod[c];
+    }
+    if (threadIdx.x == 0) {
+        k.w.off[j] = off;
+        k.w.live[j] = live;
+    }
+}
+
+/* ---- zero-DM clipping ---------------------------------------------------------- */
+
+/* Each spectrum's zero-DM sum, a half warp a spectrum: lane l adds channels
+ * l, l + RFI_LANES ... in float as the host's vector lane l, then the first
+ * lane adds -off, the channels past the last whole RFI_LANES and the lanes
+ * in double, in the host's order. */
+__global__ void zsum_kernel(Chunk k)
+{
+    const int j = blockIdx.y, lane = threadIdx.x % RFI_LANES;
+    const int64_t n = spectra_of(k, j),
+                  t = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / RFI_LANES;
+    if (n < RFI_MIN_STATS || k.w.live[j] < 1)
+        return;
+    const uint8_t *raw = k.raw + (size_t)((int64_t)j * k.block * k.nc * k.ni * k.nbits / 8);
+    const float *w = k.w.w + (size_t)j * k.nc;
+    const int whole = k.nc - k.nc % RFI_LANES;
+    float acc = 0;
+    if (t < n)
+        for (int c = lane; c < whole; c += RFI_LANES)
+            acc += w[c] * detected(k, raw, t, c);
+    double zt = -k.w.off[j];
+    for (int c = whole; c < k.nc && lane == 0 && t < n; c++)
+        zt += (double)w[c] * detected(k, raw, t, c);
+    for (int l = 0; l < RFI_LANES; l++) {
+        const float a = __shfl_sync(0xffffffffu, acc, (threadIdx.x & ~(RFI_LANES - 1)) + l);
+        zt += a;
+    }
+    if (lane == 0 && t < n)
+        k.w.z[(size_t)j * k.block + t] = (float)zt;
+}
+
+/* zsum_kernel for unsigned 8-bit samples of one IF: a thread a spectrum,
+ * its RFI_LANES partial sums side by side as the host's vector lanes, 16
+ * channels a load (the half warp a spectrum took 0.08 ms a gulp of htru). */
+__global__ void zsum8_kernel(Chunk k)
+{
+    extern __shared__ float ws[];
+    const int j = blockIdx.y;
+    const int64_t n = spectra_of(k, j), t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (n < RFI_MIN_STATS || k.w.live[j] < 1)
+        return;
+    for (int c = threadIdx.x; c < k.nc; c += blockDim.x)
+        ws[c] = k.w.w[(size_t)j * k.nc + c];
+    __syncthreads();
+    if (t >= n)
+        return;
+    const uint8_t *row = k.raw + ((int64_t)j * k.block + t) * k.nc;
+    const int whole = k.nc - k.nc % RFI_LANES;
+    float acc[RFI_LANES];
+    for (int l = 0; l < RFI_LANES; l++)
+        acc[l] = 0;
+    for (int c = 0; c < whole; c += RFI_LANES) {
+        uint8_t x[RFI_LANES];
+        if (k.nc % RFI_LANES == 0)
+            *(uint4 *)x = *(const uint4 *)(row + c);
+        else
+            for (int l = 0; l < RFI_LANES; l++)
+                x[l] = row[c + l];
+        for (int l = 0; l < RFI_LANES; l++)
+            acc[l] += ws[c + l] * (float)x[l];
+    }
+    double zt = -k.w.off[j];
+    for (int c = whole; c < k.nc; c++)
+        zt += (double)ws[c] * (float)row[c];
+    for (int l = 0; l < RFI_LANES; l++)
+        zt += acc[l];
+    k.w.z[(size_t)j * k.block + t] = (float)zt;
+}
+
+/* The value at rank m / 2 of vals[0..m) (m <= p), by a sort of keys. */
+__device__ float middle(const float *vals, int m, uint32_t *keys, int p)
+{
+    __syncthreads();
+    for (int i = threadIdx.x; i < p; i += blockDim.x)
+        keys[i] = i < m ? float_key(vals[i]) : 0xffffffffu;
+    bitonic_sort(keys, p);
+    return key_float(keys[m / 2]);
+}
+
+/* Block blockIdx.x's clipped spectra: the robust median and deviation of a
+ * subsample of its zero-DM series (the host's robust()), then every
+ * spectrum against them. */
+__global__ void clip_kernel(Chunk k)
+{
+    __shared__ uint32_t keys[ROBUST_MOST];
+    __shared__ float vals[ROBUST_MOST];
+    __shared__ int clipped;
+    const int j = blockIdx.x;
+    const int64_t n = spectra_of(k, j);
+    uint8_t *clip = k.w.clip + (size_t)j * k.block;
+    const float *z = k.w.z + (size_t)j * k.block;
+    const int on = n >= RFI_MIN_STATS && k.w.live[j] >= 1;
+    const int64_t step = rfi_robust_step(n);
+    const int m = on ? (int)((n + step - 1) / step) : 0;
+    float med = 0, sig = 0;
+    if (threadIdx.x == 0)
+        clipped = 0;
+    if (on) {
+        for (int i = threadIdx.x; i < m; i += blockDim.x)
+            vals[i] = z[i * step];
+        med = middle(vals, m, keys, ROBUST_MOST);
+        for (int i = threadIdx.x; i < m; i += blockDim.x)
+            vals[i] = fabsf(z[i * step] - med);
+        sig = 1.4826f * middle(vals, m, keys, ROBUST_MOST);
+    }
+    const int any = on && sig > 0;
+    const float lim = (float)k.clip_sigma * sig;
+    __syncthreads();
+    int mine = 0;
+    for (int64_t t = threadIdx.x; t < n; t += blockDim.x) {
+        const uint8_t x = any && fabsf(z[t] - med) > lim;
+        clip[t] = x;
+        mine += x;
+    }
+    atomicAdd(&clipped, mine);
+    __syncthreads();
+    if (threadIdx.x == 0)
+        k.w.nclip[j] = clipped;
+}
+
+/* ---- replacement ------------------------------------------------------------------ */
+
+/* The level a replaced sample of channel c takes (the host's levels()): its
+ * mean over the block, or for a flagged channel the median of its nearest
+ * eight good neighbours' means; and the block's flagged channels counted. */
+__global__ void level_kernel(Chunk k)
+{
+    const int j = blockIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= k.nc)
+        return;
+    const uint8_t *flag = k.w.flag + (size_t)j * k.nc;
+    if (flag[c])
+        atomicAdd(&k.w.nflag[j], 1);
+    for (int i = 0; i < k.ni; i++) {
+        const float *med = k.w.med + ((size_t)j * k.ni + i) * k.nc;
+        float got[8];
+        int n = 0;
+        for (int d = 1; d < k.nc && n < 8 && flag[c]; d++)
+            for (int o = c - d; o <= c + d && n < 8; o += 2 * d)
+                if (o >= 0 && o < k.nc && !flag[o]) {
+                    float x = med[o];
+                    int at = n++;
+                    for (; at > 0 && got[at - 1] > x; at--)
+                        got[at] = got[at - 1];
+                    got[at] = x;
+                }
+        k.w.level[((size_t)j * k.ni + i) * k.nc + c] = n ? got[n / 2] : med[c];
+    }
+}
+
+/* A replaced sample's new value: x dithered into the format at element
+ * `where` of the observation, written at element e of raw (a float as it
+ * is); samples narrower than a byte into *byte at bit sh. */
+__device__ __forceinline__ void put(const Chunk &k, uint8_t *raw, int64_t e, int64_t where,
+                                    float x, uint32_t *byte, unsigned sh)
+{
+    if (k.nbits == 32) {
+        const uint32_t u = __float_as_uint(x);
+        uint8_t *d = raw + 4 * e;
+        d[0] = (uint8_t)u, d[1] = (uint8_t)(u >> 8), d[2] = (uint8_t)(u >> 16),
+        d[3] = (uint8_t)(u >> 24);
+        return;
+    }
+    const int32_t val = rfi_quantise(x, where, k.nbits, k.sgn);
+    if (k.nbits == 8)
+        raw[e] = (uint8_t)val;
+    else if (k.nbits == 16) {
+        raw[2 * e] = (uint8_t)val;
+        raw[2 * e + 1] = (uint8_t)((uint32_t)val >> 8);
+    } else {
+        const unsigned mask = (1u << k.nbits) - 1u;
+        *byte = (*byte & ~(mask << sh)) | ((unsigned)val << sh);
+    }
+}
+
+/* The replacement where a spectrum is whole bytes: a thread block a
+ * spectrum (blockIdx.x) of block blockIdx.y, a thread a byte of samples
+ * narrower than 8 bits (a byte holds several channels), else a sample;
+ * only flagged channels, or all of a clipped spectrum. */
+__global__ void replace_kernel(Chunk k)
+{
+    const int j = blockIdx.y, t = blockIdx.x;
+    const int nv = k.nc * k.ni;
+    if (t >= spectra_of(k, j))
+        return;
+    const uint8_t *flag = k.w.flag + (size_t)j * k.nc;
+    const int clipped = k.w.clip[(size_t)j * k.block + t];
+    if (!clipped && k.w.nflag[j] == 0)
+        return;
+    const float *level = k.w.level + (size_t)j * nv;
+    const int per = k.nbits < 8 ? 8 / k.nbits : 1, units = nv / per;
+    const int64_t s0 = (int64_t)j * k.block + t;          /* within the chunk */
+    uint8_t *row = k.raw + s0 * nv * k.nbits / 8;
+    for (int u = threadIdx.x; u < units; u += blockDim.x) {
+        uint32_t byte = k.nbits < 8 ? row[u] : 0;
+        int changed = 0;
+        for (int q = 0; q < per; q++) {
+            const int v = u * per + q, c = v % k.nc;
+            if (!clipped && !flag[c])
+                continue;
+            put(k, row, v, (k.at + s0) * nv + v, level[v], &byte, (unsigned)(q * k.nbits));
+            changed = 1;
+        }
+        if (changed && k.nbits < 8)
+            row[u] = (uint8_t)byte;
+    }
+}
+
+/* The same where spectra end inside bytes (77 1-bit channels): a thread a
+ * byte of the block, its samples found by their place. */
+__global__ void replace_bytes_kernel(Chunk k)
+{
+    const int j = blockIdx.y;
+    if (k.w.nflag[j] == 0 && k.w.nclip[j] == 0)
+        return;
+    const int64_t n = spectra_of(k, j), nv = (int64_t)k.nc * k.ni;
+    const int per = 8 / k.nbits;
+    const int64_t unit = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (unit * per >= n * nv)
+        return;
+    const int64_t base = (int64_t)j * k.block * nv;       /* the block's first element */
+    const uint8_t *flag = k.w.flag + (size_t)j * k.nc, *clip = k.w.clip + (size_t)j * k.block;
+    const float *level = k.w.level + (size_t)j * nv;
+    uint8_t *raw = k.raw + (base * k.nbits >> 3);
+    uint32_t byte = raw[unit];
+    int changed = 0;
+    for (int q = 0; q < per && unit * per + q < n * nv; q++) {
+        const int64_t e = unit * per + q, t = e / nv;
+        const int v = (int)(e % nv), c = v % k.nc;
+        if (!flag[c] && !clip[t])
+            continue;
+        put(k, raw, e, k.at * nv + base + e, level[v], &byte, (unsigned)(q * k.nbits));
+        changed = 1;
+    }
+    if (changed)
+        raw[unit] = (uint8_t)byte;
+}
+
+/* The chunk's blocks into the report: counts and the channels flagged. */
+__global__ void count_kernel(Chunk k, unsigned long long *counts, uint8_t *ever)
+{
+    const int j = blockIdx.x;
+    const int64_t n = spectra_of(k, j);
+    const uint8_t *flag = k.w.flag + (size_t)j * k.nc;
+    for (int c = threadIdx.x; c < k.nc; c += blockDim.x)
+        if (flag[c])
+            ever[c] = 1;
+    if (threadIdx.x)
+        return;
+    const int64_t nf = k.w.nflag[j], nclip = k.w.nclip[j];
+    atomicAdd(&counts[0], 1ull);
+    atomicAdd(&counts[1], (unsigned long long)nf);
+    atomicAdd(&counts[2], (unsigned long long)nclip);
+    atomicAdd(&counts[3], (unsigned long long)(n * k.nc));
+    atomicAdd(&counts[4], (unsigned long long)(nclip * k.nc + (n - nclip) * nf));
+}
+
+/* ---- the host's side ---------------------------------------------------------------- */
+
+static int pow2_at_least(int n)
+{
+    int p = 1;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
+int ddtk_rfi_gpu_supports(const ddtk_clean_geom *g)
+{
+    return g->nchans <= DDTK_RFI_GPU_MAX_CHANS && g->nifs <= MAX_IFS && g->block % 8 == 0
+           && (g->nbits == 1 || g->nbits == 2 || g->nbits == 4 || g->nbits == 8
+               || g->nbits == 16 || g->nbits == 32);
+}
+
+static int work_alloc(work *w, const ddtk_clean_geom *g)
+{
+    const size_t nc = (size_t)g->nchans, nv = nc * g->nifs, b = (size_t)g->block;
+    DDTK_CUDA(cudaMalloc((void **)&w->dsum, CHUNK * nc * sizeof(double)), "allocating RFI sums");
+    DDTK_CUDA(cudaMalloc((void **)&w->dsq, CHUNK * nc * sizeof(double)), "allocating RFI sums");
+    DDTK_CUDA(cudaMalloc((void **)&w->med, CHUNK * nv * sizeof(float)), "allocating RFI stats");
+    DDTK_CUDA(cudaMalloc((void **)&w->stat, CHUNK * nc * sizeof(float)), "allocating RFI stats");
+    DDTK_CUDA(cudaMalloc((void **)&w->mean, CHUNK * nc * sizeof(float)), "allocating RFI stats");
+    DDTK_CUDA(cudaMalloc((void **)&w->w, CHUNK * nc * sizeof(float)), "allocating RFI stats");
+    DDTK_CUDA(cudaMalloc((void **)&w->z, CHUNK * b * sizeof(float)), "allocating RFI series");
+    DDTK_CUDA(cudaMalloc((void **)&w->level, CHUNK * nv * sizeof(float)), "allocating RFI stats");
+    DDTK_CUDA(cudaMalloc((void **)&w->off, CHUNK * sizeof(double)), "allocating RFI stats");
+    DDTK_CUDA(cudaMalloc((void **)&w->live, CHUNK * sizeof(int)), "allocating RFI stats");
+    DDTK_CUDA(cudaMalloc((void **)&w->nclip, CHUNK * sizeof(int)), "allocating RFI stats");
+    DDTK_CUDA(cudaMalloc((void **)&w->nflag, CHUNK * sizeof(int)), "allocating RFI stats");
+    DDTK_CUDA(cudaMalloc((void **)&w->votes, 4 * CHUNK * nc * sizeof(int)), "allocating RFI votes");
+    DDTK_CUDA(cudaMalloc((void **)&w->flag, CHUNK * nc), "allocating RFI flags");
+    DDTK_CUDA(cudaMalloc((void **)&w->clip, CHUNK * b), "allocating RFI flags");
+    return DDTK_OK;
+}
+
+static void work_free(work *w)
+{
+    void *p[] = { w->dsum, w->dsq, w->med, w->stat, w->mean, w->w, w->z, w->level,
+                  w->off, w->live, w->nclip, w->nflag, w->votes, w->flag, w->clip };
+    for (size_t i = 0; i < sizeof p / sizeof *p; i++)
+        cudaFree(p[i]);
+}
+
+int ddtk_rfi_gpu_create(ddtk_rfi_gpu **out, const ddtk_clean_geom *g, int nsets, int count)
+{
+    ddtk_rfi_gpu *r = (ddtk_rfi_gpu *)ddtk_calloc(1, sizeof *r, "GPU RFI cleaner");
+    *out = r;
+    if (!r)
+        return DDTK_ESYS;
+    r->g = *g;
+    r->count = count;
+    r->ws = (work *)ddtk_calloc((size_t)nsets, sizeof *r->ws, "GPU RFI cleaner");
+    if (!r->ws)
+        return DDTK_ESYS;
+    r->nsets = nsets;
+    for (int i = 0; i < nsets; i++) {
+        int rc = work_alloc(&r->ws[i], g);
+        if (rc)
+            return rc;
+    }
+    DDTK_CUDA(cudaMalloc((void **)&r->counts, 5 * sizeof *r->counts), "allocating RFI counts");
+    DDTK_CUDA(cudaMalloc((void **)&r->ever, (size_t)g->nchans), "allocating RFI counts");
+    return ddtk_rfi_gpu_zero(r);
+}
+
+int ddtk_rfi_gpu_zero(ddtk_rfi_gpu *r)
+{
+    DDTK_CUDA(cudaMemset(r->counts, 0, 5 * sizeof *r->counts), "clearing RFI counts");
+    DDTK_CUDA(cudaMemset(r->ever, 0, (size_t)r->g.nchans), "clearing RFI counts");
+    DDTK_CUDA(cudaDeviceSynchronize(), "clearing RFI counts");
+    return DDTK_OK;
+}
+
+/* One chunk's passes on stream st. */
+static int clean_chunk(const ddtk_rfi_gpu *r, const Chunk &k, cudaStream_t st)
+{
+    const int nc = r->g.nchans, p = pow2_at_least(nc);
+    const size_t smem = (size_t)p * sizeof(uint32_t), votes = 4 * (size_t)k.nb * nc * sizeof(int);
+    const dim3 lags(2 * NLAGS, (unsigned)k.nb);
+    const dim3 chans((unsigned)((nc + 127) / 128), (unsigned)k.nb),
+               stat_chans((unsigned)((nc + STATS_CHANS - 1) / STATS_CHANS), (unsigned)k.nb);
+    const int per_cta = 256 / RFI_LANES;      /* spectra a zsum block takes */
+    const dim3 spectra((unsigned)((k.block + per_cta - 1) / per_cta), (unsigned)k.nb);
+    stats_kernel<<<stat_chans, STATS_CHANS * STATS_SLICES, 0, st>>>(k, 0);
+    DDTK_CUDA(cudaMemsetAsync(k.w.votes, 0, votes, st), "clearing IQRM's votes");
+    iqrm_lag_kernel<<<lags, SORT_THREADS, smem, st>>>(k, p, 0);
+    iqrm_flags_kernel<<<chans, 128, 0, st>>>(k, 0);
+    offset_kernel<<<k.nb, 256, 0, st>>>(k);
+    if (r->g.nbits == 8 && !r->g.sgn && r->g.nifs == 1)
+        zsum8_kernel<<<dim3((unsigned)((k.block + 127) / 128), (unsigned)k.nb), 128,
+                       (size_t)nc * sizeof(float), st>>>(k);
+    else
+        zsum_kernel<<<spectra, 256, 0, st>>>(k);
+    clip_kernel<<<k.nb, SORT_THREADS, 0, st>>>(k);
+    stats_kernel<<<stat_chans, STATS_CHANS * STATS_SLICES, 0, st>>>(k, 1);
+    DDTK_CUDA(cudaMemsetAsync(k.w.votes, 0, votes, st), "clearing IQRM's votes");
+    iqrm_lag_kernel<<<lags, SORT_THREADS, smem, st>>>(k, p, 1);
+    iqrm_flags_kernel<<<chans, 128, 0, st>>>(k, 1);
+    DDTK_CUDA(cudaMemsetAsync(k.w.nflag, 0, (size_t)k.nb * sizeof(int), st), "clearing RFI counts");
+    level_kernel<<<chans, 128, 0, st>>>(k);
+    const int64_t nv = (int64_t)nc * r->g.nifs;
+    if (nv * r->g.nbits % 8 == 0)
+        replace_kernel<<<dim3((unsigned)k.block, (unsigned)k.nb), 128, 0, st>>>(k);
+    else
+        replace_bytes_kernel<<<dim3((unsigned)((k.block * nv / (8 / r->g.nbits) + 255) / 256),
+                                    (unsigned)k.nb), 256, 0, st>>>(k);
+    if (r->count)
+        count_kernel<<<k.nb, 256, 0, st>>>(k, r->counts, r->ever);
+    DDTK_CUDA(cudaGetLastError(), "cleaning RFI");
+    return DDTK_OK;
+}
+
+int ddtk_rfi_gpu_clean(ddtk_rfi_gpu *r, int set, uint8_t *raw, int64_t n, int64_t at,
+                       cudaStream_t st)
+{
+    const ddtk_clean_geom *g = &r->g;
+    const int64_t b = g->block, nblocks = (n + b - 1) / b;
+    const int64_t bits = (int64_t)g->nchans * g->nifs * g->nbits;
+    for (int64_t j0 = 0; j0 < nblocks; j0 += CHUNK) {
+        Chunk k;
+        k.nb = (int)(nblocks - j0 < CHUNK ? nblocks - j0 : CHUNK);
+        k.raw = raw + j0 * b * bits / 8;
+        k.at = at + j0 * b;
+        k.block = b;
+        k.last = n - (j0 + k.nb - 1) * b;
+        k.nc = g->nchans;
+        k.ni = g->nifs;
+        k.nbits = g->nbits;
+        k.sgn = g->sgn;
+        k.clip_sigma = (float)g->clip_sigma;
+        k.w = r->ws[set];
+        int rc = clean_chunk(r, k, st);
+        if (rc)
+            return rc;
+    }
+    return DDTK_OK;
+}
+
+int ddtk_rfi_gpu_report(ddtk_rfi_gpu *r, ddtk_rfi_report *rep, uint8_t *ever)
+{
+    unsigned long long c[5];
+    DDTK_CUDA(cudaMemcpy(c, r->counts, sizeof c, cudaMemcpyDeviceToHost), "reading RFI counts");
+    DDTK_CUDA(cudaMemcpy(ever, r->ever, (size_t)r->g.nchans, cudaMemcpyDeviceToHost),
+              "reading RFI counts");
+    memset(rep, 0, sizeof *rep);
+    rep->blocks = (int64_t)c[0];
+    rep->chan_blocks = (int64_t)c[1];
+    rep->spectra_clipped = (int64_t)c[2];
+    rep->samples = (int64_t)c[3];
+    rep->samples_masked = (int64_t)c[4];
+    return DDTK_OK;
+}
+
+void ddtk_rfi_gpu_free(ddtk_rfi_gpu *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; i < r->nsets && r->ws; i++)
+        work_free(&r->ws[i]);
+    free(r->ws);
+    cudaFree(r->counts);
+    cudaFree(r->ever);
+    free(r);
+}

@@ -1,0 +1,37 @@
+/*
+ * rfi_gpu.cuh - --rfi auto on the device (rfi_gpu.cu): the host cleaner's
+ * blocks (src/io/rfi.c) cleaned in a GPU's raw input buffer, bit for bit as
+ * the host cleans them, so that the GPU path's host only reads.
+ */
+#ifndef DDTK_CUDA_RFI_GPU_CUH
+#define DDTK_CUDA_RFI_GPU_CUH
+
+#include "internal.h"
+
+#include <cuda_runtime.h>
+
+/* The widest band the device cleans (IQRM sorts a block's channels in shared
+ * memory); wider inputs are cleaned by the host. */
+#define DDTK_RFI_GPU_MAX_CHANS 8192
+
+typedef struct ddtk_rfi_gpu ddtk_rfi_gpu;
+
+/* Whether the device cleans inputs of geometry g. */
+int ddtk_rfi_gpu_supports(const ddtk_clean_geom *g);
+/* A device cleaner on the current device, with a workspace for each of
+ * `nsets` streams; `count`: its blocks go into the report (one pipeline of
+ * several counts). */
+int ddtk_rfi_gpu_create(ddtk_rfi_gpu **r, const ddtk_clean_geom *g, int nsets, int count);
+/* Clean, in place on stream st with workspace `set`, the n raw spectra at
+ * raw, the observation's spectra from `at` (a block's first: blocks are
+ * counted from the observation's start; n ends on a block's end or at the
+ * observation's). */
+int ddtk_rfi_gpu_clean(ddtk_rfi_gpu *r, int set, uint8_t *raw, int64_t n, int64_t at,
+                       cudaStream_t st);
+/* What was cleaned since the last ddtk_rfi_gpu_zero (every stream done):
+ * the report and ever[c], channel c flagged in some block. */
+int ddtk_rfi_gpu_report(ddtk_rfi_gpu *r, ddtk_rfi_report *rep, uint8_t *ever);
+int ddtk_rfi_gpu_zero(ddtk_rfi_gpu *r);
+void ddtk_rfi_gpu_free(ddtk_rfi_gpu *r);
+
+#endif
