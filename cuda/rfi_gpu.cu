@@ -1,21 +1,23 @@
 /*
  * rfi_gpu.cu - --rfi auto on the device: the blocks of src/io/rfi.c cleaned
- * in a GPU's raw input buffer, so that the GPU path's host only reads (on a
- * 16-core H100 host the host's cleaning of htru 540 s took 0.94-1.36 s of
- * reads against 1.19 s of GPU streaming, and slowed the copies beside it).
+ * in a GPU's raw input buffer, where the host's cleaning would set the GPU
+ * path's pace (stream.cu asks ddtk_gpu_cleans: few DMs, the tree, the FDMT;
+ * htru8 60 s, 4 DMs on one H100: 0.037-0.049 s of streaming against
+ * 0.088-0.18 s cleaned on the host).
  *
  * Every block goes through the host cleaner's passes, each a kernel over a
  * chunk of blocks: the channels' sums over the statistics' subsample (a
- * thread per channel, adding spectra in the host's order), their moments;
- * IQRM over the channels (a thread block per block, each lag's differences
- * sorted in shared memory: a sort gives the host's quantiles, which come
- * from any sort); the zero-DM weights and offset, each spectrum's weighted
- * sum in the host's RFI_LANES partial sums (a half warp a spectrum) and the
- * block's robust clip; where spectra were clipped, the statistics and flags
- * again without them; the replaced samples' levels and the replacement.
- * The arithmetic the host does is rfi_math.h's, built here with -fmad=false
- * as the host's with -ffp-contract=off, so flags, clips and samples are the
- * host's bit for bit (test/gpu_psrfits.bats compares every series).
+ * channel's spectra in slices for integer samples, whose sums are exact in
+ * any order; in the host's order for floats), their moments; IQRM over the
+ * channels (each lag's differences sorted in shared memory, the lags side
+ * by side: a sort gives the host's quantiles, which come from any sort); the
+ * zero-DM weights and offset, each spectrum's weighted sum in the host's
+ * RFI_LANES partial sums and the block's robust clip; where spectra were
+ * clipped, the statistics and flags again without them; the replaced
+ * samples' levels and the replacement. The arithmetic the host does is
+ * rfi_math.h's, built here with -fmad=false as the host's with
+ * -ffp-contract=off, so flags, clips and samples are the host's bit for bit
+ * (test/gpu_psrfits.bats compares every series and the report).
  */
 #include "check.cuh"
 #include "rfi_gpu.cuh"
