@@ -8,11 +8,12 @@
  * halves, dedisperses and copies out gulp g, the host writes the outputs of
  * gulp g-1 and reads gulp g+1. A set's input is staged (copied in,
  * cleaned, unpacked) on a stream of its own of the highest priority, so
- * that it runs beside the other set's kernels rather than after them. Raw bytes travel to the device and are
- * unpacked there; the `keep` overlap moves device-to-device from the other
- * set's rows. Level k's rows are level k-1's halved (time scrunching), in an
- * encoding that grows with the factor (direct.cuh); each level with DMs runs
- * its plug-in's GPU gulp. Every CUDA call is checked (check.cuh).
+ * that it runs beside the other set's kernels rather than after them. Raw
+ * bytes travel to the device and are unpacked there; the `keep` overlap
+ * moves device-to-device from the other set's rows. Level k's rows are
+ * level k-1's halved (time scrunching), in an encoding that grows with the
+ * factor (direct.cuh); each level with DMs runs its plug-in's GPU gulp.
+ * Every CUDA call is checked (check.cuh).
  *
  * Several GPUs (--gpu LIST): the plan's DMs are split by cost into one
  * contiguous range per GPU (ddtk_plan_split), and each GPU is a pipeline of
@@ -864,7 +865,7 @@ static int prepare(ddtk_plan *p, ddtk_source *src, const ddtk_writer *w,
 /* ---- execution ---------------------------------------------------------------------- */
 
 /* The GPUs cleaning: the gulp's raw spectra on the device, cleaned. The
- * carried block (cleaned by the gulp before, on prev's stream) comes from
+ * carried block (cleaned by the gulp before, in prev's staging) comes from
  * prev's raw buffer, then the new spectra after it; this stream waits for
  * prev's staging first, as the gulp after this one writes prev's buffer. */
 static int stage_cleaned(const gpu_pipe *g, const ddtk_plan *p, gulp_set *s,
