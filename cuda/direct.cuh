@@ -103,6 +103,20 @@ struct UnpackArgs {
     const float *tab;
 };
 cudaError_t launch_unpack(const UnpackArgs &u, cudaStream_t st);
+/* Integer element e of SIGPROC raw data (1/2/4-bit packed from the low
+ * bits, 8/16-bit signed or not): the unpacking's and the RFI cleaner's. */
+__device__ __forceinline__ int int_element(const uint8_t *raw, int64_t e, int nbits, int sgn)
+{
+    if (nbits <= 4) {
+        int64_t bit = e * nbits;
+        return (raw[bit >> 3] >> (bit & 7)) & ((1 << nbits) - 1);
+    }
+    if (nbits == 8)
+        return sgn ? (int)(int8_t)raw[e] : (int)raw[e];
+    uint16_t v = (uint16_t)(raw[2 * e] | (raw[2 * e + 1] << 8));
+    return sgn ? (int)(int16_t)v : (int)v;
+}
+
 /* One step of the time-scrunch cascade: dst[r][t] = src[r][2t] + src[r][2t+1]
  * for t < n over nrows rows, in dst's encoding (the CPU's float sum). */
 struct HalveArgs {

@@ -181,18 +181,6 @@ Encoding scrunched_encoding(Encoding base, int factor)
 
 /* ---- unpacking --------------------------------------------------------------- */
 
-__device__ __forceinline__ int int_element(const uint8_t *raw, int64_t e, int nbits, int sgn)
-{
-    if (nbits <= 4) {
-        int64_t bit = e * nbits;
-        return (raw[bit >> 3] >> (bit & 7)) & ((1 << nbits) - 1);
-    }
-    if (nbits == 8)
-        return sgn ? (int)(int8_t)raw[e] : (int)raw[e];
-    uint16_t v = (uint16_t)(raw[2 * e] | (raw[2 * e + 1] << 8));
-    return sgn ? (int)(int16_t)v : (int)v;
-}
-
 /* One sample as the CPU's ddtk_unpack computes it (float), or its integer code. */
 __device__ __forceinline__ float float_sample(const UnpackArgs &u, int64_t e)
 {

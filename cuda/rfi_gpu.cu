@@ -20,6 +20,7 @@
  * (test/gpu_psrfits.bats compares every series and the report).
  */
 #include "check.cuh"
+#include "direct.cuh"
 #include "rfi_gpu.cuh"
 #include "rfi_math.h"
 
@@ -69,18 +70,8 @@ __device__ __forceinline__ int64_t spectra_of(const Chunk &k, int j)
 /* Element e of the raw data as the host's ddtk_sample reads it. */
 __device__ __forceinline__ float sample(const uint8_t *raw, int64_t e, int nbits, int sgn)
 {
-    if (nbits <= 4) {
-        const int64_t bit = e * nbits;
-        return (float)((raw[bit >> 3] >> (bit & 7)) & ((1u << nbits) - 1u));
-    }
-    if (nbits == 8)
-        return sgn ? (float)(int8_t)raw[e] : (float)raw[e];
-    if (nbits == 16) {
-        const uint16_t v = (uint16_t)(raw[2 * e] | (raw[2 * e + 1] << 8));
-        return sgn ? (float)(int16_t)v : (float)v;
-    }
-    return __uint_as_float((uint32_t)raw[4 * e] | (uint32_t)raw[4 * e + 1] << 8
-                           | (uint32_t)raw[4 * e + 2] << 16 | (uint32_t)raw[4 * e + 3] << 24);
+    return nbits == 32 ? reinterpret_cast<const float *>(raw)[e]
+                       : (float)ddgpu::int_element(raw, e, nbits, sgn);
 }
 
 /* The detected value of spectrum t's channel c (IF 0, or IFs 0 and 1 summed). */
@@ -159,17 +150,6 @@ __global__ void __launch_bounds__(STATS_CHANS * STATS_SLICES) stats_kernel(Chunk
 
 /* ---- IQRM ---------------------------------------------------------------------- */
 
-__device__ __forceinline__ uint32_t float_key(float f)
-{
-    const uint32_t u = __float_as_uint(f);
-    return u ^ ((uint32_t)((int32_t)u >> 31) | 0x80000000u);
-}
-
-__device__ __forceinline__ float key_float(uint32_t u)
-{
-    return __uint_as_float(u & 0x80000000u ? u & 0x7fffffffu : ~u);
-}
-
 /* keys[0..p) (p a power of two) in ascending order, by the whole block. */
 __device__ void bitonic_sort(uint32_t *keys, int p)
 {
@@ -209,13 +189,13 @@ __global__ void iqrm_lag_kernel(Chunk k, int p, int second)
     const float *s = (stat ? k.w.mean : k.w.stat) + (size_t)j * nc;
     int *votes = k.w.votes + ((size_t)j * 2 + stat) * nc, *tries = votes + (size_t)2 * k.nb * nc;
     for (int c = threadIdx.x; c < p; c += blockDim.x)
-        keys[c] = c < n ? float_key(s[c] - s[c + lag]) : 0xffffffffu;
+        keys[c] = c < n ? ddtk_float_key(s[c] - s[c + lag]) : 0xffffffffu;
     bitonic_sort(keys, p);
     for (int dir = -1; dir <= 1; dir += 2) {
-        const float q1 = dir > 0 ? key_float(keys[n / 4]) : -key_float(keys[n - 1 - n / 4]);
-        const float q3 = dir > 0 ? key_float(keys[3 * n / 4])
-                                 : -key_float(keys[n - 1 - 3 * n / 4]);
-        const float med = dir > 0 ? key_float(keys[n / 2]) : -key_float(keys[n - 1 - n / 2]);
+        const float q1 = dir > 0 ? ddtk_key_float(keys[n / 4]) : -ddtk_key_float(keys[n - 1 - n / 4]);
+        const float q3 = dir > 0 ? ddtk_key_float(keys[3 * n / 4])
+                                 : -ddtk_key_float(keys[n - 1 - 3 * n / 4]);
+        const float med = dir > 0 ? ddtk_key_float(keys[n / 2]) : -ddtk_key_float(keys[n - 1 - n / 2]);
         const float lim = rfi_iqrm_limit(q1, q3, med);
         for (int c = threadIdx.x; c < nc; c += blockDim.x) {
             const int o = c + dir * lag;
@@ -357,9 +337,9 @@ __device__ float middle(const float *vals, int m, uint32_t *keys, int p)
 {
     __syncthreads();
     for (int i = threadIdx.x; i < p; i += blockDim.x)
-        keys[i] = i < m ? float_key(vals[i]) : 0xffffffffu;
+        keys[i] = i < m ? ddtk_float_key(vals[i]) : 0xffffffffu;
     bitonic_sort(keys, p);
-    return key_float(keys[m / 2]);
+    return ddtk_key_float(keys[m / 2]);
 }
 
 /* Block blockIdx.x's clipped spectra: the robust median and deviation of a
@@ -433,31 +413,6 @@ __global__ void level_kernel(Chunk k)
     }
 }
 
-/* A replaced sample's new value: x dithered into the format at element
- * `where` of the observation, written at element e of raw (a float as it
- * is); samples narrower than a byte into *byte at bit sh. */
-__device__ __forceinline__ void put(const Chunk &k, uint8_t *raw, int64_t e, int64_t where,
-                                    float x, uint32_t *byte, unsigned sh)
-{
-    if (k.nbits == 32) {
-        const uint32_t u = __float_as_uint(x);
-        uint8_t *d = raw + 4 * e;
-        d[0] = (uint8_t)u, d[1] = (uint8_t)(u >> 8), d[2] = (uint8_t)(u >> 16),
-        d[3] = (uint8_t)(u >> 24);
-        return;
-    }
-    const int32_t val = rfi_quantise(x, where, k.nbits, k.sgn);
-    if (k.nbits == 8)
-        raw[e] = (uint8_t)val;
-    else if (k.nbits == 16) {
-        raw[2 * e] = (uint8_t)val;
-        raw[2 * e + 1] = (uint8_t)((uint32_t)val >> 8);
-    } else {
-        const unsigned mask = (1u << k.nbits) - 1u;
-        *byte = (*byte & ~(mask << sh)) | ((unsigned)val << sh);
-    }
-}
-
 /* The replacement where a spectrum is whole bytes: a thread block a
  * spectrum (blockIdx.x) of block blockIdx.y, a thread a byte of samples
  * narrower than 8 bits (a byte holds several channels), else a sample;
@@ -476,19 +431,10 @@ __global__ void replace_kernel(Chunk k)
     const int per = k.nbits < 8 ? 8 / k.nbits : 1, units = nv / per;
     const int64_t s0 = (int64_t)j * k.block + t;          /* within the chunk */
     uint8_t *row = k.raw + s0 * nv * k.nbits / 8;
-    for (int u = threadIdx.x; u < units; u += blockDim.x) {
-        uint32_t byte = k.nbits < 8 ? row[u] : 0;
-        int changed = 0;
-        for (int q = 0; q < per; q++) {
-            const int v = u * per + q, c = v % k.nc;
-            if (!clipped && !flag[c])
-                continue;
-            put(k, row, v, (k.at + s0) * nv + v, level[v], &byte, (unsigned)(q * k.nbits));
-            changed = 1;
-        }
-        if (changed && k.nbits < 8)
-            row[u] = (uint8_t)byte;
-    }
+    for (int u = threadIdx.x; u < units; u += blockDim.x)
+        for (int v = u * per; v < (u + 1) * per; v++)
+            if (clipped || flag[v % k.nc])
+                rfi_put(row, v, (k.at + s0) * nv + v, level[v], k.nbits, k.sgn);
 }
 
 /* The same where spectra end inside bytes (77 1-bit channels): a thread a
@@ -501,24 +447,15 @@ __global__ void replace_bytes_kernel(Chunk k)
     const int64_t n = spectra_of(k, j), nv = (int64_t)k.nc * k.ni;
     const int per = 8 / k.nbits;
     const int64_t unit = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (unit * per >= n * nv)
-        return;
     const int64_t base = (int64_t)j * k.block * nv;       /* the block's first element */
     const uint8_t *flag = k.w.flag + (size_t)j * k.nc, *clip = k.w.clip + (size_t)j * k.block;
     const float *level = k.w.level + (size_t)j * nv;
     uint8_t *raw = k.raw + (base * k.nbits >> 3);
-    uint32_t byte = raw[unit];
-    int changed = 0;
-    for (int q = 0; q < per && unit * per + q < n * nv; q++) {
-        const int64_t e = unit * per + q, t = e / nv;
-        const int v = (int)(e % nv), c = v % k.nc;
-        if (!flag[c] && !clip[t])
-            continue;
-        put(k, raw, e, k.at * nv + base + e, level[v], &byte, (unsigned)(q * k.nbits));
-        changed = 1;
+    for (int64_t e = unit * per; e < (unit + 1) * per && e < n * nv; e++) {
+        const int v = (int)(e % nv);
+        if (flag[v % k.nc] || clip[e / nv])
+            rfi_put(raw, e, k.at * nv + base + e, level[v], k.nbits, k.sgn);
     }
-    if (changed)
-        raw[unit] = (uint8_t)byte;
 }
 
 /* The chunk's blocks into the report: counts and the channels flagged. */

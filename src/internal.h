@@ -230,14 +230,20 @@ uint32_t ddtk_select_key(uint32_t *key, int64_t n, int64_t k);
 uint32_t ddtk_select_key_near(uint32_t *key, int64_t n, int64_t k, uint32_t glo, uint32_t ghi);
 /* Float keys: unsigned integers in the order of the floats (NaN-free): the
  * negatives' bits inverted, the sign bit of the others set. -0.0 sorts just
- * below +0.0, where comparisons take them as equal. */
-static inline uint32_t ddtk_float_key(float f)
+ * below +0.0, where comparisons take them as equal. The GPU's RFI cleaner
+ * sorts by them too (DDTK_HD). */
+#ifdef __CUDACC__
+#define DDTK_HD __host__ __device__
+#else
+#define DDTK_HD
+#endif
+static inline DDTK_HD uint32_t ddtk_float_key(float f)
 {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
     return u ^ ((uint32_t)((int32_t)u >> 31) | 0x80000000u);
 }
-static inline float ddtk_key_float(uint32_t u)
+static inline DDTK_HD float ddtk_key_float(uint32_t u)
 {
     u = u & 0x80000000u ? u & 0x7fffffffu : ~u;
     float f;

@@ -364,28 +364,6 @@ static void iqrm(ddtk_cleaner *k, int nchan, const float *s, uint8_t *flag)
 
 /* ---- writing samples back ---------------------------------------------------- */
 
-/* Sample e of the raw block becomes x: float as it is, an integer format
- * by dithered rounding (rfi_quantise). */
-static void put(const ddtk_header *h, uint8_t *raw, int64_t e, int64_t where, float x)
-{
-    const int nbits = h->nbits;
-    if (nbits == 32) {
-        memcpy(raw + 4 * e, &x, 4);
-        return;
-    }
-    const int32_t v = rfi_quantise(x, where, nbits, h->signed_data == 1);
-    if (nbits < 8) {
-        int64_t bit = e * nbits;
-        unsigned m = (1u << nbits) - 1u, sh = (unsigned)(bit & 7);
-        raw[bit >> 3] = (uint8_t)((raw[bit >> 3] & ~(m << sh)) | ((unsigned)v << sh));
-    } else if (nbits == 8)
-        raw[e] = (uint8_t)v;
-    else {
-        uint16_t u = (uint16_t)v;
-        memcpy(raw + 2 * e, &u, 2);
-    }
-}
-
 /* floor(x + u) of rfi_quantise, for x's of unsigned 8-bit samples, as
  * integers: u is u24 / 2^24 and x + u is exact in double, so floor(x + u) is
  * floor(x) + 1 where u24 >= (1 - frac(x)) 2^24, else floor(x). *fl
@@ -758,7 +736,8 @@ static inline int masked(const ddtk_cleaner *k, int c, int zap_all, const uint8_
 /* Replace what the mask and the statistics flag by the channels' levels. */
 static void replace(ddtk_cleaner *k, const ddtk_header *h, uint8_t *raw, int64_t n)
 {
-    const int nc = h->nchans, ni = h->nifs, byte = unsigned8(h);
+    const int nc = h->nchans, ni = h->nifs, byte = unsigned8(h), nbits = h->nbits,
+              sgn = h->signed_data == 1;
     const rfi_mask *m = &k->mask;
     int64_t iv = -1;
     int nlist = 0, zap_all = 0;
@@ -790,8 +769,9 @@ static void replace(ddtk_cleaner *k, const ddtk_header *h, uint8_t *raw, int64_t
         if (all)
             for (int c = 0; c < nc; c++)
                 for (int i = 0; i < ni; i++)
-                    put(h, raw, (t * ni + i) * nc + c, (s * ni + i) * nc + c,
-                        masked(k, c, zap_all, mrow) ? m->pad[c] : k->level[(size_t)i * nc + c]);
+                    rfi_put(raw, (t * ni + i) * nc + c, (s * ni + i) * nc + c,
+                            masked(k, c, zap_all, mrow) ? m->pad[c] : k->level[(size_t)i * nc + c],
+                            nbits, sgn);
         else if (byte)
             for (int i = 0; i < ni; i++)
                 put8(raw + (t * ni + i) * nc, (s * ni + i) * nc, k->list,
@@ -799,8 +779,8 @@ static void replace(ddtk_cleaner *k, const ddtk_header *h, uint8_t *raw, int64_t
         else
             for (int i = 0; i < ni; i++)
                 for (int j = 0; j < nlist; j++)
-                    put(h, raw, (t * ni + i) * nc + k->list[j], (s * ni + i) * nc + k->list[j],
-                        k->lx[(size_t)i * nlist + j]);
+                    rfi_put(raw, (t * ni + i) * nc + k->list[j], (s * ni + i) * nc + k->list[j],
+                            k->lx[(size_t)i * nlist + j], nbits, sgn);
         k->rep.samples_masked += nrep;
         k->rep.spectra_clipped += k->clip[t];
     }

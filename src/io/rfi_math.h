@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __CUDACC__
 #define RFI_FN static inline __host__ __device__
@@ -83,6 +84,28 @@ RFI_FN int32_t rfi_quantise(float x, int64_t where, int nbits, int sgn)
     double v = floor((double)x + u);
     v = v < lo ? lo : v > hi ? hi : v;
     return (int32_t)v;
+}
+
+/* Element e of raw data in SIGPROC's formats (1/2/4-bit packed from the low
+ * bits, 8/16-bit, 32-bit float) becomes x: a float as it is, an integer
+ * format by rfi_quantise at the observation's element `where`. */
+RFI_FN void rfi_put(uint8_t *raw, int64_t e, int64_t where, float x, int nbits, int sgn)
+{
+    if (nbits == 32) {
+        memcpy(raw + 4 * e, &x, 4);
+        return;
+    }
+    const int32_t v = rfi_quantise(x, where, nbits, sgn);
+    if (nbits < 8) {
+        const int64_t bit = e * nbits;
+        const unsigned m = (1u << nbits) - 1u, sh = (unsigned)(bit & 7);
+        raw[bit >> 3] = (uint8_t)((raw[bit >> 3] & ~(m << sh)) | ((unsigned)v << sh));
+    } else if (nbits == 8)
+        raw[e] = (uint8_t)v;
+    else {
+        const uint16_t u = (uint16_t)v;
+        memcpy(raw + 2 * e, &u, 2);
+    }
 }
 
 #endif
