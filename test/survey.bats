@@ -384,7 +384,7 @@ EOF
     for f in ref/f[123]_*.tim; do cmp "$f" "out/${f#ref/}"; done
 }
 
-@test "ddsurvey: no sbatch (or parallel) on PATH is a system failure, exit 3, one line" {
+@test "ddsurvey: no sbatch (or parallel) on PATH is a system failure, exit 3, one line; bad usage is still exit 2" {
     make_survey
     mkdir bin1
     for t in dd_direct fbinfo bash env dirname readlink realpath mkdir mktemp cat cmp mv rmdir \
@@ -397,6 +397,10 @@ EOF
     run_err "parallel: not found" env PATH="$PWD/bin1" "$(command -v ddsurvey)" --out out2 \
         -- "${DD[@]}" -- in/*.fil
     [ "$status" -eq 3 ]
+    # bad usage is exit 2 whether or not parallel is there (it was exit 3 without)
+    run_err "share the name x" env PATH="$PWD/bin1" "$(command -v ddsurvey)" --out out3 \
+        -- "${DD[@]}" -- a/x.fil b/x.fil
+    [ "$status" -eq 2 ]
 }
 
 @test "ddsurvey: -q drops the summary line, -v says how the inputs run" {
