@@ -1529,7 +1529,7 @@ extern "C" int ddtk_gpu_stream_run(ddtk_plan *p, ddtk_source *src, ddtk_writer *
     memset(&cg, 0, sizeof cg);    /* compared whole by prepare */
     char why[256] = "";
     const int cleaning = ddtk_source_clean_geometry(src, &cg) && ddtk_rfi_gpu_supports(&cg)
-                         && ddtk_gpu_cleans(p, ddtk_threads(), why, sizeof why);
+                         && ddtk_gpu_cleans(p, src, ddtk_threads(), why, sizeof why);
     if (cleaning)
         ddtk_source_clean_hand_over(src);
     int rc = prepare(p, src, w, cleaning ? &cg : NULL, part);

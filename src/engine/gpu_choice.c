@@ -90,23 +90,30 @@ static double run_series_bytes(const ddtk_plan *p, int64_t nsamples)
     return bytes;
 }
 
-/* --rfi auto on the host cleans CLEAN_RATE input bytes a second a thread
- * (htru8 60 s with RFI, 960 MB, on a 16-core H100 host: the host's reads
- * 0.13-0.15 s with the cleaning, 0.045 s without). The GPU's cleaning
- * (cuda/rfi_gpu.cu) costs the GPU 0.23 ms a gulp of 32 MB on its own and
- * slows the dedispersion beside it, so it is taken only where the host's
- * reads and cleaning would clearly outlast the GPU's work (CLEAN_MARGIN)
- * and the host would be the run's pace. Same host, streaming, --rfi auto
- * on the host against on the GPU: htru8 60 s, 1196 DMs 0.135-0.139 s
- * against 0.147-0.160 s (0.134 s without); 4 DMs 0.096-0.113 s against
- * 0.034-0.046 s (0.026-0.036 s without); dd_tree 0.198-0.204 s against
- * 0.161 s; dd_fdmt 0.184-0.187 s against 0.152-0.157 s. The tree and the
- * FDMT give no cost model of their GPU work (split_cost), and do far less
- * of it per input byte than the direct kernel: the GPU cleans for them. */
+/* --rfi auto: where the host's reads and cleaning would set the GPU path's
+ * pace, the GPU cleans (cuda/rfi_gpu.cu); else the host, whose cleaning
+ * then hides behind the GPU's work. The GPU's cleaning costs the GPU 0.23 ms
+ * a gulp of 32 MB on its own and slows the dedispersion beside it, so it is
+ * taken only where the host would be near the GPU's pace. The host's pace
+ * is measured on the input's first blocks (ddtk_source_clean_pace): H100
+ * hosts of 16 cores differed by 2.5 times at it, and where a constant put
+ * the host within the GPU's work its reads and cleaning took 0.20-0.28 s
+ * of htru8 60 s with RFI against 0.145 s of GPU kernels (1196 DMs;
+ * streaming 0.20-0.27 s against 0.16-0.18 s cleaned on the GPU, 0.14-0.16
+ * s without). On inputs that cannot be read ahead (pipes, PSRFITS) a
+ * constant stands in: CLEAN_RATE input bytes a second a thread (htru8 60 s,
+ * 960 MB, on a 16-core H100 host: the host's reads 0.13-0.15 s with the
+ * cleaning, 0.045 s without), within CLEAN_MARGIN of the GPU's work (on that
+ * host, streaming 0.135-0.139 s against 0.147-0.160 s cleaned on the GPU,
+ * 0.134 s without; 4 DMs 0.096-0.113 s against 0.034-0.046 s). The tree and
+ * the FDMT give no cost model of their GPU work (split_cost), and do far
+ * less of it per input byte than the direct kernel: the GPU cleans for
+ * them. */
 #define CLEAN_RATE 6e8            /* input bytes per second a host thread cleans */
-#define CLEAN_MARGIN 1.5          /* the host's reads and cleaning against the GPU's work */
+#define CLEAN_MARGIN 1.5          /* the constant's reads and cleaning against the GPU's work */
+#define PACE_MARGIN 0.8           /* the measured reads and cleaning against the GPU's work */
 
-int ddtk_gpu_cleans(const ddtk_plan *p, int threads, char *why, size_t n)
+int ddtk_gpu_cleans(const ddtk_plan *p, ddtk_source *src, int threads, char *why, size_t n)
 {
     const int64_t nominal = (int64_t)1 << 20;     /* spectra: the ratio's, of any length */
     if (!p->algo->split_cost) {
@@ -116,7 +123,15 @@ int ddtk_gpu_cleans(const ddtk_plan *p, int threads, char *why, size_t n)
     ddtk_gpu_cost c;
     ddtk_gpu_cost_of(p, nominal, 0, &c);
     const double gpu = c.kernel > c.copy ? c.kernel : c.copy,
-                 host = c.host + (double)ddtk_plan_raw_bytes(p, nominal) / (CLEAN_RATE * threads);
+                 bytes = (double)ddtk_plan_raw_bytes(p, nominal),
+                 pace = ddtk_source_clean_pace(src, threads);
+    if (pace > 0) {
+        const double host = bytes * pace;
+        snprintf(why, n, "host reads and cleaning %.3f s (measured, %.2f GB/s) against GPU work "
+                 "%.3f s a million spectra", host, 1e-9 / pace, gpu);
+        return host > PACE_MARGIN * gpu;
+    }
+    const double host = c.host + bytes / (CLEAN_RATE * threads);
     snprintf(why, n, "predicted host reads and cleaning %.3f s against GPU work %.3f s a "
              "million spectra", host, gpu);
     return host > CLEAN_MARGIN * gpu;

@@ -49,6 +49,11 @@ int ddtk_source_clean_geometry(const ddtk_source *s, ddtk_clean_geom *g)
     return s->read == read_input && ddtk_clean_geometry(s->ctx, g);
 }
 
+double ddtk_source_clean_pace(ddtk_source *s, int64_t nblocks)
+{
+    return s->read == read_input ? ddtk_clean_pace(s->ctx, nblocks) : -1;
+}
+
 void ddtk_source_clean_hand_over(ddtk_source *s)
 {
     ddtk_clean_hand_over(s->ctx);

@@ -1062,6 +1062,39 @@ int ddtk_clean_geometry(const ddtk_input *in, ddtk_clean_geom *g)
     return 1;
 }
 
+/* The counts and flags of k and its workers back to none (ddtk_clean_pace's
+ * blocks were cleaned to be timed, not delivered). */
+static void forget(ddtk_cleaner *k, int nc)
+{
+    for (int i = -1; i < k->nworkers; i++) {
+        ddtk_cleaner *w = i < 0 ? k : &k->workers[i];
+        memset(&w->rep, 0, sizeof w->rep);
+        memset(w->ever, 0, (size_t)nc);
+    }
+}
+
+double ddtk_clean_pace(ddtk_input *in, int64_t nblocks)
+{
+    ddtk_cleaner *k = in->clean;
+    ddtk_clean_geom g;
+    int64_t pos;
+    size_t have = 0;
+    if (!ddtk_clean_geometry(in, &g) || !ddtk_input_positional(in) || in->nsamples < 0
+        || ddtk_input_tell(in, &pos))
+        return -1;
+    nblocks = in->nsamples / k->block < nblocks ? in->nsamples / k->block : nblocks;
+    const size_t bytes = (size_t)ddtk_input_bytes(in, nblocks * k->block);
+    uint8_t *buf = nblocks > 0 ? ddtk_malloc(bytes, "RFI timing") : NULL;
+    if (!buf)
+        return -1;
+    double t = ddtk_now();
+    int rc = clean_blocks(k, in, buf, nblocks * k->block, NULL, 0, 0, pos, &have);
+    t = ddtk_now() - t;
+    free(buf);
+    forget(k, in->hdr.nchans);
+    return rc || have < bytes ? -1 : t / (double)bytes;
+}
+
 void ddtk_clean_hand_over(ddtk_input *in)
 {
     in->clean->device = 1;

@@ -5,15 +5,18 @@
  * two), a larger count only for a clear gain, and the model of a real htru
  * plan (SPEC section 6): its kernel seconds near the 0.138 s measured, one
  * GPU at 60 s, two at 600 s discarded, one when files written at the
- * disk's speed bound the run.
+ * disk's speed bound the run; and where --rfi auto cleans (the host's pace
+ * measured on the input, else a constant's).
  */
 #include "engine.h"
 #include "dmplan.h"
 #include "check.h"
 #include "htru_plan.h"
+#include "sim_file.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void test_arithmetic(void)
 {
@@ -81,10 +84,50 @@ static void test_htru_plan(void)
     free(ds);
 }
 
+/* Where --rfi auto cleans on the GPU path (ddtk_gpu_cleans): the host's pace
+ * measured on a file's first blocks, else (once reading has begun, as on a
+ * pipe) the constant's: for htru's 1196 DMs the host on 16 threads, the
+ * GPU on one. */
+static void test_cleans(void)
+{
+    char path[] = "/tmp/ddtk_choice_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    ddtk_sim s;
+    sim_file_init(&s, 256, 8, 1, -1, 4 * DDTK_RFI_BLOCK, 3);
+    sim_file_write(&s, path);
+    ddtk_dmlist l = { 0 };
+    int *ds = NULL;
+    ddtk_plan *p = htru_plan(0, &l, &ds);
+    ddtk_input in;
+    ddtk_source src;
+    const ddtk_clean_opts o = { .auto_rfi = 1 };
+    char why[256];
+    CHECK(ddtk_input_open(&in, path) == DDTK_OK && ddtk_input_clean(&in, &o) == DDTK_OK);
+    ddtk_source_file(&src, &in);
+    ddtk_gpu_cleans(p, &src, 2, why, sizeof why);
+    fprintf(stderr, "--rfi auto, htru's DMs, 2 threads: %s\n", why);
+    CHECK(strstr(why, "(measured, ") != NULL);
+    int64_t got;
+    uint8_t *buf = malloc((size_t)ddtk_input_bytes(&in, 8));
+    CHECK(ddtk_input_read(&in, buf, 8, &got) == DDTK_OK && got == 8);
+    CHECK(ddtk_gpu_cleans(p, &src, 16, why, sizeof why) == 0);
+    CHECK(strstr(why, "predicted host reads and cleaning 0.04") != NULL);
+    CHECK(ddtk_gpu_cleans(p, &src, 1, why, sizeof why) == 1);
+    ddtk_input_close(&in);
+    unlink(path);
+    free(buf);
+    ddtk_plan_destroy(p);
+    ddtk_dmlist_free(&l);
+    free(ds);
+}
+
 int main(void)
 {
     test_arithmetic();
     test_measured();
     test_htru_plan();
+    test_cleans();
     return check_result();
 }
