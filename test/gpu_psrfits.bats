@@ -38,9 +38,12 @@ rfi_same() {
     ! grep -q " 0 channels flagged" cpu.rfi
     dd_direct rfi.fil --backend gpu -v --dm 0 --rfi auto -o v.tim 2>&1 |
         grep -q "RFI excision on the GPU (blocks of 2048 spectra"
-    # where the GPU's work outlasts the host's reads and cleaning, the host cleans
-    dd_direct rfi.fil --backend gpu -v --dm-min 0 --dm-max 2000 --dm-step 1 --rfi auto \
-        --discard 2>&1 | grep -q "RFI excision on the host (predicted"
+    # where the GPU's work outlasts the host's reads and cleaning, the host
+    # cleans: their pace measured on a file, a constant's on a pipe
+    dd_direct rfi.fil --backend gpu -v --dm-min 0 --dm-max 2000 --dm-step 0.5 --rfi auto \
+        --discard 2>&1 | grep "RFI excision on the host (host reads and cleaning" | grep -q measured
+    dd_direct - --backend gpu -v --dm-min 0 --dm-max 2000 --dm-step 0.5 --rfi auto --discard \
+        < rfi.fil 2>&1 | grep -q "RFI excision on the host (predicted"
     # the first gulp is read and cleaned beside the warm-up; gulps end inside blocks
     rfi_same rfi.fil --dm 0,50,120 --gulp 1000
     dd_direct rfi.fil --backend gpu -v --dm 0 --rfi auto --gulp 1000 -o v.tim 2>&1 |
