@@ -89,6 +89,19 @@ cudaError_t launch_fallback(Storage s, int shape, int dms_per_block, const Direc
 
 /* Unpack n raw spectra, from raw's spectrum `first` on, into rows at column
  * col (rowmap: file channel -> row or -1). */
+/* The GPU's RFI cleaning (rfi_gpu.cu) as the unpacking reads: spectrum sb
+ * of the raw buffer, from `from` on (the observation's at + sb - from), is
+ * in block j = (sb - from) / block at t = (sb - from) % block of the
+ * cleaning's arrays; its channels flagged there, or all where the spectrum
+ * was clipped, read as the levels rfi_put would have written. flag NULL:
+ * nothing to replace. */
+struct UnpackRfi {
+    const uint8_t *flag, *clip;   /* [block][chan]; [block][t] */
+    const float *level;           /* [block][if][chan] */
+    int64_t at, from;
+    int block;
+};
+
 struct UnpackArgs {
     const uint8_t *raw;
     int64_t first, n, col, stride;
@@ -101,6 +114,7 @@ struct UnpackArgs {
      * tab + seg[j] * 2 * nifs * nchans its multipliers, then its addends. */
     const int32_t *seg;
     const float *tab;
+    UnpackRfi rfi;
 };
 cudaError_t launch_unpack(const UnpackArgs &u, cudaStream_t st);
 /* Integer element e of SIGPROC raw data (1/2/4-bit packed from the low

@@ -31,6 +31,7 @@
  * DirectArgs).
  */
 #include "direct.cuh"
+#include "rfi_math.h"
 
 #include <type_traits>
 
@@ -218,6 +219,37 @@ __device__ __forceinline__ uint32_t int_sample(const UnpackArgs &u, int64_t e)
     return (uint32_t)(v + u.enc.bias);
 }
 
+/* Element (IF i, channel c) of raw spectrum sb, of cleaning block j, as the
+ * GPU's RFI cleaning replaces it: the integer rfi_put writes (a float for
+ * 32-bit data), as a float. */
+__device__ __forceinline__ float replaced(const UnpackArgs &u, int64_t sb, int j, int i, int c)
+{
+    const float x = u.rfi.level[((int64_t)j * u.nifs + i) * u.nchans + c];
+    const int64_t where = (u.rfi.at + sb - u.rfi.from) * u.nchans * u.nifs
+                          + (int64_t)i * u.nchans + c;
+    return u.nbits == 32 ? x : (float)rfi_quantise(x, where, u.nbits, u.sgn);
+}
+
+/* Spectrum sb's channel c where the cleaning replaced it (u.rfi), as
+ * float_sample or int_sample read it; *hit says whether it did. */
+__device__ __forceinline__ uint32_t replaced_sample(const UnpackArgs &u, int64_t sb, int c, int *hit)
+{
+    const int k = (int)(sb - u.rfi.from);     /* within a gulp's raw buffer: an int */
+    *hit = 0;
+    if (!u.rfi.flag || k < 0)
+        return 0;
+    const int j = k / u.rfi.block;
+    if (!u.rfi.clip[k] && !u.rfi.flag[(int64_t)j * u.nchans + c])
+        return 0;
+    *hit = 1;
+    if (u.enc.storage == ST_F32)
+        return __float_as_uint(u.pol < 0 ? replaced(u, sb, j, 0, c) + replaced(u, sb, j, 1, c)
+                                         : replaced(u, sb, j, u.pol, c));
+    const int v = u.pol < 0 ? (int)replaced(u, sb, j, 0, c) + (int)replaced(u, sb, j, 1, c)
+                            : (int)replaced(u, sb, j, u.pol, c);
+    return (uint32_t)(v + u.enc.bias);
+}
+
 /* 32x32 (spectrum, channel) tiles transposed through shared memory, so raw
  * reads run along channels and row writes along time. */
 template <typename T>
@@ -231,10 +263,11 @@ __global__ void __launch_bounds__(256) unpack_kernel(UnpackArgs u)
         int c = c0 + tx;
         uint32_t v = 0;
         if (c < u.nchans && s0 + s < u.n) {
-            int64_t e = (u.first + s0 + s) * per_spectrum + c;
+            const int64_t sb = u.first + s0 + s, e = sb * per_spectrum + c;
+            int hit = 0;
             if (u.tab)
                 v = __float_as_uint(scaled_sample(u, s0 + s, c));
-            else
+            else if ((v = replaced_sample(u, sb, c, &hit)), !hit)
                 v = u.enc.storage == ST_F32 ? __float_as_uint(float_sample(u, e))
                                             : int_sample(u, e);
         }

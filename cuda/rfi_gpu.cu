@@ -6,7 +6,7 @@
  * 0.088-0.18 s cleaned on the host).
  *
  * Every block goes through the host cleaner's passes, each a kernel over a
- * chunk of blocks: the channels' sums over the statistics' subsample (a
+ * gulp's blocks: the channels' sums over the statistics' subsample (a
  * channel's spectra in slices for integer samples, whose sums are exact in
  * any order; in the host's order for floats), their moments; IQRM over the
  * channels (each lag's differences sorted in shared memory, the lags side
@@ -14,10 +14,15 @@
  * zero-DM weights and offset, each spectrum's weighted sum in the host's
  * RFI_LANES partial sums and the block's robust clip; where spectra were
  * clipped, the statistics and flags again without them; the replaced
- * samples' levels and the replacement. The arithmetic the host does is
- * rfi_math.h's, built here with -fmad=false as the host's with
- * -ffp-contract=off, so flags, clips and samples are the host's bit for bit
- * (test/gpu_psrfits.bats compares every series and the report).
+ * samples' levels; the replacement, in the raw buffer for the gulp's last
+ * block (the next gulp carries it) and for the others by the unpacking as it
+ * reads them (direct_gpu.cu, through ddtk_rfi_gpu_view), which saves a pass
+ * over the gulp's bytes. The arithmetic the host does is rfi_math.h's, built
+ * here with -fmad=false as the host's with -ffp-contract=off (in the
+ * unpacking, rfi_quantise's one product, by a power of two, is exact, so a
+ * fused add rounds as the plain one), so flags, clips and samples are the
+ * host's bit for bit (test/gpu_psrfits.bats compares every series and the
+ * report).
  */
 #include "check.cuh"
 #include "direct.cuh"
@@ -27,14 +32,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK 64                  /* blocks a pass's kernels take at once */
 #define SORT_THREADS 512          /* a block's sorts */
 #define ROBUST_MOST 512           /* the zero-DM subsample's most (rfi_robust_step) */
 #define MAX_IFS 4                 /* a thread's per-IF sums (more: the host cleans) */
 
-/* A chunk's workspace: per block, its sums, statistics, flags, zero-DM series
- * and clips. */
+/* A gulp's workspace: per block, its sums, statistics, flags, zero-DM series
+ * and clips; room for `cap` blocks. */
 struct work {
+    int64_t cap;
     double *dsum, *dsq;           /* [block][chan] sums of the detected rows */
     float *med, *stat, *mean;     /* [block][if][chan] means; [block][chan] std and mean */
     float *w, *z, *level;         /* [block][chan] zero-DM weights; [block][t]; [block][if][chan] */
@@ -52,7 +57,7 @@ struct ddtk_rfi_gpu {
     uint8_t *ever;                /* [chan] */
 };
 
-/* The kernels' view of a chunk: nb blocks of raw (the first the
+/* The kernels' view of a gulp: nb blocks of raw (the first the
  * observation's block at / block), the last of last spectra. */
 struct Chunk {
     uint8_t *raw;
@@ -414,12 +419,12 @@ __global__ void level_kernel(Chunk k)
 }
 
 /* The replacement where a spectrum is whole bytes: a thread block a
- * spectrum (blockIdx.x) of block blockIdx.y, a thread a byte of samples
- * narrower than 8 bits (a byte holds several channels), else a sample;
- * only flagged channels, or all of a clipped spectrum. */
-__global__ void replace_kernel(Chunk k)
+ * spectrum (blockIdx.x) of block j0 + blockIdx.y, a thread a byte of samples
+ * narrower than 8 bits (a byte holds several channels), else a sample; only
+ * flagged channels, or all of a clipped spectrum. */
+__global__ void replace_kernel(Chunk k, int j0)
 {
-    const int j = blockIdx.y, t = blockIdx.x;
+    const int j = j0 + blockIdx.y, t = blockIdx.x;
     const int nv = k.nc * k.ni;
     if (t >= spectra_of(k, j))
         return;
@@ -429,7 +434,7 @@ __global__ void replace_kernel(Chunk k)
         return;
     const float *level = k.w.level + (size_t)j * nv;
     const int per = k.nbits < 8 ? 8 / k.nbits : 1, units = nv / per;
-    const int64_t s0 = (int64_t)j * k.block + t;          /* within the chunk */
+    const int64_t s0 = (int64_t)j * k.block + t;          /* within the gulp */
     uint8_t *row = k.raw + s0 * nv * k.nbits / 8;
     for (int u = threadIdx.x; u < units; u += blockDim.x)
         for (int v = u * per; v < (u + 1) * per; v++)
@@ -438,10 +443,10 @@ __global__ void replace_kernel(Chunk k)
 }
 
 /* The same where spectra end inside bytes (77 1-bit channels): a thread a
- * byte of the block, its samples found by their place. */
-__global__ void replace_bytes_kernel(Chunk k)
+ * byte of block j0 + blockIdx.y, its samples found by their place. */
+__global__ void replace_bytes_kernel(Chunk k, int j0)
 {
-    const int j = blockIdx.y;
+    const int j = j0 + blockIdx.y;
     if (k.w.nflag[j] == 0 && k.w.nclip[j] == 0)
         return;
     const int64_t n = spectra_of(k, j), nv = (int64_t)k.nc * k.ni;
@@ -494,24 +499,26 @@ int ddtk_rfi_gpu_supports(const ddtk_clean_geom *g)
                || g->nbits == 16 || g->nbits == 32);
 }
 
-static int work_alloc(work *w, const ddtk_clean_geom *g)
+/* Room in w for cap blocks of geometry g. */
+static int work_alloc(work *w, const ddtk_clean_geom *g, int64_t cap)
 {
-    const size_t nc = (size_t)g->nchans, nv = nc * g->nifs, b = (size_t)g->block;
-    DDTK_CUDA(cudaMalloc((void **)&w->dsum, CHUNK * nc * sizeof(double)), "allocating RFI sums");
-    DDTK_CUDA(cudaMalloc((void **)&w->dsq, CHUNK * nc * sizeof(double)), "allocating RFI sums");
-    DDTK_CUDA(cudaMalloc((void **)&w->med, CHUNK * nv * sizeof(float)), "allocating RFI stats");
-    DDTK_CUDA(cudaMalloc((void **)&w->stat, CHUNK * nc * sizeof(float)), "allocating RFI stats");
-    DDTK_CUDA(cudaMalloc((void **)&w->mean, CHUNK * nc * sizeof(float)), "allocating RFI stats");
-    DDTK_CUDA(cudaMalloc((void **)&w->w, CHUNK * nc * sizeof(float)), "allocating RFI stats");
-    DDTK_CUDA(cudaMalloc((void **)&w->z, CHUNK * b * sizeof(float)), "allocating RFI series");
-    DDTK_CUDA(cudaMalloc((void **)&w->level, CHUNK * nv * sizeof(float)), "allocating RFI stats");
-    DDTK_CUDA(cudaMalloc((void **)&w->off, CHUNK * sizeof(double)), "allocating RFI stats");
-    DDTK_CUDA(cudaMalloc((void **)&w->live, CHUNK * sizeof(int)), "allocating RFI stats");
-    DDTK_CUDA(cudaMalloc((void **)&w->nclip, CHUNK * sizeof(int)), "allocating RFI stats");
-    DDTK_CUDA(cudaMalloc((void **)&w->nflag, CHUNK * sizeof(int)), "allocating RFI stats");
-    DDTK_CUDA(cudaMalloc((void **)&w->votes, 4 * CHUNK * nc * sizeof(int)), "allocating RFI votes");
-    DDTK_CUDA(cudaMalloc((void **)&w->flag, CHUNK * nc), "allocating RFI flags");
-    DDTK_CUDA(cudaMalloc((void **)&w->clip, CHUNK * b), "allocating RFI flags");
+    const size_t nc = (size_t)g->nchans, nv = nc * g->nifs, b = (size_t)g->block, n = (size_t)cap;
+    w->cap = cap;
+    DDTK_CUDA(cudaMalloc((void **)&w->dsum, n * nc * sizeof(double)), "allocating RFI sums");
+    DDTK_CUDA(cudaMalloc((void **)&w->dsq, n * nc * sizeof(double)), "allocating RFI sums");
+    DDTK_CUDA(cudaMalloc((void **)&w->med, n * nv * sizeof(float)), "allocating RFI stats");
+    DDTK_CUDA(cudaMalloc((void **)&w->stat, n * nc * sizeof(float)), "allocating RFI stats");
+    DDTK_CUDA(cudaMalloc((void **)&w->mean, n * nc * sizeof(float)), "allocating RFI stats");
+    DDTK_CUDA(cudaMalloc((void **)&w->w, n * nc * sizeof(float)), "allocating RFI stats");
+    DDTK_CUDA(cudaMalloc((void **)&w->z, n * b * sizeof(float)), "allocating RFI series");
+    DDTK_CUDA(cudaMalloc((void **)&w->level, n * nv * sizeof(float)), "allocating RFI stats");
+    DDTK_CUDA(cudaMalloc((void **)&w->off, n * sizeof(double)), "allocating RFI stats");
+    DDTK_CUDA(cudaMalloc((void **)&w->live, n * sizeof(int)), "allocating RFI stats");
+    DDTK_CUDA(cudaMalloc((void **)&w->nclip, n * sizeof(int)), "allocating RFI stats");
+    DDTK_CUDA(cudaMalloc((void **)&w->nflag, n * sizeof(int)), "allocating RFI stats");
+    DDTK_CUDA(cudaMalloc((void **)&w->votes, 4 * n * nc * sizeof(int)), "allocating RFI votes");
+    DDTK_CUDA(cudaMalloc((void **)&w->flag, n * nc), "allocating RFI flags");
+    DDTK_CUDA(cudaMalloc((void **)&w->clip, n * b), "allocating RFI flags");
     return DDTK_OK;
 }
 
@@ -521,6 +528,7 @@ static void work_free(work *w)
                   w->off, w->live, w->nclip, w->nflag, w->votes, w->flag, w->clip };
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         cudaFree(p[i]);
+    memset(w, 0, sizeof *w);
 }
 
 int ddtk_rfi_gpu_create(ddtk_rfi_gpu **out, const ddtk_clean_geom *g, int nsets, int count)
@@ -535,14 +543,19 @@ int ddtk_rfi_gpu_create(ddtk_rfi_gpu **out, const ddtk_clean_geom *g, int nsets,
     if (!r->ws)
         return DDTK_ESYS;
     r->nsets = nsets;
-    for (int i = 0; i < nsets; i++) {
-        int rc = work_alloc(&r->ws[i], g);
-        if (rc)
-            return rc;
-    }
     DDTK_CUDA(cudaMalloc((void **)&r->counts, 5 * sizeof *r->counts), "allocating RFI counts");
     DDTK_CUDA(cudaMalloc((void **)&r->ever, (size_t)g->nchans), "allocating RFI counts");
     return ddtk_rfi_gpu_zero(r);
+}
+
+int ddtk_rfi_gpu_reserve(ddtk_rfi_gpu *r, int set, int64_t spectra)
+{
+    /* a gulp's spectra start at a block's first, or one past a carried block's */
+    const int64_t cap = spectra / r->g.block + 2;
+    if (r->ws[set].cap >= cap)
+        return DDTK_OK;
+    work_free(&r->ws[set]);
+    return work_alloc(&r->ws[set], &r->g, cap);
 }
 
 int ddtk_rfi_gpu_zero(ddtk_rfi_gpu *r)
@@ -553,8 +566,12 @@ int ddtk_rfi_gpu_zero(ddtk_rfi_gpu *r)
     return DDTK_OK;
 }
 
-/* One chunk's passes on stream st. */
-static int clean_chunk(const ddtk_rfi_gpu *r, const Chunk &k, cudaStream_t st)
+/* A gulp's passes on stream st. The replaced samples are written in raw
+ * for its last block alone, which the next gulp carries: the unpacking
+ * replaces the others as it reads them (ddtk_rfi_gpu_view). Written in raw
+ * for every block, a pass over the whole gulp's bytes, they cost htru's
+ * streaming beside its 1196 DMs' kernels 13%, the rest of the cleaning 3%. */
+static int clean_passes(const ddtk_rfi_gpu *r, const Chunk &k, cudaStream_t st)
 {
     const int nc = r->g.nchans, p = pow2_at_least(nc);
     const size_t smem = (size_t)p * sizeof(uint32_t), votes = 4 * (size_t)k.nb * nc * sizeof(int);
@@ -582,10 +599,10 @@ static int clean_chunk(const ddtk_rfi_gpu *r, const Chunk &k, cudaStream_t st)
     level_kernel<<<chans, 128, 0, st>>>(k);
     const int64_t nv = (int64_t)nc * r->g.nifs;
     if (nv * r->g.nbits % 8 == 0)
-        replace_kernel<<<dim3((unsigned)k.block, (unsigned)k.nb), 128, 0, st>>>(k);
+        replace_kernel<<<dim3((unsigned)k.block), 128, 0, st>>>(k, k.nb - 1);
     else
-        replace_bytes_kernel<<<dim3((unsigned)((k.block * nv / (8 / r->g.nbits) + 255) / 256),
-                                    (unsigned)k.nb), 256, 0, st>>>(k);
+        replace_bytes_kernel<<<dim3((unsigned)((k.block * nv / (8 / r->g.nbits) + 255) / 256)),
+                               256, 0, st>>>(k, k.nb - 1);
     if (r->count)
         count_kernel<<<k.nb, 256, 0, st>>>(k, r->counts, r->ever);
     DDTK_CUDA(cudaGetLastError(), "cleaning RFI");
@@ -597,25 +614,31 @@ int ddtk_rfi_gpu_clean(ddtk_rfi_gpu *r, int set, uint8_t *raw, int64_t n, int64_
 {
     const ddtk_clean_geom *g = &r->g;
     const int64_t b = g->block, nblocks = (n + b - 1) / b;
-    const int64_t bits = (int64_t)g->nchans * g->nifs * g->nbits;
-    for (int64_t j0 = 0; j0 < nblocks; j0 += CHUNK) {
-        Chunk k;
-        k.nb = (int)(nblocks - j0 < CHUNK ? nblocks - j0 : CHUNK);
-        k.raw = raw + j0 * b * bits / 8;
-        k.at = at + j0 * b;
-        k.block = b;
-        k.last = n - (j0 + k.nb - 1) * b;
-        k.nc = g->nchans;
-        k.ni = g->nifs;
-        k.nbits = g->nbits;
-        k.sgn = g->sgn;
-        k.clip_sigma = (float)g->clip_sigma;
-        k.w = r->ws[set];
-        int rc = clean_chunk(r, k, st);
-        if (rc)
-            return rc;
-    }
-    return DDTK_OK;
+    if (nblocks > r->ws[set].cap)
+        return ddtk_fail(DDTK_ESYS, "GPU RFI cleaning: %lld blocks in a gulp, room for %lld",
+                         (long long)nblocks, (long long)r->ws[set].cap);
+    Chunk k;
+    k.nb = (int)nblocks;
+    k.raw = raw;
+    k.at = at;
+    k.block = b;
+    k.last = n - (nblocks - 1) * b;
+    k.nc = g->nchans;
+    k.ni = g->nifs;
+    k.nbits = g->nbits;
+    k.sgn = g->sgn;
+    k.clip_sigma = (float)g->clip_sigma;
+    k.w = r->ws[set];
+    return clean_passes(r, k, st);
+}
+
+void ddtk_rfi_gpu_view(const ddtk_rfi_gpu *r, int set, ddgpu::UnpackRfi *v)
+{
+    const work *w = &r->ws[set];
+    v->flag = w->flag;
+    v->clip = w->clip;
+    v->level = w->level;
+    v->block = (int)r->g.block;
 }
 
 int ddtk_rfi_gpu_report(ddtk_rfi_gpu *r, ddtk_rfi_report *rep, uint8_t *ever)

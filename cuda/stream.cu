@@ -51,7 +51,8 @@
  * the input's cleaner hands its reads over for the run (they are then raw),
  * and each read goes on to a block's end (read_gulp), the spectra past the
  * gulp's end carried, cleaned, to the next gulp's raw buffer on the device
- * (stage_input), so that every block is cleaned whole, once.
+ * (stage_input), so that every block is cleaned whole, once; the unpacking
+ * replaces what the cleaning flagged in the other blocks as it reads them.
  *
  * A search sink (--search) is searched on the device (sps_gpu.cuh): after
  * each gulp's kernels, on the gulp's stream; with nothing else to write, the
@@ -498,6 +499,11 @@ static int allocate_set(const gpu_pipe *g, const ddtk_plan *p, int64_t step, int
     for (int i = 0; i < 6; i++)
         DDTK_CUDA(cudaEventCreate(ev[i]), "creating an event");
     DDTK_CUDA(cudaMalloc((void **)&s->draw, raw), "allocating input");
+    if (g->rfi) {
+        int rc = ddtk_rfi_gpu_reserve(g->rfi, (int)(s - g->set), p->keep + step + 2 * extra);
+        if (rc)
+            return rc;
+    }
     s->lst[0] = s->st;
     for (int k = 0; k < g->nlevels; k++) {
         const gpu_level *L = &g->lv[k];
@@ -951,6 +957,12 @@ static int stage_input(const gpu_pipe *g, const ddtk_plan *p, int64_t step, gulp
         u.enc = L0->enc;
         u.seg = sc ? (const int32_t *)(s->draw + sc->seg_off) : NULL;
         u.tab = sc ? (const float *)(s->draw + sc->tab_off) : NULL;
+        memset(&u.rfi, 0, sizeof u.rfi);
+        if (cl && cl->nnew > 0) {     /* the cleaning's replacements, as they are read */
+            ddtk_rfi_gpu_view(g->rfi, (int)(s - g->set), &u.rfi);
+            u.rfi.at = cl->at;
+            u.rfi.from = cl->at - cl->cstart;
+        }
         if (sc)
             u.sgn = sc->sgn;
         DDTK_CUDA(launch_unpack(u, st), "unpacking");
