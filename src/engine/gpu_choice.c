@@ -92,26 +92,25 @@ static double run_series_bytes(const ddtk_plan *p, int64_t nsamples)
 
 /* --rfi auto: where the host's reads and cleaning would set the GPU path's
  * pace, the GPU cleans (cuda/rfi_gpu.cu); else the host, whose cleaning
- * then hides behind the GPU's work. The GPU's cleaning costs the GPU 0.23 ms
- * a gulp of 32 MB on its own and slows the dedispersion beside it, so it is
- * taken only where the host would be near the GPU's pace. The host's pace
- * is measured on the input's first blocks (ddtk_source_clean_pace): H100
- * hosts of 16 cores differed by 2.5 times at it, and where a constant put
- * the host within the GPU's work its reads and cleaning took 0.20-0.28 s
- * of htru8 60 s with RFI against 0.145 s of GPU kernels (1196 DMs;
- * streaming 0.20-0.27 s against 0.16-0.18 s cleaned on the GPU, 0.14-0.16
- * s without). On inputs that cannot be read ahead (pipes, PSRFITS) a
- * constant stands in: CLEAN_RATE input bytes a second a thread (htru8 60 s,
- * 960 MB, on a 16-core H100 host: the host's reads 0.13-0.15 s with the
- * cleaning, 0.045 s without), within CLEAN_MARGIN of the GPU's work (on that
- * host, streaming 0.135-0.139 s against 0.147-0.160 s cleaned on the GPU,
- * 0.134 s without; 4 DMs 0.096-0.113 s against 0.034-0.046 s). The tree and
- * the FDMT give no cost model of their GPU work (split_cost), and do far
- * less of it per input byte than the direct kernel: the GPU cleans for
- * them. */
+ * then hides behind the GPU's work. Neither is free beside a heavy plan:
+ * htru8 60 s with RFI, 1196 DMs, one H100, streaming (median of 4-5 runs),
+ * on three 16-core hosts: without excision 0.135-0.140 s; cleaned on the
+ * GPU 0.158-0.164 s (0.169 s before the unpacking took the replacement);
+ * on the host 0.144 s where its reads and cleaning took 0.10-0.12 s, 0.175
+ * s where they took 0.12-0.21 s, 0.20-0.27 s where they took 0.20-0.28 s
+ * (the GPU's kernels 0.15-0.16 s). So the host's pace is measured on the
+ * input's first blocks (ddtk_source_clean_pace) and the GPU cleans where
+ * it would outlast the GPU's work (PACE_MARGIN). On inputs that cannot be
+ * read ahead (pipes, PSRFITS) a constant stands in: CLEAN_RATE input bytes
+ * a second a thread, within CLEAN_MARGIN of the GPU's work (a host where
+ * the reads with the cleaning took 0.13-0.15 s, 0.045 s without: streaming
+ * 0.135-0.139 s against 0.147-0.160 s on the GPU; 4 DMs 0.096-0.113 s
+ * against 0.034-0.046 s). The tree and the FDMT give no cost model of
+ * their GPU work (split_cost), and do far less of it per input byte than
+ * the direct kernel: the GPU cleans for them. */
 #define CLEAN_RATE 6e8            /* input bytes per second a host thread cleans */
 #define CLEAN_MARGIN 1.5          /* the constant's reads and cleaning against the GPU's work */
-#define PACE_MARGIN 0.8           /* the measured reads and cleaning against the GPU's work */
+#define PACE_MARGIN 1.0           /* the measured reads and cleaning against the GPU's work */
 
 int ddtk_gpu_cleans(const ddtk_plan *p, ddtk_source *src, int threads, char *why, size_t n)
 {
