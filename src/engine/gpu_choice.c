@@ -99,8 +99,12 @@ static double run_series_bytes(const ddtk_plan *p, int64_t nsamples)
  * on the host 0.144 s where its reads and cleaning took 0.10-0.12 s, 0.175
  * s where they took 0.12-0.21 s, 0.20-0.27 s where they took 0.20-0.28 s
  * (the GPU's kernels 0.15-0.16 s). So the host's pace is measured on the
- * input's first blocks (ddtk_source_clean_pace) and the GPU cleans where
- * it would outlast the GPU's work (PACE_MARGIN). On inputs that cannot be
+ * input's first blocks (ddtk_source_clean_pace) and the GPU cleans where it
+ * would outlast the GPU's work by PACE_MARGIN: the measure, one round of the
+ * threads' blocks while the set-up starts the GPUs, reads about half what
+ * the run's reads then reach (4.2-5.5 GB/s on the hosts where they reached
+ * 4.6-9.2), and the host's cleaning costs the streaming more than the GPU's
+ * once its reads take over 0.8 of the GPU's work. On inputs that cannot be
  * read ahead (pipes, PSRFITS) a constant stands in: CLEAN_RATE input bytes
  * a second a thread, within CLEAN_MARGIN of the GPU's work (a host where
  * the reads with the cleaning took 0.13-0.15 s, 0.045 s without: streaming
@@ -110,7 +114,7 @@ static double run_series_bytes(const ddtk_plan *p, int64_t nsamples)
  * the direct kernel: the GPU cleans for them. */
 #define CLEAN_RATE 6e8            /* input bytes per second a host thread cleans */
 #define CLEAN_MARGIN 1.5          /* the constant's reads and cleaning against the GPU's work */
-#define PACE_MARGIN 1.0           /* the measured reads and cleaning against the GPU's work */
+#define PACE_MARGIN 1.6           /* the measured reads and cleaning against the GPU's work */
 
 int ddtk_gpu_cleans(const ddtk_plan *p, ddtk_source *src, int threads, char *why, size_t n)
 {
