@@ -1083,6 +1083,8 @@ double ddtk_clean_pace(ddtk_input *in, int64_t nblocks)
     if (!ddtk_clean_geometry(in, &g) || !ddtk_input_positional(in) || in->nsamples < 0
         || ddtk_input_tell(in, &pos))
         return -1;
+    const int64_t fit = AHEAD_BYTES / ddtk_input_bytes(in, k->block);   /* bounded memory */
+    nblocks = fit < nblocks ? (fit > 1 ? fit : 1) : nblocks;
     nblocks = in->nsamples / k->block < nblocks ? in->nsamples / k->block : nblocks;
     const size_t bytes = (size_t)ddtk_input_bytes(in, nblocks * k->block);
     uint8_t *buf = nblocks > 0 ? ddtk_malloc(bytes, "RFI timing") : NULL;
