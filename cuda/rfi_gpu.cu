@@ -59,7 +59,7 @@ struct ddtk_rfi_gpu {
 
 /* The kernels' view of a gulp: nb blocks of raw (the first the
  * observation's block at / block), the last of last spectra. */
-struct Chunk {
+struct Gulp {
     uint8_t *raw;
     int64_t at, block, last;
     int nb, nc, ni, nbits, sgn;
@@ -67,7 +67,7 @@ struct Chunk {
     work w;
 };
 
-__device__ __forceinline__ int64_t spectra_of(const Chunk &k, int j)
+__device__ __forceinline__ int64_t spectra_of(const Gulp &k, int j)
 {
     return j == k.nb - 1 ? k.last : k.block;
 }
@@ -80,7 +80,7 @@ __device__ __forceinline__ float sample(const uint8_t *raw, int64_t e, int nbits
 }
 
 /* The detected value of spectrum t's channel c (IF 0, or IFs 0 and 1 summed). */
-__device__ __forceinline__ float detected(const Chunk &k, const uint8_t *raw, int64_t t, int c)
+__device__ __forceinline__ float detected(const Gulp &k, const uint8_t *raw, int64_t t, int c)
 {
     const int64_t e = t * k.nc * k.ni + c;
     const float x = sample(raw, e, k.nbits, k.sgn);
@@ -99,7 +99,7 @@ __device__ __forceinline__ float detected(const Chunk &k, const uint8_t *raw, in
  * STATS_SLICES threads share a channel's spectra (one thread a channel took
  * 0.33 ms a gulp of htru); floats are added by one thread in the host's
  * order. */
-__global__ void __launch_bounds__(STATS_CHANS * STATS_SLICES) stats_kernel(Chunk k, int second)
+__global__ void __launch_bounds__(STATS_CHANS * STATS_SLICES) stats_kernel(Gulp k, int second)
 {
     __shared__ double part[STATS_SLICES][MAX_IFS + 2][STATS_CHANS];
     __shared__ int64_t parts_m[STATS_SLICES][STATS_CHANS];
@@ -182,7 +182,7 @@ __device__ void bitonic_sort(uint32_t *keys, int p)
  * added to the block's votes and tries, which iqrm_flags_kernel reads. The
  * lags run side by side (one after another in a block they were its
  * latency: 14 sorts). */
-__global__ void iqrm_lag_kernel(Chunk k, int p, int second)
+__global__ void iqrm_lag_kernel(Gulp k, int p, int second)
 {
     extern __shared__ uint32_t keys[];
     const int j = blockIdx.y, stat = blockIdx.x / NLAGS, lag = 1 << (blockIdx.x % NLAGS);
@@ -216,7 +216,7 @@ __global__ void iqrm_lag_kernel(Chunk k, int p, int second)
 /* Each channel's flag from the votes (a majority of its comparisons on
  * either statistic); on the first pass also its zero-DM weight. A short
  * block (fewer than RFI_MIN_STATS spectra) is flagged nowhere. */
-__global__ void iqrm_flags_kernel(Chunk k, int second)
+__global__ void iqrm_flags_kernel(Gulp k, int second)
 {
     const int j = blockIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
     const int64_t n = spectra_of(k, j);
@@ -238,7 +238,7 @@ __global__ void iqrm_flags_kernel(Chunk k, int second)
  * exact in double, so only the adds round: the products are made side by
  * side, the chain by one thread from shared memory; from device memory it
  * took 0.08 ms a gulp), and the channels weighed. */
-__global__ void offset_kernel(Chunk k)
+__global__ void offset_kernel(Gulp k)
 {
     __shared__ double prod[OFF_CHANS];
     __shared__ int live;
@@ -274,7 +274,7 @@ __global__ void offset_kernel(Chunk k)
  * l, l + RFI_LANES ... in float as the host's vector lane l, then the first
  * lane adds -off, the channels past the last whole RFI_LANES and the lanes
  * in double, in the host's order. */
-__global__ void zsum_kernel(Chunk k)
+__global__ void zsum_kernel(Gulp k)
 {
     const int j = blockIdx.y, lane = threadIdx.x % RFI_LANES;
     const int64_t n = spectra_of(k, j),
@@ -302,7 +302,7 @@ __global__ void zsum_kernel(Chunk k)
 /* zsum_kernel for unsigned 8-bit samples of one IF: a thread a spectrum,
  * its RFI_LANES partial sums side by side as the host's vector lanes, 16
  * channels a load (the half warp a spectrum took 0.08 ms a gulp of htru). */
-__global__ void zsum8_kernel(Chunk k)
+__global__ void zsum8_kernel(Gulp k)
 {
     extern __shared__ float ws[];
     const int j = blockIdx.y;
@@ -350,7 +350,7 @@ __device__ float middle(const float *vals, int m, uint32_t *keys, int p)
 /* Block blockIdx.x's clipped spectra: the robust median and deviation of a
  * subsample of its zero-DM series (the host's robust()), then every
  * spectrum against them. */
-__global__ void clip_kernel(Chunk k)
+__global__ void clip_kernel(Gulp k)
 {
     __shared__ uint32_t keys[ROBUST_MOST];
     __shared__ float vals[ROBUST_MOST];
@@ -393,7 +393,7 @@ __global__ void clip_kernel(Chunk k)
 /* The level a replaced sample of channel c takes (the host's levels()): its
  * mean over the block, or for a flagged channel the median of its nearest
  * eight good neighbours' means; and the block's flagged channels counted. */
-__global__ void level_kernel(Chunk k)
+__global__ void level_kernel(Gulp k)
 {
     const int j = blockIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= k.nc)
@@ -422,7 +422,7 @@ __global__ void level_kernel(Chunk k)
  * spectrum (blockIdx.x) of block j0 + blockIdx.y, a thread a byte of samples
  * narrower than 8 bits (a byte holds several channels), else a sample; only
  * flagged channels, or all of a clipped spectrum. */
-__global__ void replace_kernel(Chunk k, int j0)
+__global__ void replace_kernel(Gulp k, int j0)
 {
     const int j = j0 + blockIdx.y, t = blockIdx.x;
     const int nv = k.nc * k.ni;
@@ -444,7 +444,7 @@ __global__ void replace_kernel(Chunk k, int j0)
 
 /* The same where spectra end inside bytes (77 1-bit channels): a thread a
  * byte of block j0 + blockIdx.y, its samples found by their place. */
-__global__ void replace_bytes_kernel(Chunk k, int j0)
+__global__ void replace_bytes_kernel(Gulp k, int j0)
 {
     const int j = j0 + blockIdx.y;
     if (k.w.nflag[j] == 0 && k.w.nclip[j] == 0)
@@ -463,8 +463,8 @@ __global__ void replace_bytes_kernel(Chunk k, int j0)
     }
 }
 
-/* The chunk's blocks into the report: counts and the channels flagged. */
-__global__ void count_kernel(Chunk k, unsigned long long *counts, uint8_t *ever)
+/* The gulp's blocks into the report: counts and the channels flagged. */
+__global__ void count_kernel(Gulp k, unsigned long long *counts, uint8_t *ever)
 {
     const int j = blockIdx.x;
     const int64_t n = spectra_of(k, j);
@@ -571,7 +571,7 @@ int ddtk_rfi_gpu_zero(ddtk_rfi_gpu *r)
  * replaces the others as it reads them (ddtk_rfi_gpu_view). Written in raw
  * for every block, a pass over the whole gulp's bytes, they cost htru's
  * streaming beside its 1196 DMs' kernels 13%, the rest of the cleaning 3%. */
-static int clean_passes(const ddtk_rfi_gpu *r, const Chunk &k, cudaStream_t st)
+static int clean_passes(const ddtk_rfi_gpu *r, const Gulp &k, cudaStream_t st)
 {
     const int nc = r->g.nchans, p = pow2_at_least(nc);
     const size_t smem = (size_t)p * sizeof(uint32_t), votes = 4 * (size_t)k.nb * nc * sizeof(int);
@@ -617,7 +617,7 @@ int ddtk_rfi_gpu_clean(ddtk_rfi_gpu *r, int set, uint8_t *raw, int64_t n, int64_
     if (nblocks > r->ws[set].cap)
         return ddtk_fail(DDTK_ESYS, "GPU RFI cleaning: %lld blocks in a gulp, room for %lld",
                          (long long)nblocks, (long long)r->ws[set].cap);
-    Chunk k;
+    Gulp k;
     k.nb = (int)nblocks;
     k.raw = raw;
     k.at = at;
