@@ -1063,6 +1063,16 @@ int ddtk_clean_geometry(const ddtk_input *in, ddtk_clean_geom *g)
     return 1;
 }
 
+/* r's counts added to to's. */
+static void report_add(ddtk_rfi_report *to, const ddtk_rfi_report *r)
+{
+    to->blocks += r->blocks;
+    to->chan_blocks += r->chan_blocks;
+    to->spectra_clipped += r->spectra_clipped;
+    to->samples += r->samples;
+    to->samples_masked += r->samples_masked;
+}
+
 /* The counts and flags of k and its workers back to none (ddtk_clean_pace's
  * blocks were cleaned to be timed, not delivered). */
 static void forget(ddtk_cleaner *k, int nc)
@@ -1083,9 +1093,9 @@ double ddtk_clean_pace(ddtk_input *in, int64_t nblocks)
     if (!ddtk_clean_geometry(in, &g) || !ddtk_input_positional(in) || in->nsamples < 0
         || ddtk_input_tell(in, &pos))
         return -1;
-    const int64_t fit = AHEAD_BYTES / ddtk_input_bytes(in, k->block);   /* bounded memory */
-    nblocks = fit < nblocks ? (fit > 1 ? fit : 1) : nblocks;
-    nblocks = in->nsamples / k->block < nblocks ? in->nsamples / k->block : nblocks;
+    const int64_t most = ahead(k, in, 1), whole = in->nsamples / k->block;
+    nblocks = nblocks < most ? nblocks : most;
+    nblocks = nblocks < whole ? nblocks : whole;
     const size_t bytes = (size_t)ddtk_input_bytes(in, nblocks * k->block);
     uint8_t *buf = nblocks > 0 ? ddtk_malloc(bytes, "RFI timing") : NULL;
     if (!buf)
@@ -1127,11 +1137,7 @@ void ddtk_clean_take_back(ddtk_input *in, const ddtk_rfi_report *r, const uint8_
     k->first = in->samples_read;
     k->have = k->used = 0;
     k->eof = in->eof;
-    k->rep.blocks += r->blocks;
-    k->rep.chan_blocks += r->chan_blocks;
-    k->rep.spectra_clipped += r->spectra_clipped;
-    k->rep.samples += r->samples;
-    k->rep.samples_masked += r->samples_masked;
+    report_add(&k->rep, r);
     for (int c = 0; c < in->hdr.nchans; c++)
         k->ever[c] |= ever[c];
 }
@@ -1143,14 +1149,8 @@ void ddtk_input_clean_report(const ddtk_input *in, ddtk_rfi_report *r)
     if (!k)
         return;
     *r = k->rep;
-    for (int i = 0; i < k->nworkers; i++) {
-        const ddtk_rfi_report *w = &k->workers[i].rep;
-        r->blocks += w->blocks;
-        r->chan_blocks += w->chan_blocks;
-        r->spectra_clipped += w->spectra_clipped;
-        r->samples += w->samples;
-        r->samples_masked += w->samples_masked;
-    }
+    for (int i = 0; i < k->nworkers; i++)
+        report_add(r, &k->workers[i].rep);
     for (int c = 0; c < in->hdr.nchans; c++) {
         int ever = k->ever[c];
         for (int i = 0; i < k->nworkers; i++)
