@@ -87,8 +87,6 @@ int fallback_tile(int shape);
 cudaError_t launch_fallback(Storage s, int shape, int dms_per_block, const DirectArgs &a,
                             cudaStream_t st);
 
-/* Unpack n raw spectra, from raw's spectrum `first` on, into rows at column
- * col (rowmap: file channel -> row or -1). */
 /* The GPU's RFI cleaning (rfi_gpu.cu) as the unpacking reads: spectrum sb
  * of the raw buffer, from `from` on (the observation's at + sb - from), is
  * in block j = (sb - from) / block at t = (sb - from) % block of the
@@ -116,6 +114,8 @@ struct UnpackArgs {
     const float *tab;
     UnpackRfi rfi;
 };
+/* Unpack n raw spectra, from raw's spectrum `first` on, into rows at column
+ * col (rowmap: file channel -> row or -1). */
 cudaError_t launch_unpack(const UnpackArgs &u, cudaStream_t st);
 /* Integer element e of SIGPROC raw data (1/2/4-bit packed from the low
  * bits, 8/16-bit signed or not): the unpacking's and the RFI cleaner's. */

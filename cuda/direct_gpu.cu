@@ -182,17 +182,48 @@ Encoding scrunched_encoding(Encoding base, int factor)
 
 /* ---- unpacking --------------------------------------------------------------- */
 
-/* One sample as the CPU's ddtk_unpack computes it (float), or its integer code. */
-__device__ __forceinline__ float float_sample(const UnpackArgs &u, int64_t e)
+/* Element (IF i, channel c) of raw spectrum sb, of cleaning block j, as the
+ * GPU's RFI cleaning replaces it: the integer rfi_put writes (a float for
+ * 32-bit data), as a float. */
+__device__ __forceinline__ float replaced(const UnpackArgs &u, int64_t sb, int j, int i, int c)
 {
-    if (u.nbits == 32) {
-        const float *f = reinterpret_cast<const float *>(u.raw);
-        return u.pol < 0 ? f[e] + f[e + u.nchans] : f[e + (int64_t)u.pol * u.nchans];
-    }
-    if (u.pol < 0)
-        return (float)int_element(u.raw, e, u.nbits, u.sgn)
-             + (float)int_element(u.raw, e + u.nchans, u.nbits, u.sgn);
-    return (float)int_element(u.raw, e + (int64_t)u.pol * u.nchans, u.nbits, u.sgn);
+    const float x = u.rfi.level[((int64_t)j * u.nifs + i) * u.nchans + c];
+    const int64_t where = (u.rfi.at + sb - u.rfi.from) * u.nchans * u.nifs
+                          + (int64_t)i * u.nchans + c;
+    return u.nbits == 32 ? x : (float)rfi_quantise(x, where, u.nbits, u.sgn);
+}
+
+/* IF i's element of spectrum sb, channel c, as the CPU's ddtk_unpack reads
+ * it: the raw value, or where the cleaning replaced it (j, its block; -1:
+ * not replaced) the value written in its place. */
+__device__ __forceinline__ float float_at(const UnpackArgs &u, int64_t sb, int c, int i, int j)
+{
+    if (j >= 0)
+        return replaced(u, sb, j, i, c);
+    const int64_t e = sb * u.nchans * u.nifs + (int64_t)i * u.nchans + c;
+    return u.nbits == 32 ? reinterpret_cast<const float *>(u.raw)[e]
+                         : (float)int_element(u.raw, e, u.nbits, u.sgn);
+}
+
+__device__ __forceinline__ int int_at(const UnpackArgs &u, int64_t sb, int c, int i, int j)
+{
+    return j >= 0 ? (int)replaced(u, sb, j, i, c)
+                  : int_element(u.raw, sb * u.nchans * u.nifs + (int64_t)i * u.nchans + c,
+                                u.nbits, u.sgn);
+}
+
+/* One sample as the CPU's ddtk_unpack computes it (float), or its integer code. */
+__device__ __forceinline__ float float_sample(const UnpackArgs &u, int64_t sb, int c, int j)
+{
+    return u.pol < 0 ? float_at(u, sb, c, 0, j) + float_at(u, sb, c, 1, j)
+                     : float_at(u, sb, c, u.pol, j);
+}
+
+__device__ __forceinline__ uint32_t int_sample(const UnpackArgs &u, int64_t sb, int c, int j)
+{
+    const int v = u.pol < 0 ? int_at(u, sb, c, 0, j) + int_at(u, sb, c, 1, j)
+                            : int_at(u, sb, c, u.pol, j);
+    return (uint32_t)(v + u.enc.bias);
 }
 
 /* A scaled PSRFITS sample (spectrum j, channel c) as the CPU decodes it:
@@ -211,43 +242,36 @@ __device__ __forceinline__ float scaled_sample(const UnpackArgs &u, int64_t j, i
     return fmaf((float)((int)r[i] - bias), mul[i], add[i]);
 }
 
-__device__ __forceinline__ uint32_t int_sample(const UnpackArgs &u, int64_t e)
+/* Channel c's cleaning blocks over a tile of spectra from sb0 on (u.rfi):
+ * a tile meets at most two blocks (a block holds at least a tile's
+ * spectra), so their flags are read once and each spectrum's block found
+ * by a comparison, not a division. */
+struct TileRfi {
+    int64_t k0, edge;             /* the tile's first spectrum in the cleaning's arrays; the second block's */
+    int j0, f0, f1;               /* the first block (-1: before the cleaned spectra) and the flags */
+};
+
+__device__ __forceinline__ TileRfi tile_rfi(const UnpackArgs &u, int64_t sb0, int64_t n, int c)
 {
-    int v = u.pol < 0 ? int_element(u.raw, e, u.nbits, u.sgn)
-                            + int_element(u.raw, e + u.nchans, u.nbits, u.sgn)
-                      : int_element(u.raw, e + (int64_t)u.pol * u.nchans, u.nbits, u.sgn);
-    return (uint32_t)(v + u.enc.bias);
+    TileRfi t;
+    const int b = u.rfi.block;
+    t.k0 = sb0 - u.rfi.from;
+    t.j0 = t.k0 < 0 ? -1 : (int)(t.k0 / b);
+    t.edge = (int64_t)(t.j0 + 1) * b;
+    t.f0 = t.j0 >= 0 && u.rfi.flag[(int64_t)t.j0 * u.nchans + c];
+    t.f1 = t.k0 + n > t.edge && u.rfi.flag[(int64_t)(t.j0 + 1) * u.nchans + c];
+    return t;
 }
 
-/* Element (IF i, channel c) of raw spectrum sb, of cleaning block j, as the
- * GPU's RFI cleaning replaces it: the integer rfi_put writes (a float for
- * 32-bit data), as a float. */
-__device__ __forceinline__ float replaced(const UnpackArgs &u, int64_t sb, int j, int i, int c)
+/* The tile's spectrum s: its cleaning block where the cleaning replaced
+ * the thread's channel there (all of a clipped spectrum), else -1. */
+__device__ __forceinline__ int tile_block(const UnpackArgs &u, const TileRfi &t, int s)
 {
-    const float x = u.rfi.level[((int64_t)j * u.nifs + i) * u.nchans + c];
-    const int64_t where = (u.rfi.at + sb - u.rfi.from) * u.nchans * u.nifs
-                          + (int64_t)i * u.nchans + c;
-    return u.nbits == 32 ? x : (float)rfi_quantise(x, where, u.nbits, u.sgn);
-}
-
-/* Spectrum sb's channel c where the cleaning replaced it (u.rfi), as
- * float_sample or int_sample read it; *hit says whether it did. */
-__device__ __forceinline__ uint32_t replaced_sample(const UnpackArgs &u, int64_t sb, int c, int *hit)
-{
-    const int k = (int)(sb - u.rfi.from);     /* within a gulp's raw buffer: an int */
-    *hit = 0;
-    if (!u.rfi.flag || k < 0)
-        return 0;
-    const int j = k / u.rfi.block;
-    if (!u.rfi.clip[k] && !u.rfi.flag[(int64_t)j * u.nchans + c])
-        return 0;
-    *hit = 1;
-    if (u.enc.storage == ST_F32)
-        return __float_as_uint(u.pol < 0 ? replaced(u, sb, j, 0, c) + replaced(u, sb, j, 1, c)
-                                         : replaced(u, sb, j, u.pol, c));
-    const int v = u.pol < 0 ? (int)replaced(u, sb, j, 0, c) + (int)replaced(u, sb, j, 1, c)
-                            : (int)replaced(u, sb, j, u.pol, c);
-    return (uint32_t)(v + u.enc.bias);
+    const int64_t k = t.k0 + s;
+    if (k < 0)
+        return -1;
+    const int second = k >= t.edge;
+    return (second ? t.f1 : t.f0) || u.rfi.clip[k] ? t.j0 + second : -1;
 }
 
 /* 32x32 (spectrum, channel) tiles transposed through shared memory, so raw
@@ -258,18 +282,21 @@ __global__ void __launch_bounds__(256) unpack_kernel(UnpackArgs u)
     __shared__ uint32_t tile[32][33];
     const int64_t s0 = (int64_t)blockIdx.x * 32;
     const int c0 = blockIdx.y * 32, tx = threadIdx.x, ty = threadIdx.y;
-    const int64_t per_spectrum = (int64_t)u.nchans * u.nifs;
+    const int c = c0 + tx;
+    const int64_t ns = u.n - s0 < 32 ? u.n - s0 : 32;
+    TileRfi t;
+    if (u.rfi.flag && c < u.nchans)
+        t = tile_rfi(u, u.first + s0, ns, c);
     for (int s = ty; s < 32; s += 8) {
-        int c = c0 + tx;
         uint32_t v = 0;
-        if (c < u.nchans && s0 + s < u.n) {
-            const int64_t sb = u.first + s0 + s, e = sb * per_spectrum + c;
-            int hit = 0;
+        if (c < u.nchans && s < ns) {
+            const int64_t sb = u.first + s0 + s;
+            const int j = u.rfi.flag ? tile_block(u, t, s) : -1;
             if (u.tab)
                 v = __float_as_uint(scaled_sample(u, s0 + s, c));
-            else if ((v = replaced_sample(u, sb, c, &hit)), !hit)
-                v = u.enc.storage == ST_F32 ? __float_as_uint(float_sample(u, e))
-                                            : int_sample(u, e);
+            else
+                v = u.enc.storage == ST_F32 ? __float_as_uint(float_sample(u, sb, c, j))
+                                            : int_sample(u, sb, c, j);
         }
         tile[tx][s] = v;
     }
@@ -291,8 +318,93 @@ __global__ void __launch_bounds__(256) unpack_kernel(UnpackArgs u)
     }
 }
 
+/* Byte i of x. */
+__device__ __forceinline__ uint32_t byte_of(uint32_t x, int i)
+{
+    return (x >> (8 * i)) & 0xffu;
+}
+
+#define U8_SPECTRA 128            /* an unpack8 tile's spectra, */
+#define U8_CHANS 128              /* channels */
+
+/* The same for 8-bit samples of one IF into byte rows, a word at a time: a
+ * tile of U8_SPECTRA x U8_CHANS, each thread reading four spectra's words
+ * of four channels (a warp a spectrum's 128 bytes), turning the 4x4 bytes
+ * round in registers and writing four channels' words of four spectra to
+ * shared memory, from where warps write the rows 128 bytes at a time. The
+ * cleaning's replacements (u.rfi) are looked for a 4x4 at a time: its
+ * channels' flags a word a block, its spectra's clips. One byte a thread
+ * and a division a sample, the cleaned unpacking took 0.40 ms a 32768
+ * spectra gulp of htru against 0.25 ms uncleaned (H100). */
+__global__ void __launch_bounds__(256) unpack8_kernel(UnpackArgs u)
+{
+    __shared__ uint32_t out[U8_CHANS][U8_SPECTRA / 4 + 1];
+    __shared__ uint8_t clip[U8_SPECTRA];
+    const int64_t s0 = (int64_t)blockIdx.x * U8_SPECTRA;
+    const int c0 = blockIdx.y * U8_CHANS, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int ns = u.n - s0 < U8_SPECTRA ? (int)(u.n - s0) : U8_SPECTRA;
+    const int words = (u.nchans - c0 < U8_CHANS ? u.nchans - c0 : U8_CHANS) / 4;
+    const uint32_t flip = u.enc.bias ? 0x80808080u : 0;   /* signed bytes + 128 */
+    const int64_t k0 = u.first + s0 - u.rfi.from;          /* the tile in the cleaning's arrays */
+    if (u.rfi.flag && threadIdx.x < U8_SPECTRA)
+        clip[threadIdx.x] = threadIdx.x < ns && k0 + threadIdx.x >= 0 && u.rfi.clip[k0 + threadIdx.x];
+    __syncthreads();
+    const uint32_t *raw = reinterpret_cast<const uint32_t *>(u.raw);
+    const int64_t wps = u.nchans / 4;                      /* words a spectrum */
+    /* k's block j, kept as k grows: the next starts at edge */
+    int j = k0 < 0 ? -1 : (int)(k0 / u.rfi.block);
+    int64_t edge = (int64_t)(j + 1) * u.rfi.block;
+    for (int a = warp; a < U8_SPECTRA / 4 && lane < words; a += 8) {
+        uint32_t w[4];
+        for (int i = 0; i < 4; i++)
+            w[i] = 4 * a + i < ns ? raw[(u.first + s0 + 4 * a + i) * wps + c0 / 4 + lane] : 0;
+        for (int i = 0; i < 4 && u.rfi.flag; i++) {
+            const int64_t k = k0 + 4 * a + i;
+            if (4 * a + i >= ns || k < 0)
+                continue;
+            for (; k >= edge; edge += u.rfi.block)
+                j++;
+            const int c = c0 + 4 * lane;
+            const uint32_t f = clip[4 * a + i] ? 0x01010101u
+                             : *reinterpret_cast<const uint32_t *>(u.rfi.flag + (int64_t)j * u.nchans + c);
+            for (int b = 0; b < 4 && f; b++)
+                if (byte_of(f, b)) {
+                    const int64_t sb = u.first + s0 + 4 * a + i;
+                    const uint32_t q = (uint32_t)(int)replaced(u, sb, j, 0, c + b) & 0xffu;
+                    w[i] = (w[i] & ~(0xffu << (8 * b))) | (q << (8 * b));
+                }
+        }
+        for (int b = 0; b < 4; b++)
+            out[4 * lane + b][a] = (byte_of(w[0], b) | byte_of(w[1], b) << 8 | byte_of(w[2], b) << 16
+                                    | byte_of(w[3], b) << 24) ^ flip;
+    }
+    __syncthreads();
+    const int aligned = (u.col + s0) % 4 == 0 && u.stride % 4 == 0;
+    for (int c = warp; c < 4 * words; c += 8) {
+        const int r = u.rowmap[c0 + c];
+        if (r < 0)
+            continue;
+        uint8_t *dst = static_cast<uint8_t *>(u.rows) + (int64_t)r * u.stride + u.col + s0;
+        for (int a = lane; 4 * a < ns; a += 32) {
+            const uint32_t v = out[c][a];
+            if (aligned && 4 * a + 4 <= ns)
+                *reinterpret_cast<uint32_t *>(dst + 4 * a) = v;
+            else
+                for (int i = 0; i < 4 && 4 * a + i < ns; i++)
+                    dst[4 * a + i] = (uint8_t)byte_of(v, i);
+        }
+    }
+}
+
 cudaError_t launch_unpack(const UnpackArgs &u, cudaStream_t st)
 {
+    if (u.nbits == 8 && u.nifs == 1 && u.pol == 0 && !u.tab && u.enc.storage == ST_U8
+        && u.nchans % 4 == 0) {
+        dim3 grid((unsigned)((u.n + U8_SPECTRA - 1) / U8_SPECTRA),
+                  (unsigned)((u.nchans + U8_CHANS - 1) / U8_CHANS));
+        unpack8_kernel<<<grid, 256, 0, st>>>(u);
+        return cudaGetLastError();
+    }
     dim3 block(32, 8), grid((unsigned)((u.n + 31) / 32), (unsigned)((u.nchans + 31) / 32));
     if (u.enc.storage == ST_U8)
         unpack_kernel<uint8_t><<<grid, block, 0, st>>>(u);

@@ -495,6 +495,7 @@ static int pow2_at_least(int n)
 int ddtk_rfi_gpu_supports(const ddtk_clean_geom *g)
 {
     return g->nchans <= DDTK_RFI_GPU_MAX_CHANS && g->nifs <= MAX_IFS && g->block % 8 == 0
+           && g->block >= 32
            && (g->nbits == 1 || g->nbits == 2 || g->nbits == 4 || g->nbits == 8
                || g->nbits == 16 || g->nbits == 32);
 }

@@ -17,7 +17,8 @@
 
 typedef struct ddtk_rfi_gpu ddtk_rfi_gpu;
 
-/* Whether the device cleans inputs of geometry g. */
+/* Whether the device cleans inputs of geometry g (blocks of at least 32
+ * spectra: the unpacking's tile meets at most two). */
 int ddtk_rfi_gpu_supports(const ddtk_clean_geom *g);
 /* A device cleaner on the current device, with a workspace for each of
  * `nsets` streams; `count`: its blocks go into the report (one pipeline of
