@@ -8,7 +8,8 @@
  * Every block goes through the host cleaner's passes, each a kernel over a
  * gulp's blocks: the channels' sums over the statistics' subsample (a
  * channel's spectra in slices for integer samples, whose sums are exact in
- * any order; in the host's order for floats), their moments; IQRM over the
+ * any order, a word of four channels a thread for 8-bit; in the host's
+ * order for floats), their moments; IQRM over the
  * channels (each lag's differences sorted in shared memory, the lags side
  * by side: a sort gives the host's quantiles, which come from any sort); the
  * zero-DM weights and offset, each spectrum's weighted sum in the host's
@@ -40,7 +41,6 @@
  * and clips; room for `cap` blocks. */
 struct work {
     int64_t cap;
-    double *dsum, *dsq;           /* [block][chan] sums of the detected rows */
     float *med, *stat, *mean;     /* [block][if][chan] means; [block][chan] std and mean */
     float *w, *z, *level;         /* [block][chan] zero-DM weights; [block][t]; [block][if][chan] */
     double *off;                  /* [block] the zero-DM sum's constant */
@@ -89,6 +89,14 @@ __device__ __forceinline__ float detected(const Gulp &k, const uint8_t *raw, int
 
 /* ---- statistics ------------------------------------------------------------ */
 
+/* Channel c's IQRM votes and tries in block j, zeroed for the pass about
+ * to vote (by the statistics' kernels, which every pass runs first). */
+__device__ __forceinline__ void clear_votes(const Gulp &k, int j, int c)
+{
+    int *v = k.w.votes + (size_t)j * 2 * k.nc + c, *t = v + (size_t)2 * k.nb * k.nc;
+    v[0] = v[k.nc] = t[0] = t[k.nc] = 0;
+}
+
 #define STATS_CHANS 32            /* a stats block's channels, */
 #define STATS_SLICES 16           /* each summed by this many threads (integer samples) */
 
@@ -111,6 +119,8 @@ __global__ void __launch_bounds__(STATS_CHANS * STATS_SLICES) stats_kernel(Gulp 
     const int nv = k.nc * k.ni;
     const uint8_t *raw = k.raw + (size_t)((int64_t)j * k.block * nv * k.nbits / 8);
     const uint8_t *skip = second ? k.w.clip + (size_t)j * k.block : NULL;
+    if (c < k.nc && sl == 0)
+        clear_votes(k, j, c);
     const int64_t step = rfi_stats_step(n);
     double sum[MAX_IFS] = { 0, 0, 0, 0 }, dsum = 0, dsq = 0;
     int64_t m = 0;
@@ -153,6 +163,61 @@ __global__ void __launch_bounds__(STATS_CHANS * STATS_SLICES) stats_kernel(Gulp 
     rfi_moments(dsum, dsq, m, &k.w.mean[jc], &k.w.stat[jc]);
 }
 
+#define STATS8_SLICES 8           /* stats8's threads sharing a word's spectra */
+
+/* stats_kernel for 8-bit samples of one IF (signed or not): a word of four
+ * channels a thread, 32 words side by side, STATS8_SLICES threads sharing
+ * their spectra, in 32-bit integers (fewer than 1024 spectra of at most
+ * 255^2: they fit), exact as the host's sums. A byte a thread (the general
+ * kernel) took 38 us of a 32768-spectra gulp of htru (H100). */
+__global__ void __launch_bounds__(32 * STATS8_SLICES) stats8_kernel(Gulp k, int second)
+{
+    __shared__ int psum[STATS8_SLICES][128], psq[STATS8_SLICES][128], pm[STATS8_SLICES];
+    const int j = blockIdx.y, lane = threadIdx.x % 32, sl = threadIdx.x / 32;
+    const int c0 = blockIdx.x * 128, words = (k.nc - c0 < 128 ? k.nc - c0 : 128) / 4;
+    const int64_t n = spectra_of(k, j);
+    if (second && (k.w.nclip[j] == 0 || n < RFI_MIN_STATS))
+        return;
+    if (threadIdx.x < 4 * words)
+        clear_votes(k, j, c0 + threadIdx.x);
+    const uint32_t *raw = reinterpret_cast<const uint32_t *>(k.raw + (size_t)j * k.block * k.nc);
+    const uint8_t *skip = second ? k.w.clip + (size_t)j * k.block : NULL;
+    const int64_t step = rfi_stats_step(n);
+    int sum[4] = { 0, 0, 0, 0 }, sq[4] = { 0, 0, 0, 0 }, m = 0;
+    for (int64_t t = sl * step; t < n; t += STATS8_SLICES * step) {
+        if (skip && skip[t])
+            continue;
+        m++;
+        const uint32_t w = lane < words ? raw[t * (k.nc / 4) + c0 / 4 + lane] : 0;
+        for (int b = 0; b < 4; b++) {
+            const int v = k.sgn ? (int)(int8_t)(w >> (8 * b)) : (int)((w >> (8 * b)) & 0xffu);
+            sum[b] += v;
+            sq[b] += v * v;
+        }
+    }
+    for (int b = 0; b < 4; b++) {
+        psum[sl][4 * lane + b] = sum[b];
+        psq[sl][4 * lane + b] = sq[b];
+    }
+    if (lane == 0)
+        pm[sl] = m;
+    __syncthreads();
+    const int cx = threadIdx.x;
+    if (cx >= 4 * words)
+        return;
+    int64_t s1 = 0, s2 = 0, mm = 0;
+    for (int q = 0; q < STATS8_SLICES; q++) {
+        s1 += psum[q][cx];
+        s2 += psq[q][cx];
+        mm += pm[q];
+    }
+    if (mm == 0)
+        return;
+    const size_t jc = (size_t)j * k.nc + c0 + cx;
+    k.w.med[jc] = (float)((double)s1 / (double)mm);
+    rfi_moments((double)s1, (double)s2, mm, &k.w.mean[jc], &k.w.stat[jc]);
+}
+
 /* ---- IQRM ---------------------------------------------------------------------- */
 
 /* keys[0..p) (p a power of two) in ascending order, by the whole block. */
@@ -179,7 +244,7 @@ __device__ void bitonic_sort(uint32_t *keys, int p)
 /* IQRM's votes of one lag on one statistic of a block (blockIdx.x: the
  * statistic, deviations then means, times NLAGS plus the lag's index;
  * blockIdx.y: the block), as the host's iqrm() makes them for that lag:
- * added to the block's votes and tries, which iqrm_flags_kernel reads. The
+ * added to the block's votes and tries, which voted_flag reads. The
  * lags run side by side (one after another in a block they were its
  * latency: 14 sorts). */
 __global__ void iqrm_lag_kernel(Gulp k, int p, int second)
@@ -213,37 +278,38 @@ __global__ void iqrm_lag_kernel(Gulp k, int p, int second)
     }
 }
 
-/* Each channel's flag from the votes (a majority of its comparisons on
- * either statistic); on the first pass also its zero-DM weight. A short
- * block (fewer than RFI_MIN_STATS spectra) is flagged nowhere. */
-__global__ void iqrm_flags_kernel(Gulp k, int second)
+/* Channel c's flag in block j (n spectra) from the votes: a majority of
+ * its comparisons on either statistic. A short block (fewer than
+ * RFI_MIN_STATS spectra) is flagged nowhere. */
+__device__ __forceinline__ int voted_flag(const Gulp &k, int j, int c, int64_t n)
 {
-    const int j = blockIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
-    const int64_t n = spectra_of(k, j);
-    if (c >= k.nc || (second && (k.w.nclip[j] == 0 || n < RFI_MIN_STATS)))
-        return;
-    const size_t at = (size_t)j * k.nc + c, both = (size_t)k.nb * 2 * k.nc;
-    const int *v = k.w.votes + (size_t)j * 2 * k.nc + c, *t = v + both;
-    const int f = n >= RFI_MIN_STATS && ((t[0] > 0 && 2 * v[0] > t[0])
-                                         || (t[k.nc] > 0 && 2 * v[k.nc] > t[k.nc]));
-    k.w.flag[at] = (uint8_t)f;
-    if (!second)
-        k.w.w[at] = rfi_weight(f, k.w.stat[at]);
+    const int *v = k.w.votes + (size_t)j * 2 * k.nc + c, *t = v + (size_t)k.nb * 2 * k.nc;
+    return n >= RFI_MIN_STATS && ((t[0] > 0 && 2 * v[0] > t[0])
+                                  || (t[k.nc] > 0 && 2 * v[k.nc] > t[k.nc]));
 }
 
 #define OFF_CHANS 2048            /* channels an offset's products stage at once */
 
-/* The zero-DM sum's constant of block blockIdx.x: the weighted means added
- * in the host's order, one chain of adds (each product of two floats is
- * exact in double, so only the adds round: the products are made side by
- * side, the chain by one thread from shared memory; from device memory it
- * took 0.08 ms a gulp), and the channels weighed. */
+/* Block blockIdx.x's first flags and zero-DM weights, then its zero-DM
+ * sum's constant: the weighted means added in the host's order, one chain
+ * of adds (each product of two floats is exact in double, so only the adds
+ * round: the products are made side by side, the chain by one thread from
+ * shared memory; from device memory it took 0.08 ms a gulp), and the
+ * channels weighed. */
 __global__ void offset_kernel(Gulp k)
 {
     __shared__ double prod[OFF_CHANS];
     __shared__ int live;
     const int j = blockIdx.x;
-    if (spectra_of(k, j) < RFI_MIN_STATS)
+    const int64_t n = spectra_of(k, j);
+    for (int c = threadIdx.x; c < k.nc; c += blockDim.x) {
+        const size_t at = (size_t)j * k.nc + c;
+        const int f = voted_flag(k, j, c, n);
+        k.w.flag[at] = (uint8_t)f;
+        k.w.w[at] = rfi_weight(f, k.w.stat[at]);
+    }
+    __syncthreads();
+    if (n < RFI_MIN_STATS)
         return;
     const float *w = k.w.w + (size_t)j * k.nc, *mean = k.w.mean + (size_t)j * k.nc;
     double off = 0;
@@ -390,32 +456,65 @@ __global__ void clip_kernel(Gulp k)
 
 /* ---- replacement ------------------------------------------------------------------ */
 
-/* The level a replaced sample of channel c takes (the host's levels()): its
- * mean over the block, or for a flagged channel the median of its nearest
- * eight good neighbours' means; and the block's flagged channels counted. */
-__global__ void level_kernel(Gulp k)
+/* IF i's level in channel c of block j: its mean, or for a flagged channel
+ * the median of its nearest eight good neighbours' means. */
+__device__ float level_of(const Gulp &k, int j, int i, int c)
 {
-    const int j = blockIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= k.nc)
-        return;
     const uint8_t *flag = k.w.flag + (size_t)j * k.nc;
-    if (flag[c])
-        atomicAdd(&k.w.nflag[j], 1);
-    for (int i = 0; i < k.ni; i++) {
-        const float *med = k.w.med + ((size_t)j * k.ni + i) * k.nc;
-        float got[8];
-        int n = 0;
-        for (int d = 1; d < k.nc && n < 8 && flag[c]; d++)
-            for (int o = c - d; o <= c + d && n < 8; o += 2 * d)
-                if (o >= 0 && o < k.nc && !flag[o]) {
-                    float x = med[o];
-                    int at = n++;
-                    for (; at > 0 && got[at - 1] > x; at--)
-                        got[at] = got[at - 1];
-                    got[at] = x;
-                }
-        k.w.level[((size_t)j * k.ni + i) * k.nc + c] = n ? got[n / 2] : med[c];
+    const float *med = k.w.med + ((size_t)j * k.ni + i) * k.nc;
+    float got[8];
+    int n = 0;
+    for (int d = 1; d < k.nc && n < 8 && flag[c]; d++)
+        for (int o = c - d; o <= c + d && n < 8; o += 2 * d)
+            if (o >= 0 && o < k.nc && !flag[o]) {
+                float x = med[o];
+                int at = n++;
+                for (; at > 0 && got[at - 1] > x; at--)
+                    got[at] = got[at - 1];
+                got[at] = x;
+            }
+    return n ? got[n / 2] : med[c];
+}
+
+/* Block blockIdx.x's flags after its second pass (where it clipped
+ * spectra), then the level a replaced sample of each channel takes (the
+ * host's levels()): its mean over the block, or for a flagged channel the
+ * median of its nearest eight good neighbours' means; its flagged channels
+ * counted, and with `count` into the report. One kernel a block for all
+ * four (they took 20 us a gulp of htru in four, H100). */
+__global__ void level_kernel(Gulp k, unsigned long long *counts, uint8_t *ever)
+{
+    __shared__ int nflag;
+    const int j = blockIdx.x;
+    const int64_t n = spectra_of(k, j);
+    uint8_t *flag = k.w.flag + (size_t)j * k.nc;
+    if (threadIdx.x == 0)
+        nflag = 0;
+    const int again = k.w.nclip[j] > 0 && n >= RFI_MIN_STATS;
+    for (int c = threadIdx.x; c < k.nc && again; c += blockDim.x)
+        flag[c] = (uint8_t)voted_flag(k, j, c, n);
+    __syncthreads();
+    int mine = 0;
+    for (int c = threadIdx.x; c < k.nc; c += blockDim.x) {
+        mine += flag[c];
+        if (flag[c] && ever)
+            ever[c] = 1;
+        for (int i = 0; i < k.ni; i++)
+            k.w.level[((size_t)j * k.ni + i) * k.nc + c] = level_of(k, j, i, c);
     }
+    atomicAdd(&nflag, mine);
+    __syncthreads();
+    if (threadIdx.x)
+        return;
+    k.w.nflag[j] = nflag;
+    if (!counts)
+        return;
+    const int64_t nf = nflag, nclip = k.w.nclip[j];
+    atomicAdd(&counts[0], 1ull);
+    atomicAdd(&counts[1], (unsigned long long)nf);
+    atomicAdd(&counts[2], (unsigned long long)nclip);
+    atomicAdd(&counts[3], (unsigned long long)(n * k.nc));
+    atomicAdd(&counts[4], (unsigned long long)(nclip * k.nc + (n - nclip) * nf));
 }
 
 /* The replacement where a spectrum is whole bytes: a thread block a
@@ -463,25 +562,6 @@ __global__ void replace_bytes_kernel(Gulp k, int j0)
     }
 }
 
-/* The gulp's blocks into the report: counts and the channels flagged. */
-__global__ void count_kernel(Gulp k, unsigned long long *counts, uint8_t *ever)
-{
-    const int j = blockIdx.x;
-    const int64_t n = spectra_of(k, j);
-    const uint8_t *flag = k.w.flag + (size_t)j * k.nc;
-    for (int c = threadIdx.x; c < k.nc; c += blockDim.x)
-        if (flag[c])
-            ever[c] = 1;
-    if (threadIdx.x)
-        return;
-    const int64_t nf = k.w.nflag[j], nclip = k.w.nclip[j];
-    atomicAdd(&counts[0], 1ull);
-    atomicAdd(&counts[1], (unsigned long long)nf);
-    atomicAdd(&counts[2], (unsigned long long)nclip);
-    atomicAdd(&counts[3], (unsigned long long)(n * k.nc));
-    atomicAdd(&counts[4], (unsigned long long)(nclip * k.nc + (n - nclip) * nf));
-}
-
 /* ---- the host's side ---------------------------------------------------------------- */
 
 static int pow2_at_least(int n)
@@ -505,8 +585,6 @@ static int work_alloc(work *w, const ddtk_clean_geom *g, int64_t cap)
 {
     const size_t nc = (size_t)g->nchans, nv = nc * g->nifs, b = (size_t)g->block, n = (size_t)cap;
     w->cap = cap;
-    DDTK_CUDA(cudaMalloc((void **)&w->dsum, n * nc * sizeof(double)), "allocating RFI sums");
-    DDTK_CUDA(cudaMalloc((void **)&w->dsq, n * nc * sizeof(double)), "allocating RFI sums");
     DDTK_CUDA(cudaMalloc((void **)&w->med, n * nv * sizeof(float)), "allocating RFI stats");
     DDTK_CUDA(cudaMalloc((void **)&w->stat, n * nc * sizeof(float)), "allocating RFI stats");
     DDTK_CUDA(cudaMalloc((void **)&w->mean, n * nc * sizeof(float)), "allocating RFI stats");
@@ -525,7 +603,7 @@ static int work_alloc(work *w, const ddtk_clean_geom *g, int64_t cap)
 
 static void work_free(work *w)
 {
-    void *p[] = { w->dsum, w->dsq, w->med, w->stat, w->mean, w->w, w->z, w->level,
+    void *p[] = { w->med, w->stat, w->mean, w->w, w->z, w->level,
                   w->off, w->live, w->nclip, w->nflag, w->votes, w->flag, w->clip };
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         cudaFree(p[i]);
@@ -571,41 +649,45 @@ int ddtk_rfi_gpu_zero(ddtk_rfi_gpu *r)
  * for its last block alone, which the next gulp carries: the unpacking
  * replaces the others as it reads them (ddtk_rfi_gpu_view). Written in raw
  * for every block, a pass over the whole gulp's bytes, they cost htru's
- * streaming beside its 1196 DMs' kernels 13%, the rest of the cleaning 3%. */
+ * streaming beside its 1196 DMs' kernels 13%, the rest of the cleaning 3%.
+ * Beside those kernels each launch costs more than its time alone (16
+ * launches and copies a gulp, 0.16 ms alone, cost htru 0.33 ms a gulp), so
+ * the passes are few: the votes are cleared by the statistics' kernels, the
+ * first flags made by offset_kernel, the second with the levels and the
+ * counts by level_kernel. */
 static int clean_passes(const ddtk_rfi_gpu *r, const Gulp &k, cudaStream_t st)
 {
     const int nc = r->g.nchans, p = pow2_at_least(nc);
-    const size_t smem = (size_t)p * sizeof(uint32_t), votes = 4 * (size_t)k.nb * nc * sizeof(int);
+    const size_t smem = (size_t)p * sizeof(uint32_t);
     const dim3 lags(2 * NLAGS, (unsigned)k.nb);
-    const dim3 chans((unsigned)((nc + 127) / 128), (unsigned)k.nb),
-               stat_chans((unsigned)((nc + STATS_CHANS - 1) / STATS_CHANS), (unsigned)k.nb);
     const int per_cta = 256 / RFI_LANES;      /* spectra a zsum block takes */
     const dim3 spectra((unsigned)((k.block + per_cta - 1) / per_cta), (unsigned)k.nb);
-    stats_kernel<<<stat_chans, STATS_CHANS * STATS_SLICES, 0, st>>>(k, 0);
-    DDTK_CUDA(cudaMemsetAsync(k.w.votes, 0, votes, st), "clearing IQRM's votes");
-    iqrm_lag_kernel<<<lags, SORT_THREADS, smem, st>>>(k, p, 0);
-    iqrm_flags_kernel<<<chans, 128, 0, st>>>(k, 0);
-    offset_kernel<<<k.nb, 256, 0, st>>>(k);
-    if (r->g.nbits == 8 && !r->g.sgn && r->g.nifs == 1)
-        zsum8_kernel<<<dim3((unsigned)((k.block + 127) / 128), (unsigned)k.nb), 128,
-                       (size_t)nc * sizeof(float), st>>>(k);
-    else
-        zsum_kernel<<<spectra, 256, 0, st>>>(k);
-    clip_kernel<<<k.nb, SORT_THREADS, 0, st>>>(k);
-    stats_kernel<<<stat_chans, STATS_CHANS * STATS_SLICES, 0, st>>>(k, 1);
-    DDTK_CUDA(cudaMemsetAsync(k.w.votes, 0, votes, st), "clearing IQRM's votes");
-    iqrm_lag_kernel<<<lags, SORT_THREADS, smem, st>>>(k, p, 1);
-    iqrm_flags_kernel<<<chans, 128, 0, st>>>(k, 1);
-    DDTK_CUDA(cudaMemsetAsync(k.w.nflag, 0, (size_t)k.nb * sizeof(int), st), "clearing RFI counts");
-    level_kernel<<<chans, 128, 0, st>>>(k);
+    const int bytes8 = r->g.nbits == 8 && r->g.nifs == 1 && nc % 4 == 0;
+    for (int second = 0; second < 2; second++) {
+        if (bytes8)
+            stats8_kernel<<<dim3((unsigned)((nc + 127) / 128), (unsigned)k.nb), 32 * STATS8_SLICES,
+                            0, st>>>(k, second);
+        else
+            stats_kernel<<<dim3((unsigned)((nc + STATS_CHANS - 1) / STATS_CHANS), (unsigned)k.nb),
+                           STATS_CHANS * STATS_SLICES, 0, st>>>(k, second);
+        iqrm_lag_kernel<<<lags, SORT_THREADS, smem, st>>>(k, p, second);
+        if (second)
+            break;
+        offset_kernel<<<k.nb, 256, 0, st>>>(k);
+        if (r->g.nbits == 8 && !r->g.sgn && r->g.nifs == 1)
+            zsum8_kernel<<<dim3((unsigned)((k.block + 127) / 128), (unsigned)k.nb), 128,
+                           (size_t)nc * sizeof(float), st>>>(k);
+        else
+            zsum_kernel<<<spectra, 256, 0, st>>>(k);
+        clip_kernel<<<k.nb, SORT_THREADS, 0, st>>>(k);
+    }
+    level_kernel<<<k.nb, 256, 0, st>>>(k, r->count ? r->counts : NULL, r->count ? r->ever : NULL);
     const int64_t nv = (int64_t)nc * r->g.nifs;
     if (nv * r->g.nbits % 8 == 0)
         replace_kernel<<<dim3((unsigned)k.block), 128, 0, st>>>(k, k.nb - 1);
     else
         replace_bytes_kernel<<<dim3((unsigned)((k.block * nv / (8 / r->g.nbits) + 255) / 256)),
                                256, 0, st>>>(k, k.nb - 1);
-    if (r->count)
-        count_kernel<<<k.nb, 256, 0, st>>>(k, r->counts, r->ever);
     DDTK_CUDA(cudaGetLastError(), "cleaning RFI");
     return DDTK_OK;
 }
