@@ -93,28 +93,31 @@ static double run_series_bytes(const ddtk_plan *p, int64_t nsamples)
 /* --rfi auto: where the host's reads and cleaning would set the GPU path's
  * pace, the GPU cleans (cuda/rfi_gpu.cu); else the host, whose cleaning
  * then hides behind the GPU's work. Neither is free beside a heavy plan:
- * htru8 60 s with RFI, 1196 DMs, one H100, streaming (median of 4-5 runs),
- * on three 16-core hosts: without excision 0.135-0.140 s; cleaned on the
- * GPU 0.158-0.164 s (0.169 s before the unpacking took the replacement);
- * on the host 0.144 s where its reads and cleaning took 0.10-0.12 s, 0.175
- * s where they took 0.12-0.21 s, 0.20-0.27 s where they took 0.20-0.28 s
- * (the GPU's kernels 0.15-0.16 s). So the host's pace is measured on the
- * input's first blocks (ddtk_source_clean_pace) and the GPU cleans where it
- * would outlast the GPU's work by PACE_MARGIN: the measure, one round of the
- * threads' blocks while the set-up starts the GPUs, reads about half what
- * the run's reads then reach (4.2-5.5 GB/s on the hosts where they reached
- * 4.6-9.2), and the host's cleaning costs the streaming more than the GPU's
- * once its reads take over 0.8 of the GPU's work. On inputs that cannot be
- * read ahead (pipes, PSRFITS) a constant stands in: CLEAN_RATE input bytes
- * a second a thread, within CLEAN_MARGIN of the GPU's work (a host where
- * the reads with the cleaning took 0.13-0.15 s, 0.045 s without: streaming
- * 0.135-0.139 s against 0.147-0.160 s on the GPU; 4 DMs 0.096-0.113 s
- * against 0.034-0.046 s). The tree and the FDMT give no cost model of
- * their GPU work (split_cost), and do far less of it per input byte than
- * the direct kernel: the GPU cleans for them. */
+ * htru8 60 s with RFI, 1196 DMs, one H100, streaming (median of 5-7 runs).
+ * Cleaned on the GPU it costs 5-8% on every host seen (0.140-0.142 s
+ * against 0.131 s without, 0.167 s against 0.158 s with the warm-up; 16%
+ * before the unpacking read words and the cleaning's launches were
+ * merged, stop 46). On the host it costs 1-5% where its reads and cleaning
+ * took 0.10-0.12 s against the GPU's 0.135, 11-30% where they took
+ * 0.12-0.21 s. The host's pace is measured on the input's first blocks
+ * (ddtk_source_clean_pace) and the host cleans only where the measure says
+ * it is faster than the GPU's work (PACE_MARGIN): the measure, one round of
+ * the threads' blocks while the set-up starts the GPUs, reads about half
+ * what the run's reads then reach and gave 4.2-5.5 GB/s on the hosts where
+ * the host's cleaning cost 1-5% and on those where it cost 11-30%, so the
+ * GPU, which costs the same everywhere, cleans where the measure cannot
+ * tell them apart (at the margin 1.6 of stop 45 the host cleaned there:
+ * 0.176 s against the GPU's 0.167). On inputs that cannot be read ahead
+ * (pipes, PSRFITS) a constant stands in: CLEAN_RATE input bytes a second a
+ * thread, within CLEAN_MARGIN of the GPU's work (a host where the reads
+ * with the cleaning took 0.13-0.15 s, 0.045 s without: streaming
+ * 0.135-0.139 s against 0.147-0.160 s on the GPU before stop 46; 4 DMs
+ * 0.096-0.113 s against 0.034-0.046 s). The tree and the FDMT give no cost
+ * model of their GPU work (split_cost), and do far less of it per input
+ * byte than the direct kernel: the GPU cleans for them. */
 #define CLEAN_RATE 6e8            /* input bytes per second a host thread cleans */
 #define CLEAN_MARGIN 1.5          /* the constant's reads and cleaning against the GPU's work */
-#define PACE_MARGIN 1.6           /* the measured reads and cleaning against the GPU's work */
+#define PACE_MARGIN 1.0           /* the measured reads and cleaning against the GPU's work */
 
 int ddtk_gpu_cleans(const ddtk_plan *p, ddtk_source *src, int threads, char *why, size_t n)
 {
