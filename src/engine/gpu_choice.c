@@ -101,23 +101,24 @@ static double run_series_bytes(const ddtk_plan *p, int64_t nsamples)
  * took 0.10-0.12 s against the GPU's 0.135, 11-30% where they took
  * 0.12-0.21 s. The host's pace is measured on the input's first blocks
  * (ddtk_source_clean_pace) and the host cleans only where the measure says
- * it is faster than the GPU's work (PACE_MARGIN): the measure, one round of
+ * it is faster than the GPU's work (HOST_MARGIN): the measure, one round of
  * the threads' blocks while the set-up starts the GPUs, reads about half
  * what the run's reads then reach and gave 4.2-5.5 GB/s on the hosts where
  * the host's cleaning cost 1-5% and on those where it cost 11-30%, so the
  * GPU, which costs the same everywhere, cleans where the measure cannot
  * tell them apart (at the margin 1.6 of stop 45 the host cleaned there:
  * 0.176 s against the GPU's 0.167). On inputs that cannot be read ahead
- * (pipes, PSRFITS) a constant stands in: CLEAN_RATE input bytes a second a
- * thread, within CLEAN_MARGIN of the GPU's work (a host where the reads
- * with the cleaning took 0.13-0.15 s, 0.045 s without: streaming
- * 0.135-0.139 s against 0.147-0.160 s on the GPU before stop 46; 4 DMs
- * 0.096-0.113 s against 0.034-0.046 s). The tree and the FDMT give no cost
+ * (pipes, PSRFITS) a constant stands in, CLEAN_RATE input bytes a second a
+ * thread, under the same margin: htru through a pipe, warm-up and
+ * streaming, 0.60 s without excision, 0.74 s cleaned on the host, 0.53 s
+ * on the GPU; as PSRFITS 0.155, 0.191 and 0.166 s (stop 46: the margin
+ * 1.5 of stop 44 chose the host for both, predicting it 0.189 s against
+ * 0.155 s of GPU work); 4 DMs 0.096-0.113 s cleaned on the host against
+ * 0.034-0.046 s on the GPU (stop 44). The tree and the FDMT give no cost
  * model of their GPU work (split_cost), and do far less of it per input
  * byte than the direct kernel: the GPU cleans for them. */
 #define CLEAN_RATE 6e8            /* input bytes per second a host thread cleans */
-#define CLEAN_MARGIN 1.5          /* the constant's reads and cleaning against the GPU's work */
-#define PACE_MARGIN 1.0           /* the measured reads and cleaning against the GPU's work */
+#define HOST_MARGIN 1.0           /* the host's reads and cleaning against the GPU's work */
 
 int ddtk_gpu_cleans(const ddtk_plan *p, ddtk_source *src, int threads, char *why, size_t n)
 {
@@ -135,12 +136,12 @@ int ddtk_gpu_cleans(const ddtk_plan *p, ddtk_source *src, int threads, char *why
         const double host = bytes * pace;
         snprintf(why, n, "host reads and cleaning %.3f s (measured, %.2f GB/s) against GPU work "
                  "%.3f s a million spectra", host, 1e-9 / pace, gpu);
-        return host > PACE_MARGIN * gpu;
+        return host > HOST_MARGIN * gpu;
     }
     const double host = c.host + bytes / (CLEAN_RATE * threads);
     snprintf(why, n, "predicted host reads and cleaning %.3f s against GPU work %.3f s a "
              "million spectra", host, gpu);
-    return host > CLEAN_MARGIN * gpu;
+    return host > HOST_MARGIN * gpu;
 }
 
 void ddtk_gpu_cost_of(const ddtk_plan *p, int64_t nsamples, int written, ddtk_gpu_cost *c)
