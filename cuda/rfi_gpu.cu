@@ -169,7 +169,9 @@ __global__ void __launch_bounds__(STATS_CHANS * STATS_SLICES) stats_kernel(Gulp 
  * channels a thread, 32 words side by side, STATS8_SLICES threads sharing
  * their spectra, in 32-bit integers (fewer than 1024 spectra of at most
  * 255^2: they fit), exact as the host's sums. A byte a thread (the general
- * kernel) took 38 us of a 32768-spectra gulp of htru (H100). */
+ * kernel) took 38 us of a 32768-spectra gulp of htru, this one 30 (H100);
+ * with eight spectra's reads in flight a thread 19 us, but htru's streaming
+ * beside the lane kernel was no faster (bench/psrfits-results.md, stop 46). */
 __global__ void __launch_bounds__(32 * STATS8_SLICES) stats8_kernel(Gulp k, int second)
 {
     __shared__ int psum[STATS8_SLICES][128], psq[STATS8_SLICES][128], pm[STATS8_SLICES];
