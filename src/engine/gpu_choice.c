@@ -132,15 +132,13 @@ int ddtk_gpu_cleans(const ddtk_plan *p, ddtk_source *src, int threads, char *why
     const double gpu = c.kernel > c.copy ? c.kernel : c.copy,
                  bytes = (double)ddtk_plan_raw_bytes(p, nominal),
                  pace = ddtk_source_clean_pace(src, threads);
-    if (pace > 0) {
-        const double host = bytes * pace;
+    const double host = pace > 0 ? bytes * pace : c.host + bytes / (CLEAN_RATE * threads);
+    if (pace > 0)
         snprintf(why, n, "host reads and cleaning %.3f s (measured, %.2f GB/s) against GPU work "
                  "%.3f s a million spectra", host, 1e-9 / pace, gpu);
-        return host > HOST_MARGIN * gpu;
-    }
-    const double host = c.host + bytes / (CLEAN_RATE * threads);
-    snprintf(why, n, "predicted host reads and cleaning %.3f s against GPU work %.3f s a "
-             "million spectra", host, gpu);
+    else
+        snprintf(why, n, "predicted host reads and cleaning %.3f s against GPU work %.3f s a "
+                 "million spectra", host, gpu);
     return host > HOST_MARGIN * gpu;
 }
 
