@@ -352,8 +352,9 @@ __global__ void __launch_bounds__(256) unpack8_kernel(UnpackArgs u)
     __syncthreads();
     const uint32_t *raw = reinterpret_cast<const uint32_t *>(u.raw);
     const int64_t wps = u.nchans / 4;                      /* words a spectrum */
-    /* k's block j, kept as k grows: the next starts at edge */
-    int j = k0 < 0 ? -1 : (int)(k0 / u.rfi.block);
+    /* k's block j, kept as k grows: the next starts at edge (no blocks
+     * without cleaning) */
+    int j = u.rfi.flag && k0 >= 0 ? (int)(k0 / u.rfi.block) : -1;
     int64_t edge = (int64_t)(j + 1) * u.rfi.block;
     for (int a = warp; a < U8_SPECTRA / 4 && lane < words; a += 8) {
         uint32_t w[4];

@@ -519,13 +519,13 @@ __global__ void level_kernel(Gulp k, unsigned long long *counts, uint8_t *ever)
     atomicAdd(&counts[4], (unsigned long long)(nclip * k.nc + (n - nclip) * nf));
 }
 
-/* The replacement where a spectrum is whole bytes: a thread block a
- * spectrum (blockIdx.x) of block j0 + blockIdx.y, a thread a byte of samples
- * narrower than 8 bits (a byte holds several channels), else a sample; only
- * flagged channels, or all of a clipped spectrum. */
-__global__ void replace_kernel(Gulp k, int j0)
+/* The replacement in block j where a spectrum is whole bytes: a thread
+ * block a spectrum (blockIdx.x), a thread a byte of samples narrower than
+ * 8 bits (a byte holds several channels), else a sample; only flagged
+ * channels, or all of a clipped spectrum. */
+__global__ void replace_kernel(Gulp k, int j)
 {
-    const int j = j0 + blockIdx.y, t = blockIdx.x;
+    const int t = blockIdx.x;
     const int nv = k.nc * k.ni;
     if (t >= spectra_of(k, j))
         return;
@@ -544,10 +544,9 @@ __global__ void replace_kernel(Gulp k, int j0)
 }
 
 /* The same where spectra end inside bytes (77 1-bit channels): a thread a
- * byte of block j0 + blockIdx.y, its samples found by their place. */
-__global__ void replace_bytes_kernel(Gulp k, int j0)
+ * byte of block j, its samples found by their place. */
+__global__ void replace_bytes_kernel(Gulp k, int j)
 {
-    const int j = j0 + blockIdx.y;
     if (k.w.nflag[j] == 0 && k.w.nclip[j] == 0)
         return;
     const int64_t n = spectra_of(k, j), nv = (int64_t)k.nc * k.ni;
