@@ -96,6 +96,7 @@ cudaError_t launch_fallback(Storage s, int shape, int dms_per_block, const Direc
 struct UnpackRfi {
     const uint8_t *flag, *clip;   /* [block][chan]; [block][t] */
     const float *level;           /* [block][if][chan] */
+    const int *nclip;             /* [block] spectra clipped */
     int64_t at, from;
     int block;
 };

@@ -242,38 +242,6 @@ __device__ __forceinline__ float scaled_sample(const UnpackArgs &u, int64_t j, i
     return fmaf((float)((int)r[i] - bias), mul[i], add[i]);
 }
 
-/* Channel c's cleaning blocks over a tile of spectra from sb0 on (u.rfi):
- * a tile meets at most two blocks (a block holds at least a tile's
- * spectra), so their flags are read once and each spectrum's block found
- * by a comparison, not a division. */
-struct TileRfi {
-    int64_t k0, edge;             /* the tile's first spectrum in the cleaning's arrays; the second block's */
-    int j0, f0, f1;               /* the first block (-1: before the cleaned spectra) and the flags */
-};
-
-__device__ __forceinline__ TileRfi tile_rfi(const UnpackArgs &u, int64_t sb0, int64_t n, int c)
-{
-    TileRfi t;
-    const int b = u.rfi.block;
-    t.k0 = sb0 - u.rfi.from;
-    t.j0 = t.k0 < 0 ? -1 : (int)(t.k0 / b);
-    t.edge = (int64_t)(t.j0 + 1) * b;
-    t.f0 = t.j0 >= 0 && u.rfi.flag[(int64_t)t.j0 * u.nchans + c];
-    t.f1 = t.k0 + n > t.edge && u.rfi.flag[(int64_t)(t.j0 + 1) * u.nchans + c];
-    return t;
-}
-
-/* The tile's spectrum s: its cleaning block where the cleaning replaced
- * the thread's channel there (all of a clipped spectrum), else -1. */
-__device__ __forceinline__ int tile_block(const UnpackArgs &u, const TileRfi &t, int s)
-{
-    const int64_t k = t.k0 + s;
-    if (k < 0)
-        return -1;
-    const int second = k >= t.edge;
-    return (second ? t.f1 : t.f0) || u.rfi.clip[k] ? t.j0 + second : -1;
-}
-
 /* 32x32 (spectrum, channel) tiles transposed through shared memory, so raw
  * reads run along channels and row writes along time. */
 template <typename T>
@@ -284,19 +252,15 @@ __global__ void __launch_bounds__(256) unpack_kernel(UnpackArgs u)
     const int c0 = blockIdx.y * 32, tx = threadIdx.x, ty = threadIdx.y;
     const int c = c0 + tx;
     const int64_t ns = u.n - s0 < 32 ? u.n - s0 : 32;
-    TileRfi t;
-    if (u.rfi.flag && c < u.nchans)
-        t = tile_rfi(u, u.first + s0, ns, c);
     for (int s = ty; s < 32; s += 8) {
         uint32_t v = 0;
         if (c < u.nchans && s < ns) {
             const int64_t sb = u.first + s0 + s;
-            const int j = u.rfi.flag ? tile_block(u, t, s) : -1;
             if (u.tab)
                 v = __float_as_uint(scaled_sample(u, s0 + s, c));
             else
-                v = u.enc.storage == ST_F32 ? __float_as_uint(float_sample(u, sb, c, j))
-                                            : int_sample(u, sb, c, j);
+                v = u.enc.storage == ST_F32 ? __float_as_uint(float_sample(u, sb, c, -1))
+                                            : int_sample(u, sb, c, -1);
         }
         tile[tx][s] = v;
     }
@@ -331,51 +295,23 @@ __device__ __forceinline__ uint32_t byte_of(uint32_t x, int i)
  * tile of U8_SPECTRA x U8_CHANS, each thread reading four spectra's words
  * of four channels (a warp a spectrum's 128 bytes), turning the 4x4 bytes
  * round in registers and writing four channels' words of four spectra to
- * shared memory, from where warps write the rows 128 bytes at a time. The
- * cleaning's replacements (u.rfi) are looked for a 4x4 at a time: its
- * channels' flags a word a block, its spectra's clips. One byte a thread
- * and a division a sample, the cleaned unpacking took 0.40 ms a 32768
- * spectra gulp of htru against 0.25 ms uncleaned; this kernel 0.07 and
- * 0.06 ms (H100). */
+ * shared memory, from where warps write the rows 128 bytes at a time. One
+ * byte a thread, the unpacking took 0.25 ms a 32768-spectra gulp of htru;
+ * this kernel 0.06 ms (H100). */
 __global__ void __launch_bounds__(256) unpack8_kernel(UnpackArgs u)
 {
     __shared__ uint32_t out[U8_CHANS][U8_SPECTRA / 4 + 1];
-    __shared__ uint8_t clip[U8_SPECTRA];
     const int64_t s0 = (int64_t)blockIdx.x * U8_SPECTRA;
     const int c0 = blockIdx.y * U8_CHANS, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int ns = u.n - s0 < U8_SPECTRA ? (int)(u.n - s0) : U8_SPECTRA;
     const int words = (u.nchans - c0 < U8_CHANS ? u.nchans - c0 : U8_CHANS) / 4;
     const uint32_t flip = u.enc.bias ? 0x80808080u : 0;   /* signed bytes + 128 */
-    const int64_t k0 = u.first + s0 - u.rfi.from;          /* the tile in the cleaning's arrays */
-    if (u.rfi.flag && threadIdx.x < U8_SPECTRA)
-        clip[threadIdx.x] = threadIdx.x < ns && k0 + threadIdx.x >= 0 && u.rfi.clip[k0 + threadIdx.x];
-    __syncthreads();
     const uint32_t *raw = reinterpret_cast<const uint32_t *>(u.raw);
     const int64_t wps = u.nchans / 4;                      /* words a spectrum */
-    /* k's block j, kept as k grows: the next starts at edge (no blocks
-     * without cleaning) */
-    int j = u.rfi.flag && k0 >= 0 ? (int)(k0 / u.rfi.block) : -1;
-    int64_t edge = (int64_t)(j + 1) * u.rfi.block;
     for (int a = warp; a < U8_SPECTRA / 4 && lane < words; a += 8) {
         uint32_t w[4];
         for (int i = 0; i < 4; i++)
             w[i] = 4 * a + i < ns ? raw[(u.first + s0 + 4 * a + i) * wps + c0 / 4 + lane] : 0;
-        for (int i = 0; i < 4 && u.rfi.flag; i++) {
-            const int64_t k = k0 + 4 * a + i;
-            if (4 * a + i >= ns || k < 0)
-                continue;
-            for (; k >= edge; edge += u.rfi.block)
-                j++;
-            const int c = c0 + 4 * lane;
-            const uint32_t f = clip[4 * a + i] ? 0x01010101u
-                             : *reinterpret_cast<const uint32_t *>(u.rfi.flag + (int64_t)j * u.nchans + c);
-            for (int b = 0; b < 4 && f; b++)
-                if (byte_of(f, b)) {
-                    const int64_t sb = u.first + s0 + 4 * a + i;
-                    const uint32_t q = (uint32_t)(int)replaced(u, sb, j, 0, c + b) & 0xffu;
-                    w[i] = (w[i] & ~(0xffu << (8 * b))) | (q << (8 * b));
-                }
-        }
         for (int b = 0; b < 4; b++)
             out[4 * lane + b][a] = (byte_of(w[0], b) | byte_of(w[1], b) << 8 | byte_of(w[2], b) << 16
                                     | byte_of(w[3], b) << 24) ^ flip;
@@ -398,22 +334,67 @@ __global__ void __launch_bounds__(256) unpack8_kernel(UnpackArgs u)
     }
 }
 
+/* The cleaning's replacements (u.rfi) written over the unpacked rows: a
+ * thread block a channel (blockIdx.x) of cleaning block j0 + blockIdx.y,
+ * its threads along the block's spectra in this gulp, where the channel is
+ * flagged there or a spectrum clipped; a row takes what the unpacking
+ * would have made of the replaced sample. Looked for in the unpacking, the
+ * replacements diverged its warps (a flagged channel in most words of four)
+ * and cost htru's 1196-DM streaming 3% beside the lane kernel (0.1349 s
+ * against 0.1301 s uncleaned, one H100, stop 47); here only flagged
+ * channels' blocks and clipped spectra take threads. */
+template <typename T>
+__global__ void __launch_bounds__(128) replace_rows_kernel(UnpackArgs u, int64_t j0)
+{
+    const int c = blockIdx.x, r = u.rowmap[c];
+    const int64_t j = j0 + blockIdx.y, b = u.rfi.block;
+    const int flagged = u.rfi.flag[j * u.nchans + c];
+    if (r < 0 || (!flagged && u.rfi.nclip[j] == 0))
+        return;
+    /* the block's spectra k in the cleaning's arrays, within the gulp's */
+    const int64_t lo = u.first - u.rfi.from, k0 = j * b > lo ? j * b : lo,
+                  k1 = (j + 1) * b < lo + u.n ? (j + 1) * b : lo + u.n;
+    T *row = static_cast<T *>(u.rows) + (int64_t)r * u.stride + u.col;
+    for (int64_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) {
+        if (!flagged && !u.rfi.clip[k])
+            continue;
+        const int64_t sb = k + u.rfi.from;
+        if constexpr (sizeof(T) == 4)
+            row[k - lo] = float_sample(u, sb, c, (int)j);
+        else
+            row[k - lo] = (T)int_sample(u, sb, c, (int)j);
+    }
+}
+
+template <typename T>
+static void launch_replace_rows(const UnpackArgs &u, cudaStream_t st)
+{
+    const int64_t lo = u.first - u.rfi.from, b = u.rfi.block;
+    const int64_t j0 = (lo > 0 ? lo : 0) / b, j1 = (lo + u.n - 1) / b;
+    if (lo + u.n <= 0)
+        return;
+    replace_rows_kernel<T><<<dim3((unsigned)u.nchans, (unsigned)(j1 - j0 + 1)), 128, 0, st>>>(u, j0);
+}
+
 cudaError_t launch_unpack(const UnpackArgs &u, cudaStream_t st)
 {
+    const dim3 block(32, 8), grid((unsigned)((u.n + 31) / 32), (unsigned)((u.nchans + 31) / 32));
     if (u.nbits == 8 && u.nifs == 1 && u.pol == 0 && !u.tab && u.enc.storage == ST_U8
-        && u.nchans % 4 == 0) {
-        dim3 grid((unsigned)((u.n + U8_SPECTRA - 1) / U8_SPECTRA),
-                  (unsigned)((u.nchans + U8_CHANS - 1) / U8_CHANS));
-        unpack8_kernel<<<grid, 256, 0, st>>>(u);
-        return cudaGetLastError();
-    }
-    dim3 block(32, 8), grid((unsigned)((u.n + 31) / 32), (unsigned)((u.nchans + 31) / 32));
-    if (u.enc.storage == ST_U8)
+        && u.nchans % 4 == 0)
+        unpack8_kernel<<<dim3((unsigned)((u.n + U8_SPECTRA - 1) / U8_SPECTRA),
+                              (unsigned)((u.nchans + U8_CHANS - 1) / U8_CHANS)), 256, 0, st>>>(u);
+    else if (u.enc.storage == ST_U8)
         unpack_kernel<uint8_t><<<grid, block, 0, st>>>(u);
     else if (u.enc.storage == ST_U16)
         unpack_kernel<uint16_t><<<grid, block, 0, st>>>(u);
     else
         unpack_kernel<float><<<grid, block, 0, st>>>(u);
+    if (u.rfi.flag && u.enc.storage == ST_U8)
+        launch_replace_rows<uint8_t>(u, st);
+    else if (u.rfi.flag && u.enc.storage == ST_U16)
+        launch_replace_rows<uint16_t>(u, st);
+    else if (u.rfi.flag)
+        launch_replace_rows<float>(u, st);
     return cudaGetLastError();
 }
 

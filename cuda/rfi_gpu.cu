@@ -16,9 +16,9 @@
  * RFI_LANES partial sums and the block's robust clip; where spectra were
  * clipped, the statistics and flags again without them; the replaced
  * samples' levels; the replacement, in the raw buffer for the gulp's last
- * block (the next gulp carries it) and for the others by the unpacking as it
- * reads them (direct_gpu.cu, through ddtk_rfi_gpu_view), which saves a pass
- * over the gulp's bytes. The arithmetic the host does is rfi_math.h's, built
+ * block (the next gulp carries it) and for the others over the unpacked rows
+ * (direct_gpu.cu, through ddtk_rfi_gpu_view), which saves a pass over the
+ * gulp's bytes. The arithmetic the host does is rfi_math.h's, built
  * here with -fmad=false as the host's with -ffp-contract=off (in the
  * unpacking, rfi_quantise's one product, by a power of two, is exact, so a
  * fused add rounds as the plain one), so flags, clips and samples are the
@@ -576,7 +576,6 @@ static int pow2_at_least(int n)
 int ddtk_rfi_gpu_supports(const ddtk_clean_geom *g)
 {
     return g->nchans <= DDTK_RFI_GPU_MAX_CHANS && g->nifs <= MAX_IFS && g->block % 8 == 0
-           && g->block >= 32
            && (g->nbits == 1 || g->nbits == 2 || g->nbits == 4 || g->nbits == 8
                || g->nbits == 16 || g->nbits == 32);
 }
@@ -648,7 +647,7 @@ int ddtk_rfi_gpu_zero(ddtk_rfi_gpu *r)
 
 /* A gulp's passes on stream st. The replaced samples are written in raw
  * for its last block alone, which the next gulp carries: the unpacking
- * replaces the others as it reads them (ddtk_rfi_gpu_view). Written in raw
+ * replaces the others in its rows (ddtk_rfi_gpu_view). Written in raw
  * for every block, a pass over the whole gulp's bytes, they cost htru's
  * streaming beside its 1196 DMs' kernels 13%, the rest of the cleaning 3%.
  * Beside those kernels each launch costs more than its time alone (16
@@ -722,6 +721,7 @@ void ddtk_rfi_gpu_view(const ddtk_rfi_gpu *r, int set, ddgpu::UnpackRfi *v)
     v->flag = w->flag;
     v->clip = w->clip;
     v->level = w->level;
+    v->nclip = w->nclip;
     v->block = (int)r->g.block;
 }
 

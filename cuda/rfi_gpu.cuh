@@ -17,8 +17,7 @@
 
 typedef struct ddtk_rfi_gpu ddtk_rfi_gpu;
 
-/* Whether the device cleans inputs of geometry g (blocks of at least 32
- * spectra: the unpacking's tile meets at most two). */
+/* Whether the device cleans inputs of geometry g. */
 int ddtk_rfi_gpu_supports(const ddtk_clean_geom *g);
 /* A device cleaner on the current device, with a workspace for each of
  * `nsets` streams; `count`: its blocks go into the report (one pipeline of
@@ -29,8 +28,8 @@ int ddtk_rfi_gpu_reserve(ddtk_rfi_gpu *r, int set, int64_t spectra);
 /* Clean on stream st with workspace `set` the n raw spectra at raw, the
  * observation's spectra from `at` (a block's first: blocks are counted from
  * the observation's start; n ends on a block's end or at the
- * observation's): the last block in place, the others as the unpacking
- * reads them, through ddtk_rfi_gpu_view's arrays (until the set's next
+ * observation's): the last block in place, the others in the unpacked
+ * rows, through ddtk_rfi_gpu_view's arrays (until the set's next
  * cleaning). */
 int ddtk_rfi_gpu_clean(ddtk_rfi_gpu *r, int set, uint8_t *raw, int64_t n, int64_t at,
                        cudaStream_t st);

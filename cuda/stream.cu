@@ -54,7 +54,7 @@
  * and each read goes on to a block's end (read_gulp), the spectra past the
  * gulp's end carried, cleaned, to the next gulp's raw buffer on the device
  * (stage_input), so that every block is cleaned whole, once; the unpacking
- * replaces what the cleaning flagged in the other blocks as it reads them.
+ * replaces what the cleaning flagged in the other blocks in its rows.
  *
  * A search sink (--search) is searched on the device (sps_gpu.cuh): after
  * each gulp's kernels, on the gulp's stream; with nothing else to write, the
@@ -962,7 +962,7 @@ static int stage_input(const gpu_pipe *g, const ddtk_plan *p, int64_t step, gulp
         u.seg = sc ? (const int32_t *)(s->draw + sc->seg_off) : NULL;
         u.tab = sc ? (const float *)(s->draw + sc->tab_off) : NULL;
         memset(&u.rfi, 0, sizeof u.rfi);
-        if (cl && cl->nnew > 0) {     /* the cleaning's replacements, as they are read */
+        if (cl && cl->nnew > 0) {     /* the cleaning's replacements, in the rows */
             ddtk_rfi_gpu_view(g->rfi, (int)(s - g->set), &u.rfi);
             u.rfi.at = cl->at;
             u.rfi.from = cl->at - cl->cstart;
