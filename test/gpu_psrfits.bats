@@ -53,8 +53,9 @@ rfi_same() {
     dd_direct - --backend gpu --prefix stdin/x -q --dm 0,50,120 --rfi auto --gulp 1500 \
         --format dat < rfi.fil
     for f in cpu/*.dat; do cmp "$f" "stdin/${f#cpu/}"; done
-    # every width; spectra of 77 1-bit channels end inside bytes; 2 IFs; the
-    # last block 20 spectra (too few for statistics: left as it is)
+    # every width; spectra of 77 1-bit channels end inside bytes, of 70
+    # 8-bit channels inside 4- and 16-byte words; 2 IFs; the last block 20
+    # spectra (too few for statistics: left as it is)
     local G="--tsamp 0.000256 --fch1 1500 --pulse 1.1,60,0.002,20 --rfi chans:0.1:6 --rfi impulses:0.5:40"
     fbsim -q -o w2.fil --nchans 96 --nbits 2 --foff -1 --nsamples 12308 $G
     rfi_same w2.fil --dm 0,30,60 --gulp 3000
@@ -66,6 +67,8 @@ rfi_same() {
     rfi_same w16.fil --dm 0,30,60 --gulp 4100
     fbsim -q -o w32.fil --nchans 70 --nbits 32 --foff -1 --nsamples 9000 $G
     rfi_same w32.fil --dm 0,30,60 --gulp 2000
+    fbsim -q -o w8.fil --nchans 70 --nbits 8 --foff -1 --nsamples 9000 $G
+    rfi_same w8.fil --dm 0,30,60 --gulp 2000
     fbsim -q -o i2.fil --nchans 64 --nbits 8 --nifs 2 --foff -1 --nsamples 9000 $G
     rfi_same i2.fil --dm 0,30,60 --gulp 2000
     fbsim -q -o rfi8.fits --format psrfits --nsblk 512 --nchans 64 --tsamp 0.000256 --tobs 2 \
