@@ -91,32 +91,32 @@ static double run_series_bytes(const ddtk_plan *p, int64_t nsamples)
 }
 
 /* --rfi auto: where the host's reads and cleaning would set the GPU path's
- * pace, the GPU cleans (cuda/rfi_gpu.cu); else the host, whose cleaning
- * then hides behind the GPU's work. Neither is free beside a heavy plan:
- * htru8 60 s with RFI, 1196 DMs, one H100, streaming (median of 5-7 runs).
- * Cleaned on the GPU it costs 5-8% on every host seen (0.140-0.142 s
- * against 0.131 s without, 0.167 s against 0.158 s with the warm-up; 16%
- * before the unpacking read words and the cleaning's launches were
- * merged, stop 46). On the host it costs 1-5% where its reads and cleaning
- * took 0.10-0.12 s against the GPU's 0.135, 11-30% where they took
- * 0.12-0.21 s. The host's pace is measured on the input's first blocks
- * (ddtk_source_clean_pace) and the host cleans only where the measure says
- * it is faster than the GPU's work (HOST_MARGIN): the measure, one round of
- * the threads' blocks while the set-up starts the GPUs, reads about half
- * what the run's reads then reach and gave 4.2-5.5 GB/s on the hosts where
- * the host's cleaning cost 1-5% and on those where it cost 11-30%, so the
- * GPU, which costs the same everywhere, cleans where the measure cannot
- * tell them apart (at the margin 1.6 of stop 45 the host cleaned there:
- * 0.176 s against the GPU's 0.167). On inputs that cannot be read ahead
- * (pipes, PSRFITS) a constant stands in, CLEAN_RATE input bytes a second a
- * thread, under the same margin: htru through a pipe, warm-up and
- * streaming, 0.60 s without excision, 0.74 s cleaned on the host, 0.53 s
- * on the GPU; as PSRFITS 0.155, 0.191 and 0.166 s (stop 46: the margin
- * 1.5 of stop 44 chose the host for both, predicting it 0.189 s against
- * 0.155 s of GPU work); 4 DMs 0.096-0.113 s cleaned on the host against
- * 0.034-0.046 s on the GPU (stop 44). The tree and the FDMT give no cost
- * model of their GPU work (split_cost), and do far less of it per input
- * byte than the direct kernel: the GPU cleans for them. */
+ * pace, the GPU cleans (cuda/rfi_gpu.cu); else the host, whose cleaning then
+ * hides behind the GPU's work. Neither is free beside a heavy plan: htru8
+ * 60 s with RFI, 1196 DMs, one H100, streaming (median of 5-7 runs). Cleaned
+ * on the GPU it costs 1.4% (0.1329 s against 0.1311 s without; 5-8% before
+ * each gulp was staged as soon as read and the replacements written by a
+ * kernel of their own, stop 47; 16% before the unpacking read words and the
+ * cleaning's launches were merged, stop 46). On the host it costs 1-5% where
+ * its reads and cleaning took 0.10-0.12 s against the GPU's 0.135, 11-30%
+ * where they took 0.12-0.21 s. The host's pace is measured on the input's
+ * first blocks (ddtk_source_clean_pace) and the host cleans only where the
+ * measure says it is faster than the GPU's work (HOST_MARGIN): the measure,
+ * one round of the threads' blocks while the set-up starts the GPUs, reads
+ * about half what the run's reads then reach and gave 4.2-5.5 GB/s on the
+ * hosts where the host's cleaning cost 1-5% and on those where it cost
+ * 11-30%, so the GPU, which costs less and the same everywhere, cleans where
+ * the measure cannot tell them apart (at the margin 1.6 of stop 45 the host
+ * cleaned there: 0.176 s against the GPU's 0.167). On inputs that cannot be
+ * read ahead (pipes, PSRFITS) a constant stands in, CLEAN_RATE input bytes a
+ * second a thread, under the same margin: htru through a pipe, warm-up and
+ * streaming, 0.60 s without excision, 0.74 s cleaned on the host, 0.53 s on
+ * the GPU; as PSRFITS 0.155, 0.191 and 0.166 s (stop 46: the margin 1.5 of
+ * stop 44 chose the host for both, predicting it 0.189 s against 0.155 s of
+ * GPU work); 4 DMs 0.096-0.113 s cleaned on the host against 0.034-0.046 s
+ * on the GPU (stop 44). The tree and the FDMT give no cost model of their
+ * GPU work (split_cost), and do far less of it per input byte than the
+ * direct kernel: the GPU cleans for them. */
 #define CLEAN_RATE 6e8            /* input bytes per second a host thread cleans */
 #define HOST_MARGIN 1.0           /* the host's reads and cleaning against the GPU's work */
 

@@ -117,7 +117,7 @@ static void test_cleans(void)
     CHECK(strstr(why, "predicted host reads and cleaning 0.04") != NULL);
     CHECK(ddtk_gpu_cleans(p, &src, 1, why, sizeof why) == 1);
     /* the host cleans only where it is predicted faster than the GPU's work
-     * (the GPU's cleaning costs 5-8% everywhere, the host's up to 30% where
+     * (the GPU's cleaning costs 1.4% everywhere, the host's up to 30% where
      * it barely keeps up): the choice turns where the two cross */
     int turns = 0;
     for (int t = 1; t <= 16; t++) {
