@@ -1299,8 +1299,8 @@ static void span(ddtk_gpu_stream *g, int i)
  * loop after the wait for the gulp two before, its copy and unpacking (and
  * the GPU's cleaning) came after that gulp's outputs' copy and before the
  * next gulp's kernels could start (htru8 60 s, 1196 DMs, one H100,
- * streaming, medians of 7: GPU-cleaned 0.1379 -> 0.1357 s, uncleaned
- * 0.1312 -> 0.1306 s; stop 47). */
+ * streaming, medians of 7: GPU-cleaned 0.1404 -> 0.1349 s, uncleaned
+ * 0.1301 s either way; stop 47). */
 enum reader_state { R_IDLE, R_JOB, R_DONE, R_QUIT };
 
 struct reader {
