@@ -87,12 +87,12 @@ int fallback_tile(int shape);
 cudaError_t launch_fallback(Storage s, int shape, int dms_per_block, const DirectArgs &a,
                             cudaStream_t st);
 
-/* The GPU's RFI cleaning (rfi_gpu.cu) as the unpacking reads: spectrum sb
- * of the raw buffer, from `from` on (the observation's at + sb - from), is
- * in block j = (sb - from) / block at t = (sb - from) % block of the
- * cleaning's arrays; its channels flagged there, or all where the spectrum
- * was clipped, read as the levels rfi_put would have written. flag NULL:
- * nothing to replace. */
+/* The GPU's RFI cleaning (rfi_gpu.cu) as the unpacking replaces it in its
+ * rows: spectrum sb of the raw buffer, from `from` on (the observation's
+ * at + sb - from), is in block j = (sb - from) / block at t = (sb - from) %
+ * block of the cleaning's arrays; its channels flagged there, or all where
+ * the spectrum was clipped, take the levels rfi_put would have written.
+ * flag NULL: nothing to replace. */
 struct UnpackRfi {
     const uint8_t *flag, *clip;   /* [block][chan]; [block][t] */
     const float *level;           /* [block][if][chan] */
@@ -116,7 +116,8 @@ struct UnpackArgs {
     UnpackRfi rfi;
 };
 /* Unpack n raw spectra, from raw's spectrum `first` on, into rows at column
- * col (rowmap: file channel -> row or -1). */
+ * col (rowmap: file channel -> row or -1), then write the cleaning's
+ * replacements (rfi) over them. */
 cudaError_t launch_unpack(const UnpackArgs &u, cudaStream_t st);
 /* Integer element e of SIGPROC raw data (1/2/4-bit packed from the low
  * bits, 8/16-bit signed or not): the unpacking's and the RFI cleaner's. */
