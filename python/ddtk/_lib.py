@@ -266,6 +266,7 @@ Sink._fields_ = [
     ("finish", ctypes.CFUNCTYPE(cint, ctypes.POINTER(Sink), cint)),
     ("length", cint),
     ("serial", cint),
+    ("discard", cint),
     ("ctx", vp),
     ("stride", ctypes.c_size_t),
     ("fn", SERIES_FN),

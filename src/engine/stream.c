@@ -49,11 +49,6 @@ int ddtk_source_clean_geometry(const ddtk_source *s, ddtk_clean_geom *g)
     return s->read == read_input && ddtk_clean_geometry(s->ctx, g);
 }
 
-double ddtk_source_clean_pace(ddtk_source *s, int64_t nblocks)
-{
-    return s->read == read_input ? ddtk_clean_pace(s->ctx, nblocks) : -1;
-}
-
 void ddtk_source_clean_hand_over(ddtk_source *s)
 {
     ddtk_clean_hand_over(s->ctx);
@@ -117,12 +112,12 @@ static int finish_outset(ddtk_sink *s, int rc)
     return ddtk_outset_close(s->ctx);
 }
 
-/* Whether the writer's series go nowhere (an output set with discard): a run
- * that costs the host no writes (--gpu all's model). */
+/* Whether the writer's series go nowhere (the sink says so, as an output
+ * set with discard's does, and sinks copied from it): a run that costs the
+ * host no writes (--gpu all's model). */
 int ddtk_writer_discards(const ddtk_writer *w)
 {
-    const ddtk_sink *s = w->sink;
-    return s->write == write_outset && ((const ddtk_outset *)s->ctx)->spec.discard;
+    return w->sink->discard;
 }
 
 void ddtk_sink_outset(ddtk_sink *s, ddtk_outset *out)
@@ -132,6 +127,7 @@ void ddtk_sink_outset(ddtk_sink *s, ddtk_outset *out)
     s->pad = pad_outset;
     s->finish = finish_outset;
     s->length = ddtk_outspec_length(&out->spec);
+    s->discard = out->spec.discard;
     s->ctx = out;
 }
 
