@@ -366,35 +366,33 @@ __global__ void __launch_bounds__(128) replace_rows_kernel(UnpackArgs u, int64_t
     }
 }
 
+/* Rows of T: the unpacking (unpack8_kernel where it applies), then the
+ * cleaning's replacements over what it wrote. */
 template <typename T>
-static void launch_replace_rows(const UnpackArgs &u, cudaStream_t st)
+static void launch_rows(const UnpackArgs &u, cudaStream_t st)
 {
+    if (sizeof(T) == 1 && u.nbits == 8 && u.nifs == 1 && u.pol == 0 && !u.tab
+        && u.nchans % 4 == 0)
+        unpack8_kernel<<<dim3((unsigned)((u.n + U8_SPECTRA - 1) / U8_SPECTRA),
+                              (unsigned)((u.nchans + U8_CHANS - 1) / U8_CHANS)), 256, 0, st>>>(u);
+    else
+        unpack_kernel<T><<<dim3((unsigned)((u.n + 31) / 32), (unsigned)((u.nchans + 31) / 32)),
+                           dim3(32, 8), 0, st>>>(u);
     const int64_t lo = u.first - u.rfi.from, b = u.rfi.block;
-    const int64_t j0 = (lo > 0 ? lo : 0) / b, j1 = (lo + u.n - 1) / b;
-    if (lo + u.n <= 0)
+    if (!u.rfi.flag || lo + u.n <= 0)
         return;
+    const int64_t j0 = (lo > 0 ? lo : 0) / b, j1 = (lo + u.n - 1) / b;
     replace_rows_kernel<T><<<dim3((unsigned)u.nchans, (unsigned)(j1 - j0 + 1)), 128, 0, st>>>(u, j0);
 }
 
 cudaError_t launch_unpack(const UnpackArgs &u, cudaStream_t st)
 {
-    const dim3 block(32, 8), grid((unsigned)((u.n + 31) / 32), (unsigned)((u.nchans + 31) / 32));
-    if (u.nbits == 8 && u.nifs == 1 && u.pol == 0 && !u.tab && u.enc.storage == ST_U8
-        && u.nchans % 4 == 0)
-        unpack8_kernel<<<dim3((unsigned)((u.n + U8_SPECTRA - 1) / U8_SPECTRA),
-                              (unsigned)((u.nchans + U8_CHANS - 1) / U8_CHANS)), 256, 0, st>>>(u);
-    else if (u.enc.storage == ST_U8)
-        unpack_kernel<uint8_t><<<grid, block, 0, st>>>(u);
+    if (u.enc.storage == ST_U8)
+        launch_rows<uint8_t>(u, st);
     else if (u.enc.storage == ST_U16)
-        unpack_kernel<uint16_t><<<grid, block, 0, st>>>(u);
+        launch_rows<uint16_t>(u, st);
     else
-        unpack_kernel<float><<<grid, block, 0, st>>>(u);
-    if (u.rfi.flag && u.enc.storage == ST_U8)
-        launch_replace_rows<uint8_t>(u, st);
-    else if (u.rfi.flag && u.enc.storage == ST_U16)
-        launch_replace_rows<uint16_t>(u, st);
-    else if (u.rfi.flag)
-        launch_replace_rows<float>(u, st);
+        launch_rows<float>(u, st);
     return cudaGetLastError();
 }
 
