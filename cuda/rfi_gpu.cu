@@ -1,9 +1,7 @@
 /*
  * rfi_gpu.cu - --rfi auto on the device: the blocks of src/io/rfi.c cleaned
- * in a GPU's raw input buffer, where the host's cleaning would set the GPU
- * path's pace (stream.cu asks ddtk_gpu_cleans: few DMs, the tree, the FDMT;
- * htru8 60 s, 4 DMs on one H100: 0.037-0.049 s of streaming against
- * 0.088-0.18 s cleaned on the host).
+ * in a GPU's raw input buffer, for every input of the GPU path that fits
+ * (ddtk_rfi_gpu_supports; stream.cu says why not the host's cleaning).
  *
  * Every block goes through the host cleaner's passes, each a kernel over a
  * gulp's blocks: the channels' sums over the statistics' subsample (a
@@ -35,7 +33,6 @@
 
 #define SORT_THREADS 512          /* a block's sorts */
 #define ROBUST_MOST 512           /* the zero-DM subsample's most (rfi_robust_step) */
-#define MAX_IFS 4                 /* a thread's per-IF sums (more: the host cleans) */
 
 /* A gulp's workspace: per block, its sums, statistics, flags, zero-DM series
  * and clips; room for `cap` blocks. */
@@ -109,7 +106,7 @@ __device__ __forceinline__ void clear_votes(const Gulp &k, int j, int c)
  * order. */
 __global__ void __launch_bounds__(STATS_CHANS * STATS_SLICES) stats_kernel(Gulp k, int second)
 {
-    __shared__ double part[STATS_SLICES][MAX_IFS + 2][STATS_CHANS];
+    __shared__ double part[STATS_SLICES][DDTK_RFI_GPU_MAX_IFS + 2][STATS_CHANS];
     __shared__ int64_t parts_m[STATS_SLICES][STATS_CHANS];
     const int j = blockIdx.y, cx = threadIdx.x % STATS_CHANS, sl = threadIdx.x / STATS_CHANS;
     const int c = blockIdx.x * STATS_CHANS + cx, slices = k.nbits == 32 ? 1 : STATS_SLICES;
@@ -122,7 +119,7 @@ __global__ void __launch_bounds__(STATS_CHANS * STATS_SLICES) stats_kernel(Gulp 
     if (c < k.nc && sl == 0)
         clear_votes(k, j, c);
     const int64_t step = rfi_stats_step(n);
-    double sum[MAX_IFS] = { 0, 0, 0, 0 }, dsum = 0, dsq = 0;
+    double sum[DDTK_RFI_GPU_MAX_IFS] = { 0, 0, 0, 0 }, dsum = 0, dsq = 0;
     int64_t m = 0;
     for (int64_t t = sl * step; c < k.nc && sl < slices && t < n; t += slices * step) {
         if (skip && skip[t])
@@ -140,19 +137,19 @@ __global__ void __launch_bounds__(STATS_CHANS * STATS_SLICES) stats_kernel(Gulp 
         dsum += d;
         dsq += d * d;
     }
-    for (int i = 0; i < MAX_IFS; i++)
+    for (int i = 0; i < DDTK_RFI_GPU_MAX_IFS; i++)
         part[sl][i][cx] = sum[i];
-    part[sl][MAX_IFS][cx] = dsum;
-    part[sl][MAX_IFS + 1][cx] = dsq;
+    part[sl][DDTK_RFI_GPU_MAX_IFS][cx] = dsum;
+    part[sl][DDTK_RFI_GPU_MAX_IFS + 1][cx] = dsq;
     parts_m[sl][cx] = m;
     __syncthreads();
     if (sl || c >= k.nc)
         return;
     for (int q = 1; q < slices; q++) {
-        for (int i = 0; i < MAX_IFS; i++)
+        for (int i = 0; i < DDTK_RFI_GPU_MAX_IFS; i++)
             sum[i] += part[q][i][cx];
-        dsum += part[q][MAX_IFS][cx];
-        dsq += part[q][MAX_IFS + 1][cx];
+        dsum += part[q][DDTK_RFI_GPU_MAX_IFS][cx];
+        dsq += part[q][DDTK_RFI_GPU_MAX_IFS + 1][cx];
         m += parts_m[q][cx];
     }
     if (m == 0)
@@ -575,7 +572,7 @@ static int pow2_at_least(int n)
 
 int ddtk_rfi_gpu_supports(const ddtk_clean_geom *g)
 {
-    return g->nchans <= DDTK_RFI_GPU_MAX_CHANS && g->nifs <= MAX_IFS && g->block % 8 == 0
+    return g->nchans <= DDTK_RFI_GPU_MAX_CHANS && g->nifs <= DDTK_RFI_GPU_MAX_IFS && g->block % 8 == 0
            && (g->nbits == 1 || g->nbits == 2 || g->nbits == 4 || g->nbits == 8
                || g->nbits == 16 || g->nbits == 32);
 }

@@ -12,8 +12,10 @@
 #include <cuda_runtime.h>
 
 /* The widest band the device cleans (IQRM sorts a block's channels in shared
- * memory); wider inputs are cleaned by the host. */
+ * memory), and the most IFs (a thread's per-IF sums); wider inputs are
+ * cleaned by the host. */
 #define DDTK_RFI_GPU_MAX_CHANS 8192
+#define DDTK_RFI_GPU_MAX_IFS 4
 
 typedef struct ddtk_rfi_gpu ddtk_rfi_gpu;
 

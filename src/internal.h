@@ -123,15 +123,6 @@ typedef struct ddtk_clean_geom {
 /* Whether in's cleaning can be a device's (--rfi auto without a mask, nothing
  * read yet), with *g its geometry. */
 int ddtk_clean_geometry(const ddtk_input *in, ddtk_clean_geom *g);
-/* The seconds a byte the host takes to read and clean in's first nblocks
- * blocks (no more than the input's whole blocks, nor than a read ahead
- * takes: a block a thread within its bound) on ddtk_threads() threads, as a
- * read does (each block read by the thread that cleans it), with nothing
- * delivered or counted: the GPU path's choice of where to clean. Negative
- * where ddtk_clean_geometry says no, on an input that cannot be read at a
- * position or whose length is unknown, or when the read fails (its error
- * is met again by the run's reads). */
-double ddtk_clean_pace(ddtk_input *in, int64_t nblocks);
 /* From now on in's reads are raw, its cleaning the device's, until
  * ddtk_clean_take_back adds what the device cleaned (r, and ever[c]: channel
  * c flagged in some block) to in's report (ddtk_input_clean_report). */

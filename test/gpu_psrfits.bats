@@ -38,12 +38,18 @@ rfi_same() {
     ! grep -q " 0 channels flagged" cpu.rfi
     dd_direct rfi.fil --backend gpu -v --dm 0 --rfi auto -o v.tim 2>&1 |
         grep -q "RFI excision on the GPU (blocks of 2048 spectra"
-    # where the GPU's work outlasts the host's reads and cleaning, the host
-    # cleans: their pace measured on a file, a constant's on a pipe
+    # the GPU cleans beside heavy plans too, and on a pipe; inputs wider
+    # than its cleaning takes are cleaned by the host, to the same bytes
     dd_direct rfi.fil --backend gpu -v --dm-min 0 --dm-max 2000 --dm-step 0.5 --rfi auto \
-        --discard 2>&1 | grep "RFI excision on the host (host reads and cleaning" | grep -q measured
+        --discard 2>&1 | grep -q "RFI excision on the GPU"
     dd_direct - --backend gpu -v --dm-min 0 --dm-max 2000 --dm-step 0.5 --rfi auto --discard \
-        < rfi.fil 2>&1 | grep -q "RFI excision on the host (predicted"
+        < rfi.fil 2>&1 | grep -q "RFI excision on the GPU"
+    fbsim -q -o wide.fil --nchans 8200 --nbits 8 --tsamp 0.000256 --nsamples 4500 --fch1 1500 \
+        --foff -0.01 --pulse 0.5,60,0.002,20 --rfi chans:0.1:5 --rfi impulses:1:50
+    rfi_same wide.fil --dm 0,60
+    grep -q "spectra clipped" cpu.rfi
+    dd_direct wide.fil --backend gpu -v --dm 0 --rfi auto -o v.tim 2>&1 |
+        grep -q "RFI excision on the host (8200 channels of 1 IFs; the GPU cleans up to 8192"
     # the first gulp is read and cleaned beside the warm-up; gulps end inside blocks
     rfi_same rfi.fil --dm 0,50,120 --gulp 1000
     dd_direct rfi.fil --backend gpu -v --dm 0 --rfi auto --gulp 1000 -o v.tim 2>&1 |

@@ -127,10 +127,8 @@ int ddtk_source_scaled(const ddtk_source *s, int *sgn);
 int ddtk_source_pull_scaled(ddtk_source *s, int64_t n, uint8_t *out, int32_t *seg, float *tab,
                             int maxseg, int *nseg, int64_t *got);
 /* For the GPU: a file source's --rfi auto done on the device for one run
- * (ddtk_clean_geometry, ddtk_clean_hand_over, ddtk_clean_take_back), and
- * the host's pace at it measured (ddtk_clean_pace; negative: not known). */
+ * (ddtk_clean_geometry, ddtk_clean_hand_over, ddtk_clean_take_back). */
 int ddtk_source_clean_geometry(const ddtk_source *s, ddtk_clean_geom *g);
-double ddtk_source_clean_pace(ddtk_source *s, int64_t nblocks);
 void ddtk_source_clean_hand_over(ddtk_source *s);
 void ddtk_source_clean_take_back(ddtk_source *s, const ddtk_rfi_report *r, const uint8_t *ever);
 /*
@@ -174,11 +172,6 @@ int ddtk_gpu_choose(const ddtk_gpu_cost *c, int avail, char *why, size_t n);
 /* The model of plan p over nsamples spectra (series written somewhere that
  * costs the host time, or discarded), from H100 constants. */
 void ddtk_gpu_cost_of(const ddtk_plan *p, int64_t nsamples, int written, ddtk_gpu_cost *c);
-/* Whether --rfi auto cleans on the GPU for plan p and source src (else on
- * the host, on `threads` threads): the host's pace measured on src's first
- * blocks where it can be (ddtk_source_clean_pace), else a constant's; why
- * (n bytes) gets the reason, for -v. */
-int ddtk_gpu_cleans(const ddtk_plan *p, ddtk_source *src, int threads, char *why, size_t n);
 
 /* ---- streaming layers ---------------------------------------------------------- */
 

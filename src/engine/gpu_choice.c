@@ -90,58 +90,6 @@ static double run_series_bytes(const ddtk_plan *p, int64_t nsamples)
     return bytes;
 }
 
-/* --rfi auto: where the host's reads and cleaning would set the GPU path's
- * pace, the GPU cleans (cuda/rfi_gpu.cu); else the host, whose cleaning then
- * hides behind the GPU's work. Neither is free beside a heavy plan: htru8
- * 60 s with RFI, 1196 DMs, one H100, streaming (median of 5-7 runs). Cleaned
- * on the GPU it costs 1.4% (0.1329 s against 0.1311 s without; 5-8% before
- * each gulp was staged as soon as read and the replacements written by a
- * kernel of their own, stop 47; 16% before the unpacking read words and the
- * cleaning's launches were merged, stop 46). On the host it costs 1-5% where
- * its reads and cleaning took 0.10-0.12 s against the GPU's 0.135, 11-30%
- * where they took 0.12-0.21 s. The host's pace is measured on the input's
- * first blocks (ddtk_source_clean_pace) and the host cleans only where the
- * measure says it is faster than the GPU's work (HOST_MARGIN): the measure,
- * one round of the threads' blocks while the set-up starts the GPUs, reads
- * about half what the run's reads then reach and gave 4.2-5.5 GB/s on the
- * hosts where the host's cleaning cost 1-5% and on those where it cost
- * 11-30%, so the GPU, which costs less and the same everywhere, cleans where
- * the measure cannot tell them apart (at the margin 1.6 of stop 45 the host
- * cleaned there: 0.176 s against the GPU's 0.167). On inputs that cannot be
- * read ahead (pipes, PSRFITS) a constant stands in, CLEAN_RATE input bytes a
- * second a thread, under the same margin: htru through a pipe, warm-up and
- * streaming, 0.60 s without excision, 0.74 s cleaned on the host, 0.53 s on
- * the GPU; as PSRFITS 0.155, 0.191 and 0.166 s (stop 46: the margin 1.5 of
- * stop 44 chose the host for both, predicting it 0.189 s against 0.155 s of
- * GPU work); 4 DMs 0.096-0.113 s cleaned on the host against 0.034-0.046 s
- * on the GPU (stop 44). The tree and the FDMT give no cost model of their
- * GPU work (split_cost), and do far less of it per input byte than the
- * direct kernel: the GPU cleans for them. */
-#define CLEAN_RATE 6e8            /* input bytes per second a host thread cleans */
-#define HOST_MARGIN 1.0           /* the host's reads and cleaning against the GPU's work */
-
-int ddtk_gpu_cleans(const ddtk_plan *p, ddtk_source *src, int threads, char *why, size_t n)
-{
-    const int64_t nominal = (int64_t)1 << 20;     /* spectra: the ratio's, of any length */
-    if (!p->algo->split_cost) {
-        snprintf(why, n, "the %s algorithm's GPU work is small against the input", p->algo->name);
-        return 1;
-    }
-    ddtk_gpu_cost c;
-    ddtk_gpu_cost_of(p, nominal, 0, &c);
-    const double gpu = c.kernel > c.copy ? c.kernel : c.copy,
-                 bytes = (double)ddtk_plan_raw_bytes(p, nominal),
-                 pace = ddtk_source_clean_pace(src, threads);
-    const double host = pace > 0 ? bytes * pace : c.host + bytes / (CLEAN_RATE * threads);
-    if (pace > 0)
-        snprintf(why, n, "host reads and cleaning %.3f s (measured, %.2f GB/s) against GPU work "
-                 "%.3f s a million spectra", host, 1e-9 / pace, gpu);
-    else
-        snprintf(why, n, "predicted host reads and cleaning %.3f s against GPU work %.3f s a "
-                 "million spectra", host, gpu);
-    return host > HOST_MARGIN * gpu;
-}
-
 void ddtk_gpu_cost_of(const ddtk_plan *p, int64_t nsamples, int written, ddtk_gpu_cost *c)
 {
     const double series = run_series_bytes(p, nsamples);

@@ -76,7 +76,6 @@
 #define AHEAD_BYTES ((int64_t)64 << 20)
 #define AHEAD_PER_THREAD 4        /* blocks read ahead for each thread */
 #define COPY_CHUNK ((size_t)1 << 20)  /* bytes of the read-ahead a thread copies out */
-#define PACE_PASSES 3             /* ddtk_clean_pace's timed passes */
 #define MASK_MOST_STREAMED (1 << 24)  /* spectra of a mask's interval on an input of unknown
                                          length (rfifind's default 2 s at 0.12 us) */
 
@@ -1071,51 +1070,6 @@ static void report_add(ddtk_rfi_report *to, const ddtk_rfi_report *r)
     to->spectra_clipped += r->spectra_clipped;
     to->samples += r->samples;
     to->samples_masked += r->samples_masked;
-}
-
-/* The counts and flags of k and its workers back to none (ddtk_clean_pace's
- * blocks were cleaned to be timed, not delivered). */
-static void forget(ddtk_cleaner *k, int nc)
-{
-    for (int i = -1; i < k->nworkers; i++) {
-        ddtk_cleaner *w = i < 0 ? k : &k->workers[i];
-        memset(&w->rep, 0, sizeof w->rep);
-        memset(w->ever, 0, (size_t)nc);
-    }
-}
-
-double ddtk_clean_pace(ddtk_input *in, int64_t nblocks)
-{
-    ddtk_cleaner *k = in->clean;
-    ddtk_clean_geom g;
-    int64_t pos;
-    size_t have = 0;
-    if (!ddtk_clean_geometry(in, &g) || !ddtk_input_positional(in) || in->nsamples < 0
-        || ddtk_input_tell(in, &pos))
-        return -1;
-    const int64_t most = ahead(k, in, 1), whole = in->nsamples / k->block;
-    nblocks = nblocks < most ? nblocks : most;
-    nblocks = nblocks < whole ? nblocks : whole;
-    const size_t bytes = (size_t)ddtk_input_bytes(in, nblocks * k->block);
-    uint8_t *buf = nblocks > 0 ? ddtk_malloc(bytes, "RFI timing") : NULL;
-    if (!buf)
-        return -1;
-    /* The first pass pays for the buffer's pages and the threads' start,
-     * which a run's reads do not (timed, 2.3-2.9 GB/s where a 16-core H100
-     * host's reads of htru with the cleaning went at 6-7); of the passes
-     * after it the fastest (the second alone: 4.2-6.2 GB/s where the reads
-     * went at 4.6-9.2). */
-    int rc = clean_blocks(k, in, buf, nblocks * k->block, NULL, 0, 0, pos, &have);
-    double t = 1e30;
-    for (int i = 0; i < PACE_PASSES && !rc; i++) {
-        const double t0 = ddtk_now();
-        have = 0;
-        rc = clean_blocks(k, in, buf, nblocks * k->block, NULL, 0, 0, pos, &have);
-        t = fmin(t, ddtk_now() - t0);
-    }
-    free(buf);
-    forget(k, in->hdr.nchans);
-    return rc || have < bytes ? -1 : t / (double)bytes;
 }
 
 void ddtk_clean_hand_over(ddtk_input *in)

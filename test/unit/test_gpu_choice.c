@@ -5,19 +5,16 @@
  * two), a larger count only for a clear gain, and the model of a real htru
  * plan (SPEC section 6): its kernel seconds near the 0.138 s measured, one
  * GPU at 60 s, two at 600 s discarded, one when files written at the
- * disk's speed bound the run; and where --rfi auto cleans (the host's pace
- * measured on the input, else a constant's).
+ * disk's speed bound the run.
  */
 #include "engine.h"
 #include "dmplan.h"
 #include "check.h"
 #include "htru_plan.h"
-#include "sim_file.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static void test_arithmetic(void)
 {
@@ -85,63 +82,10 @@ static void test_htru_plan(void)
     free(ds);
 }
 
-/* Where --rfi auto cleans on the GPU path (ddtk_gpu_cleans): the host's pace
- * measured on a file's first blocks, else (once reading has begun, as on a
- * pipe) the constant's: for htru's 1196 DMs the host on 16 threads, the
- * GPU on one. */
-static void test_cleans(void)
-{
-    char path[] = "/tmp/ddtk_choice_XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
-    ddtk_sim s;
-    sim_file_init(&s, 256, 8, 1, -1, 4 * DDTK_RFI_BLOCK, 3);
-    sim_file_write(&s, path);
-    ddtk_dmlist l = { 0 };
-    int *ds = NULL;
-    ddtk_plan *p = htru_plan(0, &l, &ds);
-    ddtk_input in;
-    ddtk_source src;
-    const ddtk_clean_opts o = { .auto_rfi = 1 };
-    char why[256];
-    CHECK(ddtk_input_open(&in, path) == DDTK_OK && ddtk_input_clean(&in, &o) == DDTK_OK);
-    ddtk_source_file(&src, &in);
-    ddtk_gpu_cleans(p, &src, 2, why, sizeof why);
-    fprintf(stderr, "--rfi auto, htru's DMs, 2 threads: %s\n", why);
-    CHECK(strstr(why, "(measured, ") != NULL);
-    int64_t got;
-    uint8_t *buf = malloc((size_t)ddtk_input_bytes(&in, 8));
-    CHECK(ddtk_input_read(&in, buf, 8, &got) == DDTK_OK && got == 8);
-    CHECK(ddtk_gpu_cleans(p, &src, 16, why, sizeof why) == 0);
-    CHECK(strstr(why, "predicted host reads and cleaning 0.04") != NULL);
-    CHECK(ddtk_gpu_cleans(p, &src, 1, why, sizeof why) == 1);
-    /* the host cleans only where it is predicted faster than the GPU's work
-     * (the GPU's cleaning costs 1.4% everywhere, the host's up to 30% where
-     * it barely keeps up): the choice turns where the two cross */
-    int turns = 0;
-    for (int t = 1; t <= 16; t++) {
-        double host = 0, gpu = 0;
-        const int on_gpu = ddtk_gpu_cleans(p, &src, t, why, sizeof why);
-        CHECK(sscanf(why, "predicted host reads and cleaning %lf s against GPU work %lf", &host,
-                     &gpu) == 2);
-        CHECK(on_gpu == (host > gpu));
-        turns += t > 1 && on_gpu == 0 && host > 0.8 * gpu;
-    }
-    CHECK(turns > 0);                      /* some thread count lands near the crossing */
-    ddtk_input_close(&in);
-    unlink(path);
-    free(buf);
-    ddtk_plan_destroy(p);
-    ddtk_dmlist_free(&l);
-    free(ds);
-}
-
 int main(void)
 {
     test_arithmetic();
     test_measured();
     test_htru_plan();
-    test_cleans();
     return check_result();
 }

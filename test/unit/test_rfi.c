@@ -9,8 +9,7 @@
  * and part of one more (cleaned in place, the part read ahead). The same for
  * sub-byte samples with two IFs, for a PRESTO mask's blocks (its interval,
  * not a power of two) and for stdin through a pipe (no seeking), where a
- * live stream's first block comes out before the next is sent. The host's
- * pace measured on the first blocks (ddtk_clean_pace) changes nothing.
+ * live stream's first block comes out before the next is sent.
  */
 #include "ddtk.h"
 #include "internal.h"
@@ -227,41 +226,6 @@ static void check_live(const char *path, const ddtk_clean_opts *o)
     free(ref.bytes);
 }
 
-/* The host's pace at cleaning measured on the first blocks (the GPU path's
- * choice, ddtk_clean_pace) changes nothing the reads then deliver or count;
- * it is not measured once reading has begun, nor with a mask (the host
- * cleans those). */
-static void check_pace(const char *path, const ddtk_clean_opts *o, const char *mask /* or NULL */)
-{
-    cleaned ref = clean(path, o, 4 * NSAMP, 1);
-    ddtk_input in;
-    CHECK(ddtk_input_open(&in, path) == DDTK_OK);
-    CHECK(ddtk_input_clean(&in, o) == DDTK_OK);
-    ddtk_threads_set(3);
-    CHECK(ddtk_clean_pace(&in, 3) > 0);
-    CHECK(ddtk_clean_pace(&in, 100) > 0);     /* more than a read ahead takes, or it has */
-    uint8_t *bytes = malloc((size_t)ref.nbytes);
-    int64_t got;
-    CHECK(ddtk_input_read(&in, bytes, NSAMP, &got) == DDTK_OK && got == NSAMP);
-    CHECK(memcmp(bytes, ref.bytes, (size_t)ref.nbytes) == 0);
-    ddtk_rfi_report rep;
-    ddtk_input_clean_report(&in, &rep);
-    CHECK(memcmp(&rep, &ref.rep, sizeof rep) == 0);
-    CHECK(ddtk_clean_pace(&in, 3) < 0);
-    ddtk_input_close(&in);
-    if (mask) {
-        ddtk_clean_opts m = *o;
-        m.mask = mask;
-        CHECK(ddtk_input_open(&in, path) == DDTK_OK);
-        CHECK(ddtk_input_clean(&in, &m) == DDTK_OK);
-        CHECK(ddtk_clean_pace(&in, 3) < 0);
-        ddtk_input_close(&in);
-    }
-    ddtk_threads_set(0);
-    free(bytes);
-    free(ref.bytes);
-}
-
 int main(void)
 {
     char fil8[256], fil2[256], mask[256];
@@ -275,8 +239,6 @@ int main(void)
     ddtk_clean_opts o = { .auto_rfi = 1 };
     check_reads(fil8, &o, "8-bit --rfi auto");
     check_reads(fil2, &o, "2-bit, 2 IFs, --rfi auto");
-    check_pace(fil8, &o, mask);
-    check_pace(fil2, &o, NULL);
     o.mask = mask;
     check_reads(fil8, &o, "8-bit --rfi auto --mask");
     o.auto_rfi = 0;
