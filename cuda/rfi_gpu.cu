@@ -572,7 +572,8 @@ static int pow2_at_least(int n)
 
 int ddtk_rfi_gpu_supports(const ddtk_clean_geom *g)
 {
-    return g->nchans <= DDTK_RFI_GPU_MAX_CHANS && g->nifs <= DDTK_RFI_GPU_MAX_IFS && g->block % 8 == 0
+    return g->nchans <= DDTK_RFI_GPU_MAX_CHANS && g->nifs <= DDTK_RFI_GPU_MAX_IFS
+           && g->block % 8 == 0
            && (g->nbits == 1 || g->nbits == 2 || g->nbits == 4 || g->nbits == 8
                || g->nbits == 16 || g->nbits == 32);
 }
