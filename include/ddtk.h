@@ -704,9 +704,10 @@ void ddtk_config_text(const ddtk_plan_desc *d, char *s, size_t n);
  * skipped, and why) goes to table when not NULL.
  */
 int ddtk_tune(ddtk_plan_desc *d, const char *path, double budget, FILE *table);
-/* 1 when d's algorithm has something to tune on d's backend (the FDMT has
- * nothing on a GPU). */
-int ddtk_tune_applies(const ddtk_plan_desc *d);
+/* DDTK_OK when d's algorithm has something to tune on d's backend, else
+ * the error ddtk_tune would fail with: an unknown algorithm, a backend not
+ * usable here, or nothing to tune on it (the FDMT on a GPU). */
+int ddtk_tune_check(const ddtk_plan_desc *d);
 
 /* GPU availability (cuda/device.cu when built with CUDA, else gpu_none.c). */
 int ddtk_gpu_count(void);

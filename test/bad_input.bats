@@ -238,6 +238,13 @@ freq_table() {
     run_err "--backend gpu" dd_direct good.fil --dm 10 --backend gpu --prefix out/x
     [ "$status" -eq 3 ]
     no_output_left
+    # tuning says why, not that there is nothing to tune
+    run_err "no usable GPU" ddtune good.fil --dm 10 --backend gpu --no-wisdom
+    [ "$status" -eq 3 ]
+    run_err "no usable GPU" dd_direct good.fil --dm 10 --backend gpu --tune --no-wisdom \
+        --prefix out/x
+    [ "$status" -eq 3 ]
+    no_output_left
     run dd_direct good.fil --dm 10 --backend auto -v -o out/a.tim
     [ "$status" -eq 0 ]
     [[ "$output" == *"CPU"* ]]

@@ -254,4 +254,12 @@ tuned() {
         dd_$alg -q a.fil "${dms[@]}" --backend cpu --no-wisdom --prefix c/x $(as_options "$best")
         for f in c/*; do cmp "$f" "g/${f#c/}"; done
     done
+    # the FDMT has nothing to tune on the GPU: one usage error, nothing kept
+    run_err "the fdmt algorithm has nothing to tune on the GPU" \
+        ddtune --algorithm fdmt a.fil --dm-max 60 --backend gpu --budget 1
+    [ "$status" -eq 2 ]
+    run_err "the fdmt algorithm has nothing to tune on the GPU" \
+        dd_fdmt a.fil --dm-max 60 --backend gpu --tune --prefix g/f
+    [ "$status" -eq 2 ]
+    [ -z "$(ls g/f* 2>/dev/null)" ]
 }

@@ -67,9 +67,8 @@ static int tune(ddtk_ddargs *a, ddtk_input *in, void *ctx)
     int rc = ddtk_algorithm_own_dms(a->desc.algorithm) ? ddtk_ddargs_own_dms(a, in) : DDTK_OK;
     if (!rc)
         rc = ddtk_ddargs_describe(a, in);
-    if (!rc && !ddtk_tune_applies(&a->desc))
-        rc = ddtk_fail(DDTK_EUSAGE, "the %s algorithm has nothing to tune on this backend",
-                       a->desc.algorithm);
+    if (!rc)
+        rc = ddtk_tune_check(&a->desc);
     if (!rc)
         rc = ddtk_wisdom_key(&a->desc, key, sizeof key);
     if (!rc) {

@@ -299,11 +299,16 @@ static int tunes(const ddtk_algo *a, int use_gpu)
     return rc;
 }
 
-int ddtk_tune_applies(const ddtk_plan_desc *d)
+int ddtk_tune_check(const ddtk_plan_desc *d)
 {
     const ddtk_algo *a = ddtk_algo_find(d->algorithm);
     int use_gpu = 0;
-    return a && !ddtk_backend_resolve(d->backend, d->gpu, 0, &use_gpu) && tunes(a, use_gpu);
+    int rc = a ? ddtk_backend_resolve(d->backend, d->gpu, 0, &use_gpu)
+               : ddtk_fail(DDTK_EUSAGE, "unknown algorithm '%s'", d->algorithm);
+    if (!rc && !tunes(a, use_gpu))
+        rc = ddtk_fail(DDTK_EUSAGE, "the %s algorithm has nothing to tune on the %s", a->name,
+                       use_gpu ? "GPU" : "CPU");
+    return rc;
 }
 
 int ddtk_tune(ddtk_plan_desc *d, const char *path, double budget, FILE *table)
@@ -311,16 +316,8 @@ int ddtk_tune(ddtk_plan_desc *d, const char *path, double budget, FILE *table)
     bench b;
     char key[1024], cfg[256];
     double best = 0;
-    int use_gpu = 0;
-    const ddtk_algo *a = ddtk_algo_find(d->algorithm);
-    int rc = a ? ddtk_backend_resolve(d->backend, d->gpu, 0, &use_gpu)
-               : ddtk_fail(DDTK_EUSAGE, "unknown algorithm '%s'", d->algorithm);
-    if (rc)
-        return rc;
-    if (!tunes(a, use_gpu))
-        return ddtk_fail(DDTK_EUSAGE, "the %s algorithm has nothing to tune on the %s",
-                         a->name, use_gpu ? "GPU" : "CPU");
-    if ((rc = ddtk_wisdom_key(d, key, sizeof key)))
+    int rc = ddtk_tune_check(d);
+    if (rc || (rc = ddtk_wisdom_key(d, key, sizeof key)))
         return rc;
     rc = bench_init(&b, d, budget, table);
     ddtk_plan_desc best_d = b.d;
@@ -328,8 +325,8 @@ int ddtk_tune(ddtk_plan_desc *d, const char *path, double budget, FILE *table)
         rc = measure(&b, b.ref, -1, &best);
     if (!rc)
         rc = tune_params(&b, &best_d, &best);
-    if (!rc && a->tune == DDTK_TUNE_DIRECT_KERNEL)
-        rc = use_gpu ? tune_gpu(&b, &best_d, &best) : tune_cpu(&b, &best_d, &best);
+    if (!rc && ddtk_algo_find(d->algorithm)->tune == DDTK_TUNE_DIRECT_KERNEL)
+        rc = b.use_gpu ? tune_gpu(&b, &best_d, &best) : tune_cpu(&b, &best_d, &best);
     bench_free(&b);
     if (rc)
         return rc;

@@ -962,9 +962,8 @@ int ddtk_ddtool_main(const ddtk_ddtool *t, ddtk_ddargs *a, int argc, char **argv
     if (!rc)
         rc = ddtk_ddargs_parse(a, argc, argv, t->options, t->noptions, t->option, t->ctx,
                                t->help);
-    if (!rc && a->tune && !ddtk_tune_applies(&a->desc))
-        rc = ddtk_fail(DDTK_EUSAGE, "--tune: the %s algorithm has nothing to tune on this "
-                       "backend", a->desc.algorithm);
+    if (!rc && a->tune)
+        rc = ddtk_tune_check(&a->desc);
     if (!rc && t->check)
         rc = t->check(a);
     if (!rc && a->list_gpus)
