@@ -603,11 +603,10 @@ void ddtk_source_memory(ddtk_source *s, const void *data, int64_t nsamples);
  * A sink takes the dedispersed series: for each DM of the plan (index dm),
  * its samples as they are made, float32, in order. Calls for one DM come in
  * order, offset being the samples it has had so far; calls for different DMs
- * may come at the same time from several threads unless serial or discard
- * is set. A caller makes its own by filling write (and pad, finish, length,
- * serial, discard, ctx as it needs) after a memset to 0; one that wraps
- * another copies it and replaces write, finish or ctx, so that its hints
- * stay.
+ * may come at the same time from several threads unless serial is set. A
+ * caller makes its own by filling write (and pad, finish, length, serial,
+ * discard, ctx as it needs) after a memset to 0; one that wraps another
+ * copies it and replaces write, finish or ctx, so that its hints stay.
  */
 typedef struct ddtk_sink ddtk_sink;
 /* The caller's function of a callback sink (ddtk_sink_callback). */
@@ -623,7 +622,7 @@ struct ddtk_sink {
     int (*finish)(ddtk_sink *s, int rc);
     int length;                   /* DDTK_LEN_* rule the series end with (0 = exact here) */
     int serial;                   /* 1: one call at a time */
-    int discard;                  /* 1: the series go nowhere (written on one thread) */
+    int discard;                  /* 1: the series go nowhere (not worth the threads) */
     void *ctx;
     /* The library's sinks: memory, the series' stride; callback, the function. */
     size_t stride;
